@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+type reviewOptions struct {
+	registry string
+	objects  []string
+}
+
+func newReviewCommand() *cobra.Command {
+	var o reviewOptions
+	cmd := &cobra.Command{
+		Use:   "review --registry FILE [--objects FILE]... [REQUEST|-]",
+		Short: "Decide one AdmissionReview offline, as the admission server would",
+		Long: `Evaluate one AdmissionReview v1 (JSON or YAML, from a file or stdin) against a
+tenant registry. --objects files (multi-document YAML, Lists or JSON arrays)
+are the existing cluster objects: the namespaces, pods, claims ... that
+ownership and counting see. Mutations are applied first, then the validating
+rules judge the mutated object.
+
+Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
+2 bad input or usage.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			request := "-"
+			if len(args) == 1 {
+				request = args[0]
+			}
+			return o.run(cmd, request)
+		},
+	}
+	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (required)")
+	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "existing cluster objects (repeatable)")
+	_ = cmd.MarkFlagRequired("registry")
+	return cmd
+}
+
+func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
+	reg, err := loadRegistry(o.registry)
+	if err != nil {
+		var invalid *registry.Error
+		if errors.As(err, &invalid) {
+			return &ExitError{Code: ExitUsage, Err: invalid}
+		}
+		return err
+	}
+	view := clusterview.New(reg.TenantLabel())
+	for _, file := range o.objects {
+		objects, err := clusterview.LoadFile(file)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		for _, obj := range objects {
+			view.Upsert(obj)
+		}
+	}
+	data, err := readInput(cmd.InOrStdin(), request)
+	if err != nil {
+		return usageErrorf("reading the request: %v", err)
+	}
+	req, err := admission.Decode(data)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	eng, err := engine.New(cmd.Context(), reg, engine.Options{})
+	if err != nil {
+		return err
+	}
+	decision, err := eng.Review(cmd.Context(), req, view)
+	if err != nil {
+		return err
+	}
+	for _, v := range decision.DryRun {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dryrun: %s\n", v)
+	}
+	out, err := Respond(req, decision).JSON()
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out); err != nil {
+		return err
+	}
+	if !decision.Allowed {
+		return &ExitError{Code: ExitDenied}
+	}
+	return nil
+}
+
+// Respond turns a decision into the AdmissionReview response: denials as the
+// status message, warn-mode violations as warnings, dryrun ones as audit
+// annotations, and the mutation patch.
+func Respond(req *admission.Request, d *engine.Decision) *admission.Response {
+	var resp *admission.Response
+	if d.Allowed {
+		resp = admission.Allowed(req.UID)
+	} else {
+		resp = admission.Denied(req.UID, messages(d.Deny))
+	}
+	annotations := map[string]string{}
+	for _, v := range d.DryRun {
+		annotations["dryrun-"+v.ID] = v.String()
+	}
+	return resp.WithPatch(d.Patch).WithWarnings(messages(d.Warn)).WithAuditAnnotations(annotations)
+}
+
+func messages(vs []engine.Violation) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(io.LimitReader(stdin, maxRequestBytes))
+	}
+	return os.ReadFile(name)
+}
+
+// maxRequestBytes bounds a request read from stdin (the API server sends at most 3 MiB objects).
+const maxRequestBytes = 16 << 20

@@ -1,0 +1,146 @@
+package clusterview
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	yamlv3 "gopkg.in/yaml.v3"
+)
+
+// LoadFile reads cluster objects from a file: multi-document YAML, a JSON or
+// YAML List (kind: List, items: [...]), or a JSON array.
+func LoadFile(file string) ([]Object, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading objects: %w", err)
+	}
+	objects, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return objects, nil
+}
+
+// Parse reads cluster objects from multi-document YAML, Lists or JSON arrays.
+func Parse(data []byte) ([]Object, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var out []Object
+	for doc := 1; ; doc++ {
+		var node yamlv3.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		var raw any
+		if err := node.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if raw == nil {
+			continue
+		}
+		objects, err := fromValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		out = append(out, objects...)
+	}
+}
+
+func fromValue(raw any) ([]Object, error) {
+	switch v := raw.(type) {
+	case []any:
+		var out []Object
+		for i, item := range v {
+			objects, err := fromValue(item)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			out = append(out, objects...)
+		}
+		return out, nil
+	case map[string]any:
+		if kind, _ := v["kind"].(string); strings.HasSuffix(kind, "List") {
+			items, _ := v["items"].([]any)
+			return fromValue(items)
+		}
+		o, err := FromManifest(v)
+		if err != nil {
+			return nil, err
+		}
+		return []Object{o}, nil
+	default:
+		return nil, fmt.Errorf("expected a Kubernetes object, got %T", raw)
+	}
+}
+
+// manifest is the part of an object the view reads.
+type manifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Value            *int32 `json:"value"`
+	PreemptionPolicy string `json:"preemptionPolicy"`
+}
+
+// FromManifest turns a decoded Kubernetes object into a view Object.
+func FromManifest(obj map[string]any) (Object, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return Object{}, err
+	}
+	var m manifest
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return Object{}, err
+	}
+	if m.APIVersion == "" || m.Kind == "" || m.Metadata.Name == "" {
+		return Object{}, fmt.Errorf("object needs apiVersion, kind and metadata.name")
+	}
+	gv, err := schema.ParseGroupVersion(m.APIVersion)
+	if err != nil {
+		return Object{}, err
+	}
+	o := Object{
+		Group:     gv.Group,
+		Kind:      m.Kind,
+		Resource:  Resource(gv.WithKind(m.Kind)),
+		Namespace: m.Metadata.Namespace,
+		Name:      m.Metadata.Name,
+	}
+	if o.Group == "" && o.Kind == "Namespace" {
+		o.Labels = m.Metadata.Labels
+		if o.Labels == nil {
+			o.Labels = map[string]string{}
+		}
+	}
+	if o.Group == "scheduling.k8s.io" && o.Kind == "PriorityClass" {
+		pc := PriorityClass{PreemptionPolicy: m.PreemptionPolicy}
+		if m.Value != nil {
+			pc.Value = *m.Value
+		}
+		o.PriorityClass = &pc
+	}
+	return o, nil
+}
+
+// Resource returns the plural resource name of a kind, as the API server
+// would serve it for built-in kinds.
+func Resource(gvk schema.GroupVersionKind) string {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.Resource
+}

@@ -1,0 +1,211 @@
+package clusterview
+
+import (
+	"maps"
+	"sync"
+)
+
+// NamespacesKey is the count key of a tenant's namespaces.
+const NamespacesKey = "namespaces"
+
+// Object is what the view keeps of a cluster object: its identity, labels
+// (namespaces only) and, for PriorityClasses, their value.
+type Object struct {
+	Group     string
+	Kind      string
+	Resource  string
+	Namespace string
+	Name      string
+	Labels    map[string]string
+	// PriorityClass is set for scheduling.k8s.io PriorityClasses.
+	PriorityClass *PriorityClass
+}
+
+// PriorityClass is what the priority-class mutation needs of a class.
+type PriorityClass struct {
+	Value            int32
+	PreemptionPolicy string
+}
+
+type objectKey struct {
+	key       string
+	namespace string
+	name      string
+}
+
+// View is safe for concurrent use. The zero value is not usable; call New.
+type View struct {
+	mu          sync.RWMutex
+	tenantLabel string
+	namespaces  map[string]map[string]string
+	objects     map[objectKey]struct{}
+	// perNamespace counts objects by quota key in each namespace, so that a
+	// namespace moving between tenants moves its counts in one step.
+	perNamespace    map[string]map[string]int
+	perTenant       map[string]map[string]int
+	priorityClasses map[string]PriorityClass
+}
+
+// New returns an empty view that assigns namespaces to tenants by tenantLabel.
+func New(tenantLabel string) *View {
+	return &View{
+		tenantLabel:     tenantLabel,
+		namespaces:      map[string]map[string]string{},
+		objects:         map[objectKey]struct{}{},
+		perNamespace:    map[string]map[string]int{},
+		perTenant:       map[string]map[string]int{},
+		priorityClasses: map[string]PriorityClass{},
+	}
+}
+
+// QuotaKey is the tenant quota key of a resource: the resource for the core
+// API ("pods"), count/RESOURCE.GROUP otherwise.
+func QuotaKey(group, resource string) string {
+	if group == "" {
+		return resource
+	}
+	return "count/" + resource + "." + group
+}
+
+// Upsert adds or updates an object. Repeated upserts of the same object count once.
+func (v *View) Upsert(o Object) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case o.Group == "" && o.Kind == "Namespace":
+		v.upsertNamespace(o.Name, o.Labels)
+	case o.PriorityClass != nil:
+		v.priorityClasses[o.Name] = *o.PriorityClass
+	case o.Namespace != "":
+		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
+		if _, seen := v.objects[k]; seen {
+			return
+		}
+		v.objects[k] = struct{}{}
+		v.add(o.Namespace, k.key, 1)
+	}
+}
+
+// Delete removes an object.
+func (v *View) Delete(o Object) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case o.Group == "" && o.Kind == "Namespace":
+		if _, ok := v.namespaces[o.Name]; ok {
+			v.moveNamespace(o.Name, v.tenantOf(o.Name), "")
+			delete(v.namespaces, o.Name)
+		}
+	case o.PriorityClass != nil:
+		delete(v.priorityClasses, o.Name)
+	case o.Namespace != "":
+		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
+		if _, seen := v.objects[k]; !seen {
+			return
+		}
+		delete(v.objects, k)
+		v.add(o.Namespace, k.key, -1)
+	}
+}
+
+func (v *View) upsertNamespace(name string, labels map[string]string) {
+	before, existed := v.tenantOf(name), true
+	if _, ok := v.namespaces[name]; !ok {
+		existed = false
+	}
+	v.namespaces[name] = maps.Clone(labels)
+	after := v.tenantOf(name)
+	if !existed {
+		v.moveNamespace(name, "", after)
+		return
+	}
+	v.moveNamespace(name, before, after)
+}
+
+// moveNamespace moves a namespace (and everything counted in it) from one
+// tenant to another; "" is no tenant.
+func (v *View) moveNamespace(name, from, to string) {
+	if from == to {
+		return
+	}
+	counts := maps.Clone(v.perNamespace[name])
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	counts[NamespacesKey] = 1
+	for key, n := range counts {
+		v.bump(from, key, -n)
+		v.bump(to, key, n)
+	}
+}
+
+func (v *View) add(namespace, key string, n int) {
+	per := v.perNamespace[namespace]
+	if per == nil {
+		per = map[string]int{}
+		v.perNamespace[namespace] = per
+	}
+	per[key] += n
+	if per[key] == 0 {
+		delete(per, key)
+	}
+	v.bump(v.tenantOf(namespace), key, n)
+}
+
+func (v *View) bump(tenant, key string, n int) {
+	if tenant == "" {
+		return
+	}
+	per := v.perTenant[tenant]
+	if per == nil {
+		per = map[string]int{}
+		v.perTenant[tenant] = per
+	}
+	per[key] += n
+	if per[key] == 0 {
+		delete(per, key)
+	}
+}
+
+func (v *View) tenantOf(namespace string) string {
+	return v.namespaces[namespace][v.tenantLabel]
+}
+
+// NamespaceLabels returns a copy-free read of a namespace's labels; callers
+// must not modify the map. ok is false for a namespace the view has not seen.
+func (v *View) NamespaceLabels(name string) (labels map[string]string, ok bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	labels, ok = v.namespaces[name]
+	return labels, ok
+}
+
+// Count returns how many objects of a quota key a tenant has.
+func (v *View) Count(tenant, key string) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.perTenant[tenant][key]
+}
+
+// PriorityClass returns a PriorityClass by name.
+func (v *View) PriorityClass(name string) (PriorityClass, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	pc, ok := v.priorityClasses[name]
+	return pc, ok
+}
+
+// SetTenantLabel changes the label that assigns namespaces to tenants and
+// recomputes the tenant counts.
+func (v *View) SetTenantLabel(label string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if label == v.tenantLabel {
+		return
+	}
+	v.tenantLabel = label
+	v.perTenant = map[string]map[string]int{}
+	for name := range v.namespaces {
+		v.moveNamespace(name, "", v.tenantOf(name))
+	}
+}

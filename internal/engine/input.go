@@ -1,0 +1,141 @@
+package engine
+
+import (
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+)
+
+// input is the policy input: the request, trimmed to what rules read, and the
+// cluster facts its rules need, from the view.
+type input struct {
+	request map[string]any
+	cluster map[string]any
+}
+
+func (in *input) value() map[string]any {
+	return map[string]any{"request": in.request, "cluster": in.cluster}
+}
+
+func (e *Engine) input(req *admission.Request, view *clusterview.View) *input {
+	groups := make([]any, len(req.UserInfo.Groups))
+	for i, g := range req.UserInfo.Groups {
+		groups[i] = g
+	}
+	r := map[string]any{
+		"uid":         string(req.UID),
+		"kind":        map[string]any{"group": req.Kind.Group, "version": req.Kind.Version, "kind": req.Kind.Kind},
+		"resource":    map[string]any{"group": req.Resource.Group, "version": req.Resource.Version, "resource": req.Resource.Resource},
+		"subResource": req.SubResource,
+		"namespace":   req.Namespace,
+		"name":        req.Name,
+		"operation":   string(req.Operation),
+		"userInfo":    map[string]any{"username": req.UserInfo.Username, "groups": groups},
+	}
+	if req.Object != nil {
+		r["object"] = trimObject(req.Object)
+	}
+	if req.OldObject != nil {
+		r["oldObject"] = trimObject(req.OldObject)
+	}
+	return &input{request: r, cluster: e.facts(req, view)}
+}
+
+// trimObject drops metadata.managedFields, often the largest part of an
+// object and read by no rule, without modifying the original.
+func trimObject(obj map[string]any) map[string]any {
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	if _, has := meta["managedFields"]; !has {
+		return obj
+	}
+	trimmedMeta := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if k != "managedFields" {
+			trimmedMeta[k] = v
+		}
+	}
+	trimmed := make(map[string]any, len(obj))
+	for k, v := range obj {
+		trimmed[k] = v
+	}
+	trimmed["metadata"] = trimmedMeta
+	return trimmed
+}
+
+// facts gathers the cluster facts one request's rules read: the labels of its
+// namespace, the tenant counts that could be exceeded, and the default
+// PriorityClass of a created Pod. Lookups are by key, never scans.
+func (e *Engine) facts(req *admission.Request, view *clusterview.View) map[string]any {
+	cluster := map[string]any{}
+	label := e.registry.TenantLabel()
+	creating := req.Operation == admissionv1.Create && req.SubResource == ""
+	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+		if labels, ok := view.NamespaceLabels(req.Name); ok {
+			cluster["namespace"] = namespaceFacts(req.Name, labels)
+		}
+		if creating {
+			cluster["counts"] = e.namespaceCounts(req, view)
+		}
+		return cluster
+	}
+	if req.Namespace == "" {
+		return cluster
+	}
+	labels, ok := view.NamespaceLabels(req.Namespace)
+	if !ok {
+		return cluster
+	}
+	cluster["namespace"] = namespaceFacts(req.Namespace, labels)
+	tenantName := labels[label]
+	tenant, known := e.registry.Tenant(tenantName)
+	if !known || !creating {
+		return cluster
+	}
+	key := clusterview.QuotaKey(req.Resource.Group, req.Resource.Resource)
+	if _, limited := tenant.Quotas[key]; limited {
+		cluster["counts"] = map[string]any{tenantName: map[string]any{key: view.Count(tenantName, key)}}
+	}
+	if req.Kind.Group == "" && req.Kind.Kind == "Pod" && tenant.PriorityClasses != nil && tenant.PriorityClasses.Default != "" {
+		if pc, ok := view.PriorityClass(tenant.PriorityClasses.Default); ok {
+			facts := map[string]any{"priority": int64(pc.Value)}
+			if pc.PreemptionPolicy != "" {
+				facts["preemptionPolicy"] = pc.PreemptionPolicy
+			}
+			cluster["priorityClasses"] = map[string]any{tenant.PriorityClasses.Default: facts}
+		}
+	}
+	return cluster
+}
+
+// namespaceCounts returns the namespace counts of every tenant a created
+// namespace could be meant for: the requester's, the labelled and the prefixed one.
+func (e *Engine) namespaceCounts(req *admission.Request, view *clusterview.View) map[string]any {
+	candidates := e.registry.OwnedBy(req.UserInfo.Username, req.UserInfo.Groups)
+	if metadata, ok := req.Object["metadata"].(map[string]any); ok {
+		if labels, ok := metadata["labels"].(map[string]any); ok {
+			if t, ok := labels[e.registry.TenantLabel()].(string); ok {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	if t, ok := e.registry.PrefixTenant(req.Name); ok {
+		candidates = append(candidates, t)
+	}
+	counts := make(map[string]any, len(candidates))
+	for _, t := range candidates {
+		counts[t] = map[string]any{clusterview.NamespacesKey: view.Count(t, clusterview.NamespacesKey)}
+	}
+	return counts
+}
+
+func namespaceFacts(name string, labels map[string]string) map[string]any {
+	l := make(map[string]any, len(labels))
+	for k, v := range labels {
+		l[k] = v
+	}
+	return map[string]any{"name": name, "labels": l}
+}

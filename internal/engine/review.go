@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/open-policy-agent/opa/v1/rego"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+)
+
+// Violation is one broken rule.
+type Violation struct {
+	ID  string `json:"id"`
+	Msg string `json:"msg"`
+}
+
+// String is the violation as the requester reads it: "[rule-id] sentence".
+func (v Violation) String() string { return "[" + v.ID + "] " + v.Msg }
+
+// Decision is the engine's answer to one request.
+type Decision struct {
+	Allowed bool
+	// Deny, Warn and DryRun are the violations by enforcement mode.
+	Deny, Warn, DryRun []Violation
+	// Patch is the JSON patch of the mutations, nil when there are none.
+	Patch []byte
+}
+
+// Review mutates then validates a request against the view of the cluster.
+func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
+	in := e.input(req, view)
+	var patch []byte
+	if req.Object != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) {
+		ops, err := e.mutations(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if len(ops) > 0 {
+			patched, raw, err := applyPatch(req.Object, ops)
+			if err != nil {
+				return nil, err
+			}
+			patch = raw
+			in.request["object"] = trimObject(patched)
+		}
+	}
+	d, err := e.decision(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	d.Patch = patch
+	return d, nil
+}
+
+func (e *Engine) mutations(ctx context.Context, in *input) ([]any, error) {
+	rs, err := e.mutate.Eval(ctx, rego.EvalInput(in.value()))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating mutations: %w", err)
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	ops, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, rs[0].Expressions[0].Value)
+	}
+	return ops, nil
+}
+
+func (e *Engine) decision(ctx context.Context, in *input) (*Decision, error) {
+	rs, err := e.decide.Eval(ctx, rego.EvalInput(in.value()))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating the decision: %w", err)
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("%s is undefined", DecisionQuery)
+	}
+	raw, err := json.Marshal(rs[0].Expressions[0].Value)
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		Allowed *bool       `json:"allowed"`
+		Deny    []Violation `json:"deny"`
+		Warn    []Violation `json:"warn"`
+		DryRun  []Violation `json:"dryrun"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || d.Allowed == nil {
+		return nil, fmt.Errorf("%s is not {allowed, deny, warn, dryrun}: %s", DecisionQuery, raw)
+	}
+	return &Decision{Allowed: *d.Allowed && len(d.Deny) == 0, Deny: d.Deny, Warn: d.Warn, DryRun: d.DryRun}, nil
+}
+
+// applyPatch applies JSON patch operations to an object.
+func applyPatch(obj map[string]any, ops []any) (map[string]any, []byte, error) {
+	rawPatch, err := json.Marshal(ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	patch, err := jsonpatch.DecodePatch(rawPatch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the rules produced a bad patch: %w", err)
+	}
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	patchedDoc, err := patch.Apply(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("applying the rules' patch: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(patchedDoc))
+	dec.UseNumber()
+	var patched map[string]any
+	if err := dec.Decode(&patched); err != nil {
+		return nil, nil, err
+	}
+	return patched, rawPatch, nil
+}

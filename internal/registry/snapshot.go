@@ -1,0 +1,257 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// DefaultProtectedNamespaces apply when settings.protectedNamespaces is omitted.
+var DefaultProtectedNamespaces = []string{"^kube-", "^default$", "^tenantguard-system$"}
+
+// DefaultAdministrators apply when settings.administrators is omitted.
+var DefaultAdministrators = []Subject{{Kind: "Group", Name: "system:masters"}}
+
+// DefaultProtectedLabels apply when settings.protectedLabels is omitted.
+var DefaultProtectedLabels = []string{"pod-security.kubernetes.io/"}
+
+// Snapshot is a validated registry with defaults applied and indexes built.
+// It is immutable: a changed registry is a new Snapshot.
+type Snapshot struct {
+	registry Registry
+	revision string
+	tenants  map[string]*Tenant
+	byUser   map[string][]string
+	byGroup  map[string][]string
+	admins   map[Subject]bool
+	data     map[string]any
+}
+
+// compile applies defaults to a validated registry and indexes it.
+func compile(reg *Registry, raw []byte) *Snapshot {
+	applyDefaults(reg)
+	sum := sha256.Sum256(raw)
+	s := &Snapshot{
+		registry: *reg,
+		revision: hex.EncodeToString(sum[:8]),
+		tenants:  make(map[string]*Tenant, len(reg.Tenants)),
+		byUser:   map[string][]string{},
+		byGroup:  map[string][]string{},
+		admins:   map[Subject]bool{},
+	}
+	for i := range reg.Tenants {
+		t := &reg.Tenants[i]
+		s.tenants[t.Name] = t
+		for _, o := range t.Owners {
+			index := s.byUser
+			if o.Kind == "Group" {
+				index = s.byGroup
+			}
+			if !slices.Contains(index[o.Name], t.Name) {
+				index[o.Name] = append(index[o.Name], t.Name)
+			}
+		}
+	}
+	for _, a := range reg.Settings.Administrators {
+		s.admins[userOrGroup(a)] = true
+	}
+	s.data = s.buildData()
+	return s
+}
+
+func applyDefaults(reg *Registry) {
+	st := &reg.Settings
+	if st.TenantLabel == "" {
+		st.TenantLabel = DefaultTenantLabel
+	}
+	if st.ProtectedNamespaces == nil {
+		st.ProtectedNamespaces = DefaultProtectedNamespaces
+	}
+	if st.Administrators == nil {
+		st.Administrators = DefaultAdministrators
+	}
+	if st.ProtectedLabels == nil {
+		st.ProtectedLabels = DefaultProtectedLabels
+	}
+	if st.ProtectedAnnotations == nil {
+		st.ProtectedAnnotations = []string{}
+	}
+	if st.Enforcement == nil {
+		st.Enforcement = map[string]string{}
+	}
+	for i := range reg.Tenants {
+		t := &reg.Tenants[i]
+		quotas := make(map[string]int64, len(t.Quotas))
+		for k, v := range t.Quotas {
+			key, _ := quotaKey(k)
+			quotas[key] = v
+		}
+		t.Quotas = quotas
+		if t.Pods.AllowedHostPaths == nil {
+			t.Pods.AllowedHostPaths = []HostPathGrant{}
+		}
+		for _, p := range []*ClassPolicy{t.PriorityClasses, t.StorageClasses} {
+			if p != nil && p.Allowed == nil {
+				p.Allowed = []string{}
+			}
+		}
+		if t.Companions.NetworkIsolation == nil {
+			on := true
+			t.Companions.NetworkIsolation = &on
+		}
+		if t.Companions.OwnerClusterRoles == nil {
+			t.Companions.OwnerClusterRoles = []string{"admin"}
+		}
+	}
+}
+
+// userOrGroup folds ServiceAccounts into users: both match the user name.
+func userOrGroup(s Subject) Subject {
+	if s.Kind == "ServiceAccount" {
+		return Subject{Kind: "User", Name: s.Name}
+	}
+	return s
+}
+
+// Registry returns the registry with defaults applied. Callers must not modify it.
+func (s *Snapshot) Registry() *Registry { return &s.registry }
+
+// Revision identifies the registry's content.
+func (s *Snapshot) Revision() string { return s.revision }
+
+// TenantLabel is the namespace label naming a namespace's tenant.
+func (s *Snapshot) TenantLabel() string { return s.registry.Settings.TenantLabel }
+
+// Tenant returns a tenant by name.
+func (s *Snapshot) Tenant(name string) (*Tenant, bool) {
+	t, ok := s.tenants[name]
+	return t, ok
+}
+
+// Len is the number of tenants.
+func (s *Snapshot) Len() int { return len(s.tenants) }
+
+// OwnedBy returns the tenants a requester owns, by user name and groups,
+// sorted. Its cost depends on the requester's groups, not the tenant count.
+func (s *Snapshot) OwnedBy(user string, groups []string) []string {
+	var owned []string
+	add := func(names []string) {
+		for _, n := range names {
+			if !slices.Contains(owned, n) {
+				owned = append(owned, n)
+			}
+		}
+	}
+	add(s.byUser[user])
+	for _, g := range groups {
+		add(s.byGroup[g])
+	}
+	slices.Sort(owned)
+	return owned
+}
+
+// IsAdmin reports whether a requester is a tenantguard administrator.
+func (s *Snapshot) IsAdmin(user string, groups []string) bool {
+	if s.admins[Subject{Kind: "User", Name: user}] {
+		return true
+	}
+	for _, g := range groups {
+		if s.admins[Subject{Kind: "Group", Name: g}] {
+			return true
+		}
+	}
+	return false
+}
+
+// PrefixTenant returns the tenant whose name followed by "-" is the longest
+// prefix of a namespace name. Its cost depends on the name, not the tenant count.
+func (s *Snapshot) PrefixTenant(namespace string) (string, bool) {
+	for i := strings.LastIndexByte(namespace, '-'); i > 0; i = strings.LastIndexByte(namespace[:i], '-') {
+		if _, ok := s.tenants[namespace[:i]]; ok {
+			return namespace[:i], true
+		}
+	}
+	return "", false
+}
+
+// Data is the registry as the Rego rules read it (data.tenantguard.registry):
+// tenants keyed by name, owner and administrator indexes, settings, and the
+// restrictive defaults for a tenant missing from the registry. Callers must
+// not modify it.
+func (s *Snapshot) Data() map[string]any { return s.data }
+
+type dataTenant struct {
+	Name                 string           `json:"name"`
+	NamespaceQuota       *int64           `json:"namespaceQuota,omitempty"`
+	ProtectedLabels      []string         `json:"protectedLabels"`
+	ProtectedAnnotations []string         `json:"protectedAnnotations"`
+	Pods                 PodPolicy        `json:"pods"`
+	PriorityClasses      *ClassPolicy     `json:"priorityClasses,omitempty"`
+	StorageClasses       *ClassPolicy     `json:"storageClasses,omitempty"`
+	Services             ServicePolicy    `json:"services"`
+	Quotas               map[string]int64 `json:"quotas"`
+}
+
+func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
+	st := s.registry.Settings
+	return dataTenant{
+		Name:                 t.Name,
+		NamespaceQuota:       t.NamespaceQuota,
+		ProtectedLabels:      union(st.ProtectedLabels, t.ProtectedLabels),
+		ProtectedAnnotations: union(st.ProtectedAnnotations, t.ProtectedAnnotations),
+		Pods:                 t.Pods,
+		PriorityClasses:      t.PriorityClasses,
+		StorageClasses:       t.StorageClasses,
+		Services:             t.Services,
+		Quotas:               t.Quotas,
+	}
+}
+
+func (s *Snapshot) buildData() map[string]any {
+	tenants := make(map[string]dataTenant, len(s.tenants))
+	for name, t := range s.tenants {
+		tenants[name] = s.dataTenant(t)
+	}
+	admins := map[string]map[string]bool{"users": {}, "groups": {}}
+	for a := range s.admins {
+		admins[strings.ToLower(a.Kind)+"s"][a.Name] = true
+	}
+	doc := map[string]any{
+		"settings":       s.registry.Settings,
+		"administrators": admins,
+		"owners":         map[string]any{"users": s.byUser, "groups": s.byGroup},
+		"tenants":        tenants,
+		"defaultTenant":  s.dataTenant(&Tenant{Quotas: map[string]int64{}, Pods: PodPolicy{AllowedHostPaths: []HostPathGrant{}}}),
+	}
+	return toGeneric(doc)
+}
+
+// toGeneric turns typed values into the map/slice/json.Number form OPA stores.
+func toGeneric(v any) map[string]any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs, maps and slices go in
+	}
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, v := range b {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}

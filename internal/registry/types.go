@@ -1,0 +1,135 @@
+package registry
+
+// APIVersion and Kind identify a TenantRegistry document.
+const (
+	APIVersion = "tenantguard.io/v1"
+	Kind       = "TenantRegistry"
+	// DataKey is the ConfigMap key that holds the document.
+	DataKey = "tenants.yaml"
+	// DefaultTenantLabel names a namespace's tenant unless settings say otherwise.
+	DefaultTenantLabel = "tenantguard.io/tenant"
+)
+
+// Registry is the TenantRegistry document as written by platform teams.
+type Registry struct {
+	APIVersion string   `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string   `yaml:"kind" json:"kind"`
+	Settings   Settings `yaml:"settings" json:"settings"`
+	Tenants    []Tenant `yaml:"tenants" json:"tenants"`
+}
+
+// Settings apply to every tenant.
+type Settings struct {
+	TenantLabel          string            `yaml:"tenantLabel" json:"tenantLabel"`
+	ForceTenantPrefix    bool              `yaml:"forceTenantPrefix" json:"forceTenantPrefix"`
+	ProtectedNamespaces  []string          `yaml:"protectedNamespaces" json:"protectedNamespaces"`
+	Administrators       []Subject         `yaml:"administrators" json:"administrators"`
+	ProtectedLabels      []string          `yaml:"protectedLabels" json:"protectedLabels"`
+	ProtectedAnnotations []string          `yaml:"protectedAnnotations" json:"protectedAnnotations"`
+	Enforcement          map[string]string `yaml:"enforcement" json:"enforcement"`
+}
+
+// Subject is a User, Group or ServiceAccount. A ServiceAccount is named by its
+// full user name, system:serviceaccount:NAMESPACE:NAME.
+type Subject struct {
+	Kind string `yaml:"kind" json:"kind"`
+	Name string `yaml:"name" json:"name"`
+}
+
+// Tenant is one tenant of the cluster.
+type Tenant struct {
+	Name                 string           `yaml:"name" json:"name"`
+	Owners               []Subject        `yaml:"owners" json:"owners"`
+	NamespaceQuota       *int64           `yaml:"namespaceQuota" json:"namespaceQuota,omitempty"`
+	ProtectedLabels      []string         `yaml:"protectedLabels" json:"protectedLabels"`
+	ProtectedAnnotations []string         `yaml:"protectedAnnotations" json:"protectedAnnotations"`
+	Pods                 PodPolicy        `yaml:"pods" json:"pods"`
+	PriorityClasses      *ClassPolicy     `yaml:"priorityClasses" json:"priorityClasses,omitempty"`
+	StorageClasses       *ClassPolicy     `yaml:"storageClasses" json:"storageClasses,omitempty"`
+	Services             ServicePolicy    `yaml:"services" json:"services"`
+	Quotas               map[string]int64 `yaml:"quotas" json:"quotas"`
+	Companions           Companions       `yaml:"companions" json:"companions"`
+}
+
+// PodPolicy says which kinds of host access a tenant's pods may have.
+type PodPolicy struct {
+	AllowHostPath    bool            `yaml:"allowHostPath" json:"allowHostPath"`
+	AllowedHostPaths []HostPathGrant `yaml:"allowedHostPaths" json:"allowedHostPaths"`
+	AllowHostNetwork bool            `yaml:"allowHostNetwork" json:"allowHostNetwork"`
+	AllowHostPID     bool            `yaml:"allowHostPID" json:"allowHostPID"`
+	AllowHostIPC     bool            `yaml:"allowHostIPC" json:"allowHostIPC"`
+	AllowHostPorts   bool            `yaml:"allowHostPorts" json:"allowHostPorts"`
+	AllowPrivileged  bool            `yaml:"allowPrivileged" json:"allowPrivileged"`
+}
+
+// HostPathGrant allows hostPath volumes under a path even when AllowHostPath is false.
+type HostPathGrant struct {
+	PathPrefix string `yaml:"pathPrefix" json:"pathPrefix"`
+	ReadOnly   bool   `yaml:"readOnly" json:"readOnly"`
+}
+
+// ClassPolicy restricts PriorityClass or StorageClass names and names the default.
+type ClassPolicy struct {
+	Allowed      []string `yaml:"allowed" json:"allowed"`
+	AllowedRegex string   `yaml:"allowedRegex" json:"allowedRegex"`
+	Default      string   `yaml:"default" json:"default"`
+}
+
+// ServicePolicy says which Service exposures a tenant may use.
+type ServicePolicy struct {
+	AllowNodePort     bool `yaml:"allowNodePort" json:"allowNodePort"`
+	AllowLoadBalancer bool `yaml:"allowLoadBalancer" json:"allowLoadBalancer"`
+	AllowExternalName bool `yaml:"allowExternalName" json:"allowExternalName"`
+	AllowExternalIPs  bool `yaml:"allowExternalIPs" json:"allowExternalIPs"`
+}
+
+// Companions are the resources the generator creates in each tenant namespace.
+type Companions struct {
+	ResourceQuota          *ResourceQuotaSpec `yaml:"resourceQuota" json:"resourceQuota,omitempty"`
+	LimitRange             *LimitRangeSpec    `yaml:"limitRange" json:"limitRange,omitempty"`
+	NetworkIsolation       *bool              `yaml:"networkIsolation" json:"networkIsolation,omitempty"`
+	OwnerClusterRoles      []string           `yaml:"ownerClusterRoles" json:"ownerClusterRoles"`
+	AdditionalRoleBindings []RoleBindingSpec  `yaml:"additionalRoleBindings" json:"additionalRoleBindings"`
+}
+
+// ResourceQuotaSpec is the hard limits of a tenant namespace's ResourceQuota.
+type ResourceQuotaSpec struct {
+	Hard map[string]string `yaml:"hard" json:"hard"`
+}
+
+// LimitRangeSpec is the limits of a tenant namespace's LimitRange.
+type LimitRangeSpec struct {
+	Limits []LimitRangeItem `yaml:"limits" json:"limits"`
+}
+
+// LimitRangeItem mirrors a core/v1 LimitRangeItem with quantities as strings.
+type LimitRangeItem struct {
+	Type                 string            `yaml:"type" json:"type"`
+	Max                  map[string]string `yaml:"max" json:"max,omitempty"`
+	Min                  map[string]string `yaml:"min" json:"min,omitempty"`
+	Default              map[string]string `yaml:"default" json:"default,omitempty"`
+	DefaultRequest       map[string]string `yaml:"defaultRequest" json:"defaultRequest,omitempty"`
+	MaxLimitRequestRatio map[string]string `yaml:"maxLimitRequestRatio" json:"maxLimitRequestRatio,omitempty"`
+}
+
+// RoleBindingSpec binds a ClusterRole to subjects in every namespace of a tenant.
+type RoleBindingSpec struct {
+	ClusterRole string    `yaml:"clusterRole" json:"clusterRole"`
+	Subjects    []Subject `yaml:"subjects" json:"subjects"`
+}
+
+// RuleIDs lists every rule id, in the order of the specification.
+var RuleIDs = []string{
+	"namespace-ownership", "namespace-prefix", "protected-namespace", "namespace-quota",
+	"tenant-label-immutable", "protected-metadata",
+	"host-path", "host-network", "host-namespaces", "host-ports", "privileged",
+	"priority-class", "storage-class", "service-type", "external-ips",
+	"tenant-quota", "managed-resource",
+}
+
+// Enforcement modes of a rule.
+const (
+	ModeDeny   = "deny"
+	ModeWarn   = "warn"
+	ModeDryRun = "dryrun"
+)

@@ -1,0 +1,285 @@
+package registry
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// checker validates a decoded registry, recording problems at field paths.
+type checker struct {
+	src *source
+	loc locator
+}
+
+func (c checker) at(path, format string, args ...any) {
+	c.src.add(c.loc.line(path), path, format, args...)
+}
+
+func checkRegistry(src *source, loc locator, reg *Registry) {
+	c := checker{src: src, loc: loc}
+	if reg.APIVersion != APIVersion {
+		c.at("apiVersion", "must be %q, not %q", APIVersion, reg.APIVersion)
+	}
+	if reg.Kind != Kind {
+		c.at("kind", "must be %q, not %q", Kind, reg.Kind)
+	}
+	c.settings(&reg.Settings)
+	c.tenants(reg.Tenants)
+}
+
+func (c checker) settings(s *Settings) {
+	if s.TenantLabel != "" {
+		c.labelKey("settings.tenantLabel", s.TenantLabel)
+	}
+	for i, expr := range s.ProtectedNamespaces {
+		c.regex(fmt.Sprintf("settings.protectedNamespaces[%d]", i), expr)
+	}
+	c.subjects("settings.administrators", s.Administrators)
+	c.keys("settings.protectedLabels", s.ProtectedLabels)
+	c.keys("settings.protectedAnnotations", s.ProtectedAnnotations)
+	for _, id := range sortedKeys(s.Enforcement) {
+		p := "settings.enforcement." + id
+		if !slices.Contains(RuleIDs, id) {
+			c.at(p, "unknown rule id %q; rule ids are %s", id, strings.Join(RuleIDs, ", "))
+		}
+		switch s.Enforcement[id] {
+		case ModeDeny, ModeWarn, ModeDryRun:
+		default:
+			c.at(p, "enforcement must be deny, warn or dryrun, not %q", s.Enforcement[id])
+		}
+	}
+}
+
+func (c checker) tenants(tenants []Tenant) {
+	seen := map[string]int{}
+	for i := range tenants {
+		t := &tenants[i]
+		p := fmt.Sprintf("tenants[%d]", i)
+		if errs := validation.IsDNS1123Label(t.Name); len(errs) > 0 {
+			c.at(p+".name", "tenant name %q is not a DNS label: %s", t.Name, strings.Join(errs, "; "))
+		}
+		if j, dup := seen[t.Name]; dup {
+			c.at(p+".name", "tenant %q is already defined at tenants[%d]", t.Name, j)
+		} else {
+			seen[t.Name] = i
+		}
+		c.tenant(p, t)
+	}
+	c.ambiguousPrefixes(tenants)
+}
+
+func (c checker) tenant(p string, t *Tenant) {
+	c.subjects(p+".owners", t.Owners)
+	if t.NamespaceQuota != nil && *t.NamespaceQuota < 0 {
+		c.at(p+".namespaceQuota", "must not be negative")
+	}
+	c.keys(p+".protectedLabels", t.ProtectedLabels)
+	c.keys(p+".protectedAnnotations", t.ProtectedAnnotations)
+	for i, g := range t.Pods.AllowedHostPaths {
+		gp := fmt.Sprintf("%s.pods.allowedHostPaths[%d].pathPrefix", p, i)
+		if !strings.HasPrefix(g.PathPrefix, "/") || path.Clean(g.PathPrefix) != g.PathPrefix {
+			c.at(gp, "%q must be a clean absolute path such as /var/log", g.PathPrefix)
+		}
+	}
+	c.classes(p+".priorityClasses", t.PriorityClasses, validation.IsDNS1123Subdomain)
+	c.classes(p+".storageClasses", t.StorageClasses, validation.IsDNS1123Subdomain)
+	for _, key := range sortedKeys(t.Quotas) {
+		qp := p + ".quotas." + key
+		if _, ok := quotaKey(key); !ok {
+			c.at(qp, "%q is not an object count; use a core resource such as pods or count/RESOURCE.GROUP such as count/deployments.apps", key)
+		}
+		if t.Quotas[key] < 0 {
+			c.at(qp, "must not be negative")
+		}
+	}
+	c.companions(p+".companions", &t.Companions)
+}
+
+func (c checker) companions(p string, comp *Companions) {
+	if comp.ResourceQuota != nil {
+		c.quantities(p+".resourceQuota.hard", comp.ResourceQuota.Hard)
+	}
+	if comp.LimitRange != nil {
+		for i, item := range comp.LimitRange.Limits {
+			ip := fmt.Sprintf("%s.limitRange.limits[%d]", p, i)
+			switch item.Type {
+			case "Container", "Pod", "PersistentVolumeClaim":
+			default:
+				c.at(ip+".type", "must be Container, Pod or PersistentVolumeClaim, not %q", item.Type)
+			}
+			c.quantities(ip+".max", item.Max)
+			c.quantities(ip+".min", item.Min)
+			c.quantities(ip+".default", item.Default)
+			c.quantities(ip+".defaultRequest", item.DefaultRequest)
+			c.quantities(ip+".maxLimitRequestRatio", item.MaxLimitRequestRatio)
+		}
+	}
+	for i, role := range comp.OwnerClusterRoles {
+		c.name(fmt.Sprintf("%s.ownerClusterRoles[%d]", p, i), role)
+	}
+	for i, rb := range comp.AdditionalRoleBindings {
+		rp := fmt.Sprintf("%s.additionalRoleBindings[%d]", p, i)
+		c.name(rp+".clusterRole", rb.ClusterRole)
+		if len(rb.Subjects) == 0 {
+			c.at(rp+".subjects", "a role binding needs at least one subject")
+		}
+		c.subjects(rp+".subjects", rb.Subjects)
+	}
+}
+
+func (c checker) classes(p string, policy *ClassPolicy, valid func(string) []string) {
+	if policy == nil {
+		return
+	}
+	for i, name := range policy.Allowed {
+		if errs := valid(name); len(errs) > 0 {
+			c.at(fmt.Sprintf("%s.allowed[%d]", p, i), "%q is not a valid class name", name)
+		}
+	}
+	re := c.regex(p+".allowedRegex", policy.AllowedRegex)
+	if policy.Default == "" {
+		return
+	}
+	if !slices.Contains(policy.Allowed, policy.Default) && (re == nil || !re.MatchString(policy.Default)) {
+		c.at(p+".default", "default %q is not allowed by allowed or allowedRegex, so every object given it would be refused", policy.Default)
+	}
+}
+
+func (c checker) regex(p, expr string) *regexp.Regexp {
+	if expr == "" {
+		return nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		c.at(p, "bad regular expression %q: %v", expr, err)
+		return nil
+	}
+	return re
+}
+
+func (c checker) subjects(p string, subjects []Subject) {
+	seen := map[Subject]bool{}
+	for i, s := range subjects {
+		sp := fmt.Sprintf("%s[%d]", p, i)
+		switch s.Kind {
+		case "User", "Group":
+			if strings.HasPrefix(s.Name, serviceAccountPrefix) {
+				c.at(sp+".name", "%q is a service account; write it as {kind: ServiceAccount, name: %q}", s.Name, s.Name)
+			}
+		case "ServiceAccount":
+			if !validServiceAccount(s.Name) {
+				c.at(sp+".name", "service account %q must be written system:serviceaccount:NAMESPACE:NAME", s.Name)
+			}
+		default:
+			c.at(sp+".kind", "kind must be User, Group or ServiceAccount, not %q", s.Kind)
+		}
+		if strings.TrimSpace(s.Name) == "" {
+			c.at(sp+".name", "name must not be empty")
+		}
+		if seen[s] {
+			c.at(sp, "%s %q is listed twice", s.Kind, s.Name)
+		}
+		seen[s] = true
+	}
+}
+
+const serviceAccountPrefix = "system:serviceaccount:"
+
+func validServiceAccount(name string) bool {
+	parts := strings.Split(strings.TrimPrefix(name, serviceAccountPrefix), ":")
+	return strings.HasPrefix(name, serviceAccountPrefix) && len(parts) == 2 &&
+		len(validation.IsDNS1123Label(parts[0])) == 0 && len(validation.IsDNS1123Subdomain(parts[1])) == 0
+}
+
+// keys checks protected label or annotation keys: exact keys, or prefixes ending in "/".
+func (c checker) keys(p string, keys []string) {
+	for i, key := range keys {
+		kp := fmt.Sprintf("%s[%d]", p, i)
+		if prefix, ok := strings.CutSuffix(key, "/"); ok {
+			if errs := validation.IsDNS1123Subdomain(prefix); len(errs) > 0 {
+				c.at(kp, "%q is not a valid key prefix: %s", key, strings.Join(errs, "; "))
+			}
+			continue
+		}
+		c.labelKey(kp, key)
+	}
+}
+
+func (c checker) labelKey(p, key string) {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		c.at(p, "%q is not a valid label key: %s", key, strings.Join(errs, "; "))
+	}
+}
+
+func (c checker) name(p, name string) {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 && !strings.Contains(name, ":") {
+		c.at(p, "%q is not a valid name: %s", name, strings.Join(errs, "; "))
+	}
+}
+
+func (c checker) quantities(p string, values map[string]string) {
+	for _, key := range sortedKeys(values) {
+		if _, err := resource.ParseQuantity(values[key]); err != nil {
+			c.at(p+"."+key, "%q is not a quantity (e.g. 500m, 2, 16Gi)", values[key])
+		}
+	}
+}
+
+// ambiguousPrefixes reports tenants such as "oil" and "oil-x" that share an
+// owner: that owner's namespace "oil-x-dev" could be meant for either.
+func (c checker) ambiguousPrefixes(tenants []Tenant) {
+	byName := map[string]int{}
+	for i, t := range tenants {
+		if _, dup := byName[t.Name]; !dup {
+			byName[t.Name] = i
+		}
+	}
+	for i, t := range tenants {
+		parts := strings.Split(t.Name, "-")
+		for n := 1; n < len(parts); n++ {
+			j, ok := byName[strings.Join(parts[:n], "-")]
+			if !ok {
+				continue
+			}
+			if owner, shared := sharedOwner(tenants[j].Owners, t.Owners); shared {
+				c.at(fmt.Sprintf("tenants[%d].name", i), "tenant %q starts with tenant %q and both are owned by %s %q, so that owner's namespace %q-... is ambiguous; rename one tenant or give them distinct owners", t.Name, tenants[j].Name, owner.Kind, owner.Name, t.Name)
+			}
+		}
+	}
+}
+
+func sharedOwner(a, b []Subject) (Subject, bool) {
+	for _, s := range a {
+		if slices.Contains(b, s) {
+			return s, true
+		}
+	}
+	return Subject{}, false
+}
+
+// quotaKey returns the canonical quota key: "pods" for core resources (also
+// written count/pods), count/RESOURCE.GROUP for others.
+var coreResource = regexp.MustCompile(`^[a-z0-9]+$`)
+
+func quotaKey(key string) (string, bool) {
+	core := coreResource
+	if rest, ok := strings.CutPrefix(key, "count/"); ok {
+		if core.MatchString(rest) {
+			return rest, true
+		}
+		res, group, ok := strings.Cut(rest, ".")
+		return key, ok && core.MatchString(res) && len(validation.IsDNS1123Subdomain(group)) == 0
+	}
+	return key, core.MatchString(key)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,34 @@
+// Package rego embeds tenantguard's Rego rule library: the bundle root with
+// its .manifest and one package per rule family under tenantguard/. The same
+// files are what `opa test rego/` runs and what the engine compiles.
+package rego
+
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
+
+//go:embed .manifest tenantguard
+var bundle embed.FS
+
+// FS is the bundle root: .manifest and tenantguard/**.rego.
+func FS() fs.FS { return bundle }
+
+// Modules returns the policy modules of a bundle root (tests excluded),
+// keyed by their path.
+func Modules(root fs.FS) (map[string]string, error) {
+	modules := map[string]string{}
+	err := fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
+			return err
+		}
+		src, err := fs.ReadFile(root, path)
+		if err != nil {
+			return err
+		}
+		modules[path] = string(src)
+		return nil
+	})
+	return modules, err
+}
