@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+// engines compiles one engine per registry file of the corpus.
+type engines struct {
+	mu   sync.Mutex
+	byID map[string]*engine.Engine
+}
+
+func (e *engines) get(t *testing.T, file string) *engine.Engine {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if eng, ok := e.byID[file]; ok {
+		return eng
+	}
+	reg, err := registry.Load(file)
+	if err != nil {
+		t.Fatalf("loading %s: %v", file, err)
+	}
+	eng, err := engine.New(t.Context(), reg, engine.Options{})
+	if err != nil {
+		t.Fatalf("compiling the rules: %v", err)
+	}
+	e.byID[file] = eng
+	return eng
+}
+
+// caseView is the corpus cluster plus the case's own objects.
+func caseView(t *testing.T, c *fixtures.Case, label string) *clusterview.View {
+	t.Helper()
+	objects, err := clusterview.LoadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := c.ExtraObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := clusterview.New(label)
+	for _, o := range append(objects, extra...) {
+		view.Upsert(o)
+	}
+	return view
+}
+
+func TestCorpusDecisions(t *testing.T) {
+	cases, err := fixtures.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 80 {
+		t.Fatalf("the corpus has %d cases; it must keep at least 80", len(cases))
+	}
+	all := &engines{byID: map[string]*engine.Engine{}}
+	seenRules := map[string]bool{}
+	for i := range cases {
+		c := &cases[i]
+		t.Run(c.Name, func(t *testing.T) {
+			body, err := c.Review()
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := admission.Decode(body)
+			if c.Expect.BadInput {
+				if !errors.Is(err, admission.ErrBadReview) {
+					t.Fatalf("want a bad-input error, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decoding: %v", err)
+			}
+			eng := all.get(t, c.RegistryFile())
+			d, err := eng.Review(t.Context(), req, caseView(t, c, eng.Registry().TenantLabel()))
+			if err != nil {
+				t.Fatalf("review: %v", err)
+			}
+			checkDecision(t, c, d)
+			for _, v := range d.Deny {
+				seenRules[v.ID] = true
+			}
+		})
+	}
+	for _, id := range registry.RuleIDs {
+		if !seenRules[id] {
+			t.Errorf("no corpus case is denied by rule %q", id)
+		}
+	}
+}
+
+func checkDecision(t *testing.T, c *fixtures.Case, d *engine.Decision) {
+	t.Helper()
+	wantAllowed := c.Expect.Allowed || len(c.Expect.Deny) == 0
+	if d.Allowed != wantAllowed {
+		t.Errorf("allowed = %v, want %v; denials: %v", d.Allowed, wantAllowed, d.Deny)
+	}
+	for _, mode := range []struct {
+		name string
+		got  []engine.Violation
+		want []string
+	}{{"deny", d.Deny, c.Expect.Deny}, {"warn", d.Warn, c.Expect.Warn}, {"dryrun", d.DryRun, c.Expect.DryRun}} {
+		if got := ruleIDs(mode.got); !slices.Equal(got, sorted(mode.want)) {
+			t.Errorf("%s rules = %v, want %v; messages: %v", mode.name, got, sorted(mode.want), mode.got)
+		}
+	}
+	var messages []string
+	for _, v := range d.Deny {
+		messages = append(messages, v.String())
+	}
+	for _, want := range c.Expect.Messages {
+		if !slices.Contains(messages, want) {
+			t.Errorf("missing denial\n  %s\ngot\n  %v", want, messages)
+		}
+	}
+	if c.Expect.Patch != nil {
+		var got []map[string]any
+		if d.Patch != nil {
+			if err := json.Unmarshal(d.Patch, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, _ := json.Marshal(c.Expect.Patch)
+		gotJSON, _ := json.Marshal(got)
+		if len(c.Expect.Patch) == 0 && len(got) == 0 {
+			return
+		}
+		if string(want) != string(gotJSON) {
+			t.Errorf("patch = %s, want %s", gotJSON, want)
+		}
+	}
+}
+
+func ruleIDs(vs []engine.Violation) []string {
+	ids := []string{}
+	for _, v := range vs {
+		if !slices.Contains(ids, v.ID) {
+			ids = append(ids, v.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func sorted(s []string) []string {
+	out := append([]string{}, s...)
+	slices.Sort(out)
+	return out
+}
