@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const podReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"oil-dev","operation":"CREATE","userInfo":{"username":"alice"},"object":{"kind":"Pod","spec":{"priority":12345678901234567}}}}`
+
+func TestDecodeKeepsTheRequestAndExactNumbers(t *testing.T) {
+	req, err := Decode([]byte(podReview))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.UID != "u1" || req.Namespace != "oil-dev" || req.UserInfo.Username != "alice" {
+		t.Errorf("request = %+v", req.AdmissionRequest)
+	}
+	if got := req.Object["spec"].(map[string]any)["priority"]; got != json.Number("12345678901234567") {
+		t.Errorf("priority = %v (%T)", got, got)
+	}
+	if req.OldObject != nil {
+		t.Error("no oldObject was sent")
+	}
+}
+
+func TestDecodeAcceptsYAML(t *testing.T) {
+	yamlReview := "apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest:\n  uid: u\n  kind: {kind: Namespace, version: v1}\n  resource: {resource: namespaces}\n  operation: DELETE\n"
+	if _, err := Decode([]byte(yamlReview)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecodeRefusesBadInput(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"an empty body", "", "the body is empty"},
+		{"text that is neither JSON nor YAML", "{", "not an AdmissionReview"},
+		{"YAML that is not a review", "- a\n- b", "not an AdmissionReview"},
+		{"another API version", strings.Replace(podReview, "admission.k8s.io/v1", "admission.k8s.io/v1beta1", 1), "expected apiVersion admission.k8s.io/v1"},
+		{"no request", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, "has no request"},
+		{"no uid", strings.Replace(podReview, `"uid":"u1",`, "", 1), "request.uid is empty"},
+		{"no kind", strings.Replace(podReview, `"kind":"Pod"},`, `"kind":""},`, 1), "request.kind.kind"},
+		{"an unknown operation", strings.Replace(podReview, "CREATE", "PATCH", 1), `"PATCH" is not CREATE`},
+		{"an object that is a string", strings.Replace(podReview, `"object":{"kind":"Pod","spec":{"priority":12345678901234567}}`, `"object":"pod"`, 1), "request.object is not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.body))
+			if !errors.Is(err, ErrBadReview) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want a bad review error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("the error must be one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestResponsesCarryEveryReasonPatchAndWarning(t *testing.T) {
+	resp := Denied("u", []string{"[a] one", "[b] two"}).WithPatch([]byte(`[{"op":"add","path":"/x","value":1}]`)).WithWarnings([]string{"[c] three"}).WithAuditAnnotations(map[string]string{"dryrun-d": "[d] four"})
+	out, err := resp.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var review struct {
+		APIVersion string `json:"apiVersion"`
+		Response   struct {
+			UID     string `json:"uid"`
+			Allowed bool   `json:"allowed"`
+			Status  struct {
+				Code    int
+				Message string
+			} `json:"status"`
+			Patch    []byte            `json:"patch"`
+			Type     string            `json:"patchType"`
+			Warnings []string          `json:"warnings"`
+			Audit    map[string]string `json:"auditAnnotations"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(out, &review); err != nil {
+		t.Fatal(err)
+	}
+	r := review.Response
+	if review.APIVersion != Version || r.UID != "u" || r.Allowed || r.Status.Code != 403 || r.Status.Message != "[a] one\n[b] two" {
+		t.Errorf("response = %s", out)
+	}
+	if r.Type != "JSONPatch" || string(r.Patch) != `[{"op":"add","path":"/x","value":1}]` || len(r.Warnings) != 1 || r.Audit["dryrun-d"] != "[d] four" {
+		t.Errorf("response = %s", out)
+	}
+	if allowed := Allowed("u").WithPatch([]byte("[]")); allowed.PatchType != nil {
+		t.Error("an empty patch must not be sent")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(podReview))
+	f.Add([]byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest: {uid: u}\n"))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":null}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadReview) {
+				t.Fatalf("every refusal is a bad review: %v", err)
+			}
+			return
+		}
+		if req.UID == "" || req.Kind.Kind == "" {
+			t.Fatalf("accepted an incomplete request: %+v", req.AdmissionRequest)
+		}
+	})
+}

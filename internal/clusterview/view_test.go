@@ -1,0 +1,129 @@
+package clusterview
+
+import (
+	"strings"
+	"testing"
+)
+
+const label = "tenantguard.io/tenant"
+
+func ns(name, tenant string) Object {
+	labels := map[string]string{}
+	if tenant != "" {
+		labels[label] = tenant
+	}
+	return Object{Kind: "Namespace", Resource: "namespaces", Name: name, Labels: labels}
+}
+
+func pod(namespace, name string) Object {
+	return Object{Kind: "Pod", Resource: "pods", Namespace: namespace, Name: name}
+}
+
+func TestCountsFollowNamespacesAndObjects(t *testing.T) {
+	tests := []struct {
+		name     string
+		steps    func(v *View)
+		tenant   string
+		key      string
+		expected int
+	}{
+		{"pods are summed over a tenant's namespaces", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(ns("b", "oil"))
+			v.Upsert(pod("a", "1"))
+			v.Upsert(pod("b", "1"))
+		}, "oil", "pods", 2},
+		{"repeated upserts count once", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(pod("a", "1"))
+			v.Upsert(pod("a", "1"))
+		}, "oil", "pods", 1},
+		{"deletes uncount, twice is harmless", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(pod("a", "1"))
+			v.Delete(pod("a", "1"))
+			v.Delete(pod("a", "1"))
+		}, "oil", "pods", 0},
+		{"objects seen before their namespace are counted when it arrives", func(v *View) {
+			v.Upsert(pod("a", "1"))
+			v.Upsert(ns("a", "oil"))
+		}, "oil", "pods", 1},
+		{"a namespace moving tenants takes its objects along", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(pod("a", "1"))
+			v.Upsert(ns("a", "gas"))
+		}, "gas", "pods", 1},
+		{"the old tenant loses what moved", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(pod("a", "1"))
+			v.Upsert(ns("a", "gas"))
+		}, "oil", "pods", 0},
+		{"namespaces are counted per tenant", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(ns("b", "oil"))
+			v.Upsert(ns("c", ""))
+			v.Delete(ns("b", "oil"))
+		}, "oil", NamespacesKey, 1},
+		{"grouped resources use count keys", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(Object{Group: "apps", Kind: "Deployment", Resource: "deployments", Namespace: "a", Name: "d"})
+		}, "oil", "count/deployments.apps", 1},
+		{"changing the tenant label recomputes counts", func(v *View) {
+			v.Upsert(Object{Kind: "Namespace", Name: "a", Labels: map[string]string{"team": "oil"}})
+			v.Upsert(pod("a", "1"))
+			v.SetTenantLabel("team")
+		}, "oil", "pods", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := New(label)
+			tt.steps(v)
+			if got := v.Count(tt.tenant, tt.key); got != tt.expected {
+				t.Errorf("Count(%q, %q) = %d, want %d", tt.tenant, tt.key, got, tt.expected)
+			}
+		})
+	}
+}
+
+func TestParseReadsDocumentsListsAndArrays(t *testing.T) {
+	text := `apiVersion: v1
+kind: Namespace
+metadata: {name: a, labels: {tenantguard.io/tenant: oil}}
+---
+apiVersion: v1
+kind: PodList
+items:
+  - {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}}
+---
+[{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 7}]
+---
+`
+	objects, err := Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objects) != 3 {
+		t.Fatalf("got %d objects: %+v", len(objects), objects)
+	}
+	v := New(label)
+	for _, o := range objects {
+		v.Upsert(o)
+	}
+	if v.Count("oil", "pods") != 1 {
+		t.Error("the pod is not counted")
+	}
+	if pc, ok := v.PriorityClass("low"); !ok || pc.Value != 7 {
+		t.Errorf("priority class = %+v, %v", pc, ok)
+	}
+	if labels, ok := v.NamespaceLabels("a"); !ok || labels[label] != "oil" {
+		t.Errorf("labels = %v", labels)
+	}
+}
+
+func TestParseRefusesObjectsWithoutIdentity(t *testing.T) {
+	for _, text := range []string{"kind: Pod\nmetadata: {name: p}", "apiVersion: v1\nkind: Pod\n", "42", "a: [\n"} {
+		if _, err := Parse([]byte(text)); err == nil || !strings.Contains(err.Error(), "document 1") {
+			t.Errorf("Parse(%q) = %v, want an error naming the document", text, err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// scaleRegistry is a registry of n tenants shaped like the example's oil.
+func scaleRegistry(tb testing.TB, n int) *registry.Snapshot {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {forceTenantPrefix: true}\ntenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
+		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
+		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 100, persistentvolumeclaims: 10}\n")
+	}
+	snap, err := registry.Parse("scale.yaml", []byte(b.String()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return snap
+}
+
+// scaleView has 10 namespaces and 50 pods for every tenant.
+func scaleView(n int) *clusterview.View {
+	v := clusterview.New(registry.DefaultTenantLabel)
+	for i := range n {
+		for j := range 10 {
+			ns := fmt.Sprintf("t%d-ns%d", i, j)
+			v.Upsert(clusterview.Object{Kind: "Namespace", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
+			for k := range 5 {
+				v.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
+			}
+		}
+	}
+	return v
+}
+
+func podCreate(tb testing.TB, tenant int, spec string) *admission.Request {
+	tb.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"t%[1]d-ns3","name":"web","operation":"CREATE","userInfo":{"username":"u%[1]d","groups":["system:authenticated"]},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%[1]d-ns3","managedFields":[{"manager":"kubectl"}]},"spec":%[2]s}}}`, tenant, spec)
+	req, err := admission.Decode([]byte(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return req
+}
+
+const podSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}]}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+
+func TestReviewMutatesThenValidatesTheMutatedObject(t *testing.T) {
+	// The default StorageClass patch must be visible to validation: a tenant
+	// whose default is not allowed would be refused after its own mutation.
+	reg, err := registry.Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: t0\n    storageClasses: {allowed: [standard], default: standard}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := New(t.Context(), reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(1)
+	req := podCreate(t, 0, `{"containers":[{"name":"c"}],"volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{}}}}]}`)
+	d, err := eng.Review(t.Context(), req, view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed || !strings.Contains(string(d.Patch), `"value":"standard"`) {
+		t.Fatalf("decision = %+v, patch %s", d, d.Patch)
+	}
+	if _, ok := req.Object["metadata"].(map[string]any)["managedFields"]; !ok {
+		t.Error("trimming the input must not touch the caller's object")
+	}
+}
+
+func TestABrokenPolicyIsRefusedWithItsErrors(t *testing.T) {
+	reg := scaleRegistry(t, 1)
+	tests := []struct {
+		name    string
+		modules map[string]string
+		want    string
+	}{
+		{"a syntax error", map[string]string{"x.rego": "package x\nallow if {"}, "parsing rules"},
+		{"an unsafe variable", map[string]string{"x.rego": "package tenantguard.main\ndecision := y if { x }"}, "compiling rules"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(t.Context(), reg, Options{Modules: tt.modules}); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAPolicyWithoutTheDecisionShapeFailsClosed(t *testing.T) {
+	reg := scaleRegistry(t, 1)
+	eng, err := New(t.Context(), reg, Options{Modules: map[string]string{"x.rego": "package tenantguard.main\nmutations := []\ndecision := {\"allowed\": \"yes\"}\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Review(t.Context(), podCreate(t, 0, podSpec), scaleView(1)); err == nil {
+		t.Fatal("a malformed decision must be an error, never an allow")
+	}
+}
+
+// BenchmarkReview is one pod CREATE (mutation + validation) with the
+// registry and cluster view at each size: the cost must not grow with the
+// number of tenants.
+func BenchmarkReview(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
+			eng, err := New(b.Context(), scaleRegistry(b, n), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			view := scaleView(n)
+			req := podCreate(b, n/2, podSpec)
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := eng.Review(b.Context(), req, view)
+				if err != nil || !d.Allowed {
+					b.Fatalf("decision %+v, %v", d, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReviewDenied is a pod CREATE breaking three rules at 1,000 tenants.
+func BenchmarkReviewDenied(b *testing.B) {
+	eng, err := New(b.Context(), scaleRegistry(b, 1000), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	view := scaleView(1000)
+	req := podCreate(b, 500, `{"hostNetwork":true,"priorityClassName":"system-node-critical","containers":[{"name":"c","securityContext":{"privileged":true}}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := eng.Review(b.Context(), req, view)
+		if err != nil || len(d.Deny) != 3 {
+			b.Fatalf("decision %+v, %v", d, err)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package registry
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func exampleFile(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples", "registry.yaml")
+}
+
+func TestTheExampleRegistryCompiles(t *testing.T) {
+	snap, err := Load(exampleFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Len() != 2 || snap.TenantLabel() != DefaultTenantLabel {
+		t.Fatalf("got %d tenants, label %q", snap.Len(), snap.TenantLabel())
+	}
+	if got := snap.OwnedBy("alice", nil); !slices.Equal(got, []string{"oil"}) {
+		t.Errorf("alice owns %v", got)
+	}
+	if got := snap.OwnedBy("gina", []string{"gas-team"}); !slices.Equal(got, []string{"gas"}) {
+		t.Errorf("gas-team owns %v", got)
+	}
+	if got := snap.OwnedBy("system:serviceaccount:oil-ci:deployer", nil); !slices.Equal(got, []string{"oil"}) {
+		t.Errorf("the deployer service account owns %v", got)
+	}
+	if !snap.IsAdmin("platform-admin", nil) || !snap.IsAdmin("x", []string{"system:masters"}) || snap.IsAdmin("alice", nil) {
+		t.Error("administrators are wrong")
+	}
+	oil, _ := snap.Tenant("oil")
+	if !*oil.Companions.NetworkIsolation || !slices.Equal(oil.Companions.OwnerClusterRoles, []string{"admin"}) {
+		t.Errorf("companion defaults not applied: %+v", oil.Companions)
+	}
+}
+
+func TestBareDocumentAndConfigMapAgree(t *testing.T) {
+	cm, err := Load(exampleFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := cm.Registry()
+	bare := "apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    owners: [{kind: User, name: alice}]\n"
+	snap, err := Parse("bare.yaml", []byte(bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Registry().Settings.TenantLabel != doc.Settings.TenantLabel {
+		t.Error("defaults differ between forms")
+	}
+	if !slices.Equal(snap.Registry().Settings.ProtectedNamespaces, DefaultProtectedNamespaces) {
+		t.Errorf("protectedNamespaces default = %v", snap.Registry().Settings.ProtectedNamespaces)
+	}
+}
+
+func TestPrefixTenantPrefersTheLongestName(t *testing.T) {
+	snap, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - {name: oil}\n  - {name: oil-x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]string{"oil-x-dev": "oil-x", "oil-dev": "oil", "oil": "", "oilx-a": "", "-oil": ""} {
+		if got, _ := snap.PrefixTenant(ns); got != want {
+			t.Errorf("PrefixTenant(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestBadRegistriesListEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"an empty file is refused", "", []string{"the file is empty"}},
+		{"a YAML syntax error names its line", "apiVersion: [", []string{"r.yaml:1:"}},
+		{"two documents are refused", "a: 1\n---\nb: 2\n", []string{"more than one document"}},
+		{"a ConfigMap without the key is refused", "apiVersion: v1\nkind: ConfigMap\ndata: {other: x}\n", []string{`no data key "tenants.yaml"`}},
+		{
+			"unknown fields and semantic problems are reported together",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  colour: blue\ntenants:\n  - name: Oil\n",
+			[]string{`r.yaml:4: unknown field "colour" in Settings`, "r.yaml:6: tenants[0].name: tenant name \"Oil\" is not a DNS label"},
+		},
+		{
+			"problems in a ConfigMap are located in the file",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata:\n  tenants.yaml: |\n    apiVersion: tenantguard.io/v1\n    kind: TenantRegistry\n    tenants:\n      - name: a\n        quotas: {pods: -1}\n",
+			[]string{"r.yaml:10: tenants[0].quotas.pods: must not be negative"},
+		},
+		{
+			"duplicate tenants and owners are refused",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    owners: [{kind: User, name: x}, {kind: User, name: x}]\n  - name: a\n",
+			[]string{`User "x" is listed twice`, `tenant "a" is already defined at tenants[0]`},
+		},
+		{
+			"a shared owner of overlapping tenant names is ambiguous",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    owners: [{kind: User, name: x}]\n  - name: oil-x\n    owners: [{kind: User, name: x}]\n",
+			[]string{`tenant "oil-x" starts with tenant "oil" and both are owned by User "x"`},
+		},
+		{
+			"bad regexes, modes, kinds and quantities are all reported",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
+			[]string{
+				"bad regular expression", `enforcement must be deny, warn or dryrun, not "maybe"`, `unknown rule id "nope"`,
+				`kind must be User, Group or ServiceAccount, not "Robot"`, "must be written system:serviceaccount:NAMESPACE:NAME",
+				"is a service account; write it as", `"var/log" must be a clean absolute path`, `"/var/../etc" must be a clean absolute path`,
+				`default "fast" is not allowed`, `"services.loadbalancers" is not an object count`, `"lots" is not a quantity`,
+				`must be Container, Pod or PersistentVolumeClaim, not "Node"`, "a role binding needs at least one subject",
+			},
+		},
+		{"the wrong kind is refused", "apiVersion: v2\nkind: Tenants\n", []string{`must be "tenantguard.io/v1", not "v2"`, `must be "TenantRegistry", not "Tenants"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("r.yaml", []byte(tt.text))
+			var invalid *Error
+			if !errors.As(err, &invalid) {
+				t.Fatalf("want *Error, got %v", err)
+			}
+			text := err.Error()
+			for _, want := range tt.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("missing %q in\n%s", want, text)
+				}
+			}
+		})
+	}
+}
+
+func TestQuotaKeysAreCanonical(t *testing.T) {
+	snap, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    quotas: {count/pods: 3, count/deployments.apps: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := snap.Tenant("a")
+	if a.Quotas["pods"] != 3 || a.Quotas["count/deployments.apps"] != 2 {
+		t.Errorf("quotas = %v", a.Quotas)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "registry.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(example)
+	f.Add([]byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants: [{name: a, quotas: {pods: 1}}]\n"))
+	f.Add([]byte("kind: ConfigMap\ndata: {tenants.yaml: 'kind: x'}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		snap, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var invalid *Error
+			if !errors.As(err, &invalid) || len(invalid.Problems) == 0 {
+				t.Fatalf("an invalid registry must come with problems: %v", err)
+			}
+			return
+		}
+		if snap.Data() == nil {
+			t.Fatal("a valid registry has data")
+		}
+	})
+}
