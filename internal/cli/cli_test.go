@@ -138,3 +138,14 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+func TestReviewTextOutputIsForPeople(t *testing.T) {
+	r := run(t, "", "review", "-o", "text", "--registry", examples("registry.yaml"), "--objects", examples("cluster.yaml"), examples("requests/namespace-stranger.yaml"))
+	want := "denied\n  deny   [namespace-ownership] \"bob\" owns no tenant, so cannot create namespace \"oil-bob\" in tenant \"oil\"; ask a platform administrator to add you as an owner\n"
+	if r.code != 1 || r.stdout != want {
+		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", r.code, r.stdout, want)
+	}
+	if r := run(t, "", "review", "-o", "yaml", "--registry", examples("registry.yaml"), "-"); r.code != 2 {
+		t.Errorf("an unknown output format must exit 2, got %d", r.code)
+	}
+}

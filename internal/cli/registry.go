@@ -25,7 +25,9 @@ Exit status: 0 valid, 1 invalid, 2 unreadable file or bad usage.`,
 			snap, err := loadRegistry(args[0])
 			var invalid *registry.Error
 			if errors.As(err, &invalid) {
-				fmt.Fprintln(cmd.OutOrStdout(), invalid.Error())
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), invalid.Error()); err != nil {
+					return err
+				}
 				return &ExitError{Code: ExitDenied}
 			}
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ import (
 type reviewOptions struct {
 	registry string
 	objects  []string
+	output   string
 }
 
 func newReviewCommand() *cobra.Command {
@@ -44,11 +46,15 @@ Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
 	}
 	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (required)")
 	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "existing cluster objects (repeatable)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "json", "json (the AdmissionReview response) or text (for people)")
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }
 
 func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
+	if o.output != "json" && o.output != "text" {
+		return usageErrorf("--output must be json or text, not %q", o.output)
+	}
 	reg, err := loadRegistry(o.registry)
 	if err != nil {
 		var invalid *registry.Error
@@ -84,13 +90,16 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 		return err
 	}
 	for _, v := range decision.DryRun {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dryrun: %s\n", v)
+		if _, err := fmt.Fprintf(cmd.ErrOrStderr(), "dryrun: %s\n", v); err != nil {
+			return err
+		}
 	}
-	out, err := Respond(req, decision).JSON()
+	if o.output == "text" {
+		err = writeText(cmd.OutOrStdout(), decision)
+	} else {
+		err = writeJSON(cmd.OutOrStdout(), Respond(req, decision))
+	}
 	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out); err != nil {
 		return err
 	}
 	if !decision.Allowed {
@@ -134,3 +143,34 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 
 // maxRequestBytes bounds a request read from stdin (the API server sends at most 3 MiB objects).
 const maxRequestBytes = 16 << 20
+
+func writeJSON(w io.Writer, resp *admission.Response) error {
+	out, err := resp.JSON()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", out)
+	return err
+}
+
+// writeText prints a decision for people: the verdict, every reason, and the patch.
+func writeText(w io.Writer, d *engine.Decision) error {
+	verdict := "allowed"
+	if !d.Allowed {
+		verdict = "denied"
+	}
+	lines := []string{verdict}
+	for _, group := range []struct {
+		label string
+		vs    []engine.Violation
+	}{{"deny", d.Deny}, {"warn", d.Warn}, {"dryrun", d.DryRun}} {
+		for _, m := range messages(group.vs) {
+			lines = append(lines, fmt.Sprintf("  %-6s %s", group.label, m))
+		}
+	}
+	if d.Patch != nil {
+		lines = append(lines, "  patch  "+string(d.Patch))
+	}
+	_, err := fmt.Fprintln(w, strings.Join(lines, "\n"))
+	return err
+}

@@ -68,7 +68,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		exit = &ExitError{Code: ExitUsage, Err: err}
 	}
 	if exit.Err != nil {
-		fmt.Fprintf(stderr, "tenantguard: %s\n", strings.TrimSpace(exit.Err.Error()))
+		_, _ = fmt.Fprintf(stderr, "tenantguard: %s\n", strings.TrimSpace(exit.Err.Error()))
 	}
 	return exit.Code
 }

@@ -31,7 +31,7 @@ func TestCountsFollowNamespacesAndObjects(t *testing.T) {
 			v.Upsert(ns("a", "oil"))
 			v.Upsert(ns("b", "oil"))
 			v.Upsert(pod("a", "1"))
-			v.Upsert(pod("b", "1"))
+			v.Upsert(pod("b", "2"))
 		}, "oil", "pods", 2},
 		{"repeated upserts count once", func(v *View) {
 			v.Upsert(ns("a", "oil"))

@@ -145,16 +145,18 @@ violations contains {"id": "protected-metadata", "msg": msg} if {
 }
 
 # METADATA
-# description: JSON patch operations labelling a created namespace with its tenant.
+# description: JSON patch operations labelling a namespace created by an owner with its tenant.
 mutations contains {"op": "add", "path": "/metadata/labels", "value": {_label: target}} if {
 	_creating
 	not _new_label
+	_owns_target
 	not _new.metadata.labels
 }
 
 mutations contains {"op": "add", "path": concat("", ["/metadata/labels/", _escaped_label]), "value": target} if {
 	_creating
 	not _new_label
+	_owns_target
 	_new.metadata.labels
 }
 
