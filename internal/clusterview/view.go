@@ -140,26 +140,22 @@ func (v *View) moveNamespace(name, from, to string) {
 }
 
 func (v *View) add(namespace, key string, n int) {
-	per := v.perNamespace[namespace]
-	if per == nil {
-		per = map[string]int{}
-		v.perNamespace[namespace] = per
-	}
-	per[key] += n
-	if per[key] == 0 {
-		delete(per, key)
-	}
+	increment(v.perNamespace, namespace, key, n)
 	v.bump(v.tenantOf(namespace), key, n)
 }
 
 func (v *View) bump(tenant, key string, n int) {
-	if tenant == "" {
-		return
+	if tenant != "" {
+		increment(v.perTenant, tenant, key, n)
 	}
-	per := v.perTenant[tenant]
+}
+
+// increment adds n to counts[outer][key], dropping entries that reach zero.
+func increment(counts map[string]map[string]int, outer, key string, n int) {
+	per := counts[outer]
 	if per == nil {
 		per = map[string]int{}
-		v.perTenant[tenant] = per
+		counts[outer] = per
 	}
 	per[key] += n
 	if per[key] == 0 {
