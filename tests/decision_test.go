@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -14,17 +13,11 @@ import (
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
-// engines compiles one engine per registry file of the corpus.
-type engines struct {
-	mu   sync.Mutex
-	byID map[string]*engine.Engine
-}
-
-func (e *engines) get(t *testing.T, file string) *engine.Engine {
+// engineFor compiles one engine per registry file of the corpus; subtests run
+// one after another, so the cache needs no lock.
+func engineFor(t *testing.T, cache map[string]*engine.Engine, file string) *engine.Engine {
 	t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if eng, ok := e.byID[file]; ok {
+	if eng, ok := cache[file]; ok {
 		return eng
 	}
 	reg, err := registry.Load(file)
@@ -35,23 +28,19 @@ func (e *engines) get(t *testing.T, file string) *engine.Engine {
 	if err != nil {
 		t.Fatalf("compiling the rules: %v", err)
 	}
-	e.byID[file] = eng
+	cache[file] = eng
 	return eng
 }
 
-// caseView is the corpus cluster plus the case's own objects.
-func caseView(t *testing.T, c *fixtures.Case, label string) *clusterview.View {
+// caseView is the corpus cluster (read once by the caller) plus the case's own objects.
+func caseView(t *testing.T, cluster []clusterview.Object, c *fixtures.Case, label string) *clusterview.View {
 	t.Helper()
-	objects, err := clusterview.LoadFile(fixtures.ClusterFile())
-	if err != nil {
-		t.Fatal(err)
-	}
 	extra, err := c.ExtraObjects()
 	if err != nil {
 		t.Fatal(err)
 	}
 	view := clusterview.New(label)
-	for _, o := range append(objects, extra...) {
+	for _, o := range append(slices.Clone(cluster), extra...) {
 		view.Upsert(o)
 	}
 	return view
@@ -65,7 +54,11 @@ func TestCorpusDecisions(t *testing.T) {
 	if len(cases) < 80 {
 		t.Fatalf("the corpus has %d cases; it must keep at least 80", len(cases))
 	}
-	all := &engines{byID: map[string]*engine.Engine{}}
+	cluster, err := clusterview.LoadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := map[string]*engine.Engine{}
 	seenRules := map[string]bool{}
 	for i := range cases {
 		c := &cases[i]
@@ -84,8 +77,8 @@ func TestCorpusDecisions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decoding: %v", err)
 			}
-			eng := all.get(t, c.RegistryFile())
-			d, err := eng.Review(t.Context(), req, caseView(t, c, eng.Registry().TenantLabel()))
+			eng := engineFor(t, cache, c.RegistryFile())
+			d, err := eng.Review(t.Context(), req, caseView(t, cluster, c, eng.Registry().TenantLabel()))
 			if err != nil {
 				t.Fatalf("review: %v", err)
 			}

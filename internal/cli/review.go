@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,7 +96,7 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 	if o.output == "text" {
 		err = writeText(cmd.OutOrStdout(), decision)
 	} else {
-		err = writeJSON(cmd.OutOrStdout(), Respond(req, decision))
+		err = writeJSON(cmd.OutOrStdout(), decision.Response(req.UID))
 	}
 	if err != nil {
 		return err
@@ -106,32 +105,6 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 		return &ExitError{Code: ExitDenied}
 	}
 	return nil
-}
-
-// Respond turns a decision into the AdmissionReview response: denials as the
-// status message, warn-mode violations as warnings, dryrun ones as audit
-// annotations, and the mutation patch.
-func Respond(req *admission.Request, d *engine.Decision) *admission.Response {
-	var resp *admission.Response
-	if d.Allowed {
-		resp = admission.Allowed(req.UID)
-	} else {
-		resp = admission.Denied(req.UID, messages(d.Deny))
-	}
-	annotations := map[string]string{}
-	for _, v := range d.DryRun {
-		annotations["dryrun-"+v.ID] = v.String()
-	}
-	return resp.WithPatch(d.Patch).WithWarnings(messages(d.Warn)).WithAuditAnnotations(annotations)
-}
-
-func messages(vs []engine.Violation) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v.String()
-	}
-	sort.Strings(out)
-	return out
 }
 
 func readInput(stdin io.Reader, name string) ([]byte, error) {
@@ -164,7 +137,7 @@ func writeText(w io.Writer, d *engine.Decision) error {
 		label string
 		vs    []engine.Violation
 	}{{"deny", d.Deny}, {"warn", d.Warn}, {"dryrun", d.DryRun}} {
-		for _, m := range messages(group.vs) {
+		for _, m := range engine.Messages(group.vs) {
 			lines = append(lines, fmt.Sprintf("  %-6s %s", group.label, m))
 		}
 	}

@@ -109,17 +109,9 @@ func (v *View) Delete(o Object) {
 }
 
 func (v *View) upsertNamespace(name string, labels map[string]string) {
-	before, existed := v.tenantOf(name), true
-	if _, ok := v.namespaces[name]; !ok {
-		existed = false
-	}
+	before := v.tenantOf(name) // "" for a namespace not seen yet
 	v.namespaces[name] = maps.Clone(labels)
-	after := v.tenantOf(name)
-	if !existed {
-		v.moveNamespace(name, "", after)
-		return
-	}
-	v.moveNamespace(name, before, after)
+	v.moveNamespace(name, before, v.tenantOf(name))
 }
 
 // moveNamespace moves a namespace (and everything counted in it) from one

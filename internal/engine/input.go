@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -14,8 +17,13 @@ type input struct {
 	cluster map[string]any
 }
 
-func (in *input) value() map[string]any {
-	return map[string]any{"request": in.request, "cluster": in.cluster}
+// value converts the input to the OPA value both queries read.
+func (in *input) value() (ast.Value, error) {
+	v, err := ast.InterfaceToValue(map[string]any{"request": in.request, "cluster": in.cluster})
+	if err != nil {
+		return nil, fmt.Errorf("building the policy input: %w", err)
+	}
+	return v, nil
 }
 
 func (e *Engine) input(req *admission.Request, view *clusterview.View) *input {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -33,24 +34,41 @@ type Decision struct {
 }
 
 // Review mutates then validates a request against the view of the cluster.
+// The input is converted to an OPA value once, and again only when a patch
+// changed the object.
 func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
 	in := e.input(req, view)
+	value, err := in.value()
+	if err != nil {
+		return nil, err
+	}
 	var patch []byte
 	if req.Object != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) {
-		ops, err := e.mutations(ctx, in)
+		mutations, err := eval(ctx, e.mutate, MutationsQuery, value)
 		if err != nil {
 			return nil, err
 		}
+		ops, ok := mutations.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, mutations)
+		}
 		if len(ops) > 0 {
-			patched, raw, err := applyPatch(req.Object, ops)
+			patched, raw, err := applyPatch(req.AdmissionRequest.Object.Raw, ops)
 			if err != nil {
 				return nil, err
 			}
 			patch = raw
 			in.request["object"] = trimObject(patched)
+			if value, err = in.value(); err != nil {
+				return nil, err
+			}
 		}
 	}
-	d, err := e.decision(ctx, in)
+	result, err := eval(ctx, e.decide, DecisionQuery, value)
+	if err != nil {
+		return nil, err
+	}
+	d, err := parseDecision(result)
 	if err != nil {
 		return nil, err
 	}
@@ -58,30 +76,22 @@ func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clust
 	return d, nil
 }
 
-func (e *Engine) mutations(ctx context.Context, in *input) ([]any, error) {
-	rs, err := e.mutate.Eval(ctx, rego.EvalInput(in.value()))
+// eval runs a prepared query on a parsed input and returns its value.
+func eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input ast.Value) (any, error) {
+	rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
-		return nil, fmt.Errorf("evaluating mutations: %w", err)
+		return nil, fmt.Errorf("evaluating %s: %w", name, err)
 	}
-	if len(rs) == 0 {
-		return nil, nil
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, fmt.Errorf("%s is undefined", name)
 	}
-	ops, ok := rs[0].Expressions[0].Value.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, rs[0].Expressions[0].Value)
-	}
-	return ops, nil
+	return rs[0].Expressions[0].Value, nil
 }
 
-func (e *Engine) decision(ctx context.Context, in *input) (*Decision, error) {
-	rs, err := e.decide.Eval(ctx, rego.EvalInput(in.value()))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating the decision: %w", err)
-	}
-	if len(rs) == 0 {
-		return nil, fmt.Errorf("%s is undefined", DecisionQuery)
-	}
-	raw, err := json.Marshal(rs[0].Expressions[0].Value)
+// parseDecision reads {allowed, deny, warn, dryrun}; any other shape is an
+// error, so a broken replacement policy fails closed.
+func parseDecision(value any) (*Decision, error) {
+	raw, err := json.Marshal(value)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +107,8 @@ func (e *Engine) decision(ctx context.Context, in *input) (*Decision, error) {
 	return &Decision{Allowed: *d.Allowed && len(d.Deny) == 0, Deny: d.Deny, Warn: d.Warn, DryRun: d.DryRun}, nil
 }
 
-// applyPatch applies JSON patch operations to an object.
-func applyPatch(obj map[string]any, ops []any) (map[string]any, []byte, error) {
+// applyPatch applies JSON patch operations to an object's raw JSON.
+func applyPatch(doc []byte, ops []any) (map[string]any, []byte, error) {
 	rawPatch, err := json.Marshal(ops)
 	if err != nil {
 		return nil, nil, err
@@ -106,10 +116,6 @@ func applyPatch(obj map[string]any, ops []any) (map[string]any, []byte, error) {
 	patch, err := jsonpatch.DecodePatch(rawPatch)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the rules produced a bad patch: %w", err)
-	}
-	doc, err := json.Marshal(obj)
-	if err != nil {
-		return nil, nil, err
 	}
 	patchedDoc, err := patch.Apply(doc)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -33,8 +34,9 @@ func TestTheExampleRegistryCompiles(t *testing.T) {
 	if got := snap.OwnedBy("system:serviceaccount:oil-ci:deployer", nil); !slices.Equal(got, []string{"oil"}) {
 		t.Errorf("the deployer service account owns %v", got)
 	}
-	if !snap.IsAdmin("platform-admin", nil) || !snap.IsAdmin("x", []string{"system:masters"}) || snap.IsAdmin("alice", nil) {
-		t.Error("administrators are wrong")
+	admins := snap.Data()["administrators"].(map[string]any)
+	if admins["users"].(map[string]any)["platform-admin"] != true || admins["groups"].(map[string]any)["system:masters"] != true {
+		t.Errorf("administrators = %v", admins)
 	}
 	oil, _ := snap.Tenant("oil")
 	if !*oil.Companions.NetworkIsolation || !slices.Equal(oil.Companions.OwnerClusterRoles, []string{"admin"}) {
@@ -42,22 +44,43 @@ func TestTheExampleRegistryCompiles(t *testing.T) {
 	}
 }
 
-func TestBareDocumentAndConfigMapAgree(t *testing.T) {
+func TestBareDocumentAndConfigMapCompileAlike(t *testing.T) {
 	cm, err := Load(exampleFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := cm.Registry()
-	bare := "apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    owners: [{kind: User, name: alice}]\n"
+	// The ConfigMap's tenants.yaml, un-indented, is the bare document.
+	text, err := os.ReadFile(exampleFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(text), "tenants.yaml: |\n")
+	bare := strings.ReplaceAll("\n"+block, "\n    ", "\n")
 	snap, err := Parse("bare.yaml", []byte(bare))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Registry().Settings.TenantLabel != doc.Settings.TenantLabel {
-		t.Error("defaults differ between forms")
+	if !reflect.DeepEqual(snap.Data(), cm.Data()) {
+		t.Errorf("the two forms compile differently:\n%v\n%v", snap.Data(), cm.Data())
 	}
-	if !slices.Equal(snap.Registry().Settings.ProtectedNamespaces, DefaultProtectedNamespaces) {
-		t.Errorf("protectedNamespaces default = %v", snap.Registry().Settings.ProtectedNamespaces)
+}
+
+func TestOmittedSettingsGetDefaults(t *testing.T) {
+	snap, err := Parse("bare.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants: [{name: oil}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := snap.Registry().Settings
+	if st.TenantLabel != DefaultTenantLabel || !slices.Equal(st.ProtectedNamespaces, DefaultProtectedNamespaces) ||
+		!slices.Equal(st.Administrators, DefaultAdministrators) || !slices.Equal(st.ProtectedLabels, DefaultProtectedLabels) {
+		t.Errorf("settings = %+v", st)
+	}
+	explicit, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {protectedLabels: []}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(explicit.Registry().Settings.ProtectedLabels) != 0 {
+		t.Error("an explicit empty list must stay empty")
 	}
 }
 

@@ -152,19 +152,6 @@ func (s *Snapshot) OwnedBy(user string, groups []string) []string {
 	return owned
 }
 
-// IsAdmin reports whether a requester is a tenantguard administrator.
-func (s *Snapshot) IsAdmin(user string, groups []string) bool {
-	if s.admins[Subject{Kind: "User", Name: user}] {
-		return true
-	}
-	for _, g := range groups {
-		if s.admins[Subject{Kind: "Group", Name: g}] {
-			return true
-		}
-	}
-	return false
-}
-
 // PrefixTenant returns the tenant whose name followed by "-" is the longest
 // prefix of a namespace name. Its cost depends on the name, not the tenant count.
 func (s *Snapshot) PrefixTenant(namespace string) (string, bool) {

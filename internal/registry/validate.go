@@ -269,15 +269,14 @@ func sharedOwner(a, b []Subject) (Subject, bool) {
 var coreResource = regexp.MustCompile(`^[a-z0-9]+$`)
 
 func quotaKey(key string) (string, bool) {
-	core := coreResource
 	if rest, ok := strings.CutPrefix(key, "count/"); ok {
-		if core.MatchString(rest) {
+		if coreResource.MatchString(rest) {
 			return rest, true
 		}
 		res, group, ok := strings.Cut(rest, ".")
-		return key, ok && core.MatchString(res) && len(validation.IsDNS1123Subdomain(group)) == 0
+		return key, ok && coreResource.MatchString(res) && len(validation.IsDNS1123Subdomain(group)) == 0
 	}
-	return key, core.MatchString(key)
+	return key, coreResource.MatchString(key)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
