@@ -16,11 +16,21 @@ var bundle embed.FS
 func FS() fs.FS { return bundle }
 
 // Modules returns the policy modules of a bundle root (tests excluded),
-// keyed by their path.
+// keyed by their path. Hidden entries are skipped, among them the "..data"
+// folders through which Kubernetes swaps a mounted ConfigMap atomically.
 func Modules(root fs.FS) (map[string]string, error) {
 	modules := map[string]string{}
 	err := fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
+		if err != nil {
+			return err
+		}
+		if path != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
 			return err
 		}
 		src, err := fs.ReadFile(root, path)

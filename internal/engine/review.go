@@ -33,47 +33,86 @@ type Decision struct {
 	Patch []byte
 }
 
-// Review mutates then validates a request against the view of the cluster.
-// The input is converted to an OPA value once, and again only when a patch
-// changed the object.
+// Review mutates then validates a request against the view of the cluster, as
+// the API server does with the mutating and the validating webhook. The input
+// is converted to an OPA value once, and again only when a patch changed the
+// object.
 func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
 	in := e.input(req, view)
 	value, err := in.value()
 	if err != nil {
 		return nil, err
 	}
-	var patch []byte
-	if req.Object != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) {
-		mutations, err := eval(ctx, e.mutate, MutationsQuery, value)
-		if err != nil {
-			return nil, err
-		}
-		ops, ok := mutations.([]any)
-		if !ok {
-			return nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, mutations)
-		}
-		if len(ops) > 0 {
-			patched, raw, err := applyPatch(req.AdmissionRequest.Object.Raw, ops)
-			if err != nil {
-				return nil, err
-			}
-			patch = raw
-			in.request["object"] = trimObject(patched)
-			if value, err = in.value(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	result, err := eval(ctx, e.decide, DecisionQuery, value)
+	patch, patched, err := e.mutations(ctx, req, value)
 	if err != nil {
 		return nil, err
 	}
-	d, err := parseDecision(result)
+	if patched != nil {
+		in.request["object"] = trimObject(patched)
+		if value, err = in.value(); err != nil {
+			return nil, err
+		}
+	}
+	d, err := e.decision(ctx, value)
 	if err != nil {
 		return nil, err
 	}
 	d.Patch = patch
 	return d, nil
+}
+
+// Mutate answers the mutating webhook: the JSON patch of the mutations, nil
+// when there are none. It never denies; the validating webhook does.
+func (e *Engine) Mutate(ctx context.Context, req *admission.Request, view *clusterview.View) ([]byte, error) {
+	value, err := e.input(req, view).value()
+	if err != nil {
+		return nil, err
+	}
+	patch, _, err := e.mutations(ctx, req, value)
+	return patch, err
+}
+
+// Validate answers the validating webhook: the decision on the request's
+// object as it is (the API server has already applied the mutations).
+func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
+	value, err := e.input(req, view).value()
+	if err != nil {
+		return nil, err
+	}
+	return e.decision(ctx, value)
+}
+
+// mutations evaluates the mutations of a CREATE or UPDATE and applies them to
+// the object: the patch and the patched object, both nil when nothing changes.
+func (e *Engine) mutations(ctx context.Context, req *admission.Request, value ast.Value) ([]byte, map[string]any, error) {
+	if req.Object == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return nil, nil, nil
+	}
+	result, err := eval(ctx, e.mutate, MutationsQuery, value)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops, ok := result.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, result)
+	}
+	if len(ops) == 0 {
+		return nil, nil, nil
+	}
+	patched, patch, err := applyPatch(req.AdmissionRequest.Object.Raw, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	return patch, patched, nil
+}
+
+// decision evaluates the validating decision.
+func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, error) {
+	result, err := eval(ctx, e.decide, DecisionQuery, value)
+	if err != nil {
+		return nil, err
+	}
+	return parseDecision(result)
 }
 
 // eval runs a prepared query on a parsed input and returns its value.

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // DefaultProtectedNamespaces apply when settings.protectedNamespaces is omitted.
@@ -240,5 +243,24 @@ func union(a, b []string) []string {
 	if out == nil {
 		out = []string{}
 	}
+	return out
+}
+
+// QuotaResources are the resources that some tenant's quotas count, sorted,
+// each as {Group, Resource}; the core group is "".
+func (s *Snapshot) QuotaResources() []schema.GroupResource {
+	seen := map[schema.GroupResource]bool{}
+	for _, t := range s.registry.Tenants {
+		for key := range t.Quotas {
+			canonical, _ := quotaKey(key)
+			rest := strings.TrimPrefix(canonical, "count/")
+			resource, group, _ := strings.Cut(rest, ".")
+			seen[schema.GroupResource{Group: group, Resource: resource}] = true
+		}
+	}
+	out := slices.Collect(maps.Keys(seen))
+	slices.SortFunc(out, func(a, b schema.GroupResource) int {
+		return strings.Compare(a.String(), b.String())
+	})
 	return out
 }

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/policydir"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/server"
+	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/internal/watch"
+)
+
+type serveOptions struct {
+	server            server.Options
+	kubeconfig        string
+	registryConfigMap string
+	policyDir         string
+	pollInterval      time.Duration
+	managers          []string
+	logLevel          string
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the admission server: /validate, /mutate, /healthz, /readyz and /metrics over HTTPS",
+		Long: `Run the admission server. It reads the tenant registry ConfigMap and the
+cluster state through informers, answers AdmissionReview v1 on /validate and
+/mutate, and follows changes: a new registry, --policy-dir or TLS certificate
+takes effect within a second, and one that does not load is refused while the
+last good one stays in force. Logs are JSON lines on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server.Addr, "addr", ":9443", "HTTPS listen address")
+	f.StringVar(&o.server.CertFile, "tls-cert-file", "", "serving certificate (PEM), reloaded when it changes (required)")
+	f.StringVar(&o.server.KeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM) (required)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
+	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
+	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
+	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
+	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
+	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 0, "how long /readyz fails before the listener closes on SIGTERM")
+	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
+	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	if o.server.CertFile == "" || o.server.KeyFile == "" {
+		return usageErrorf("--tls-cert-file and --tls-private-key-file are required")
+	}
+	namespace, name, ok := strings.Cut(o.registryConfigMap, "/")
+	if !ok || namespace == "" || name == "" {
+		return usageErrorf("--registry-configmap must be NAMESPACE/NAME, got %q", o.registryConfigMap)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usageErrorf("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	cfg, err := kubeConfig(o.kubeconfig)
+	if err != nil {
+		return usageErrorf("kubeconfig: %v", err)
+	}
+	cfg.UserAgent = "tenantguard/" + Version
+
+	ctx := cmd.Context()
+	m := metrics.New()
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log})
+	if o.policyDir == "" {
+		err = store.LoadPolicy(ctx, "embedded", nil)
+	} else {
+		err = policydir.Watch(ctx, o.policyDir, o.pollInterval, store)
+	}
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, Logger: log})
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	o.server.Synced = watcher.Synced
+	o.server.CertPollInterval = o.pollInterval
+	srv, err := server.New(store, m, log, o.server)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return &ExitError{Code: 1, Err: err}
+	}
+	return nil
+}
+
+// kubeConfig is the client configuration: the file given, else the
+// in-cluster service account, else $KUBECONFIG and ~/.kube/config.
+func kubeConfig(file string) (*rest.Config, error) {
+	if file == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = file
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no in-cluster configuration and no usable kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/state"
+)
+
+// The two webhooks.
+const (
+	WebhookValidate = "validate"
+	WebhookMutate   = "mutate"
+)
+
+const (
+	// DefaultMaxBodyBytes bounds an AdmissionReview: the API server refuses
+	// objects over 3 MiB, and an UPDATE carries two of them.
+	DefaultMaxBodyBytes = 7 << 20
+	// defaultTimeout applies when the API server sends no ?timeout=.
+	defaultTimeout = 10 * time.Second
+	// maxTimeout caps the API server's ?timeout= (it allows 30 s at most).
+	maxTimeout = 30 * time.Second
+)
+
+// handler answers one webhook: decode, decide, respond.
+type handler struct {
+	webhook string
+	store   *state.Store
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	maxBody int64
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	req, status, err := h.decode(w, r)
+	if err != nil {
+		h.metrics.Request(h.webhook, metrics.DecisionBadRequest, time.Since(start))
+		h.log.Warn("bad request", "webhook", h.webhook, "remote", r.RemoteAddr, "status", status, "error", err.Error())
+		writeError(w, status, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout(r))
+	defer cancel()
+	resp, outcome := h.decide(ctx, req)
+	writeReview(w, resp)
+	h.metrics.Request(h.webhook, outcome, time.Since(start))
+}
+
+// decode reads and checks the AdmissionReview; errors carry the HTTP status.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*admission.Request, int, error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: POST an AdmissionReview", r.Method)
+	}
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return nil, http.StatusBadRequest, fmt.Errorf("content type %q is not application/json", r.Header.Get("Content-Type"))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, http.StatusBadRequest, fmt.Errorf("the body is over the %d byte limit", h.maxBody)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the body: %w", err)
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] != '{' {
+		return nil, http.StatusBadRequest, errors.New("the body is not a JSON object")
+	}
+	req, err := admission.Decode(body)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	return req, 0, nil
+}
+
+// requestTimeout is the API server's ?timeout= for this call, capped.
+func requestTimeout(r *http.Request) time.Duration {
+	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil || d <= 0 {
+		return defaultTimeout
+	}
+	return min(d, maxTimeout)
+}
+
+// decide answers a decoded request and names its outcome. Errors and panics
+// in evaluation refuse the request with an [internal] reason.
+func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *admission.Response, outcome string) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("panic while deciding", "webhook", h.webhook, "uid", req.UID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp, outcome = h.internal(req, fmt.Errorf("internal error"))
+		}
+	}()
+	e := h.store.Engine()
+	if e == nil {
+		return h.internal(req, errors.New("no tenant registry is loaded yet"))
+	}
+	view := h.store.View()
+	if h.webhook == WebhookMutate {
+		patch, err := e.Mutate(ctx, req, view)
+		if err != nil {
+			return h.internal(req, err)
+		}
+		return admission.Allowed(req.UID).WithPatch(patch), metrics.DecisionAllowed
+	}
+	d, err := e.Validate(ctx, req, view)
+	if err != nil {
+		return h.internal(req, err)
+	}
+	h.record(req, d)
+	if !d.Allowed {
+		return d.Response(req.UID), metrics.DecisionDenied
+	}
+	return d.Response(req.UID), metrics.DecisionAllowed
+}
+
+func (h *handler) internal(req *admission.Request, err error) (*admission.Response, string) {
+	h.metrics.Violation(InternalRule, "deny")
+	h.log.Error("evaluation failed, request refused", "webhook", h.webhook, "uid", req.UID, "error", err.Error())
+	return internalDenial(req.UID, err), metrics.DecisionError
+}
+
+// record counts a decision's violations and logs one line for a request that
+// broke any rule: who, what, and the rule ids by mode.
+func (h *handler) record(req *admission.Request, d *engine.Decision) {
+	if len(d.Deny)+len(d.Warn)+len(d.DryRun) == 0 {
+		return
+	}
+	modes := []struct {
+		name string
+		vs   []engine.Violation
+	}{{"deny", d.Deny}, {"warn", d.Warn}, {"dryrun", d.DryRun}}
+	attrs := []any{
+		"user", req.UserInfo.Username,
+		"operation", string(req.Operation),
+		"kind", req.Kind.Kind,
+		"group", req.Kind.Group,
+		"namespace", req.Namespace,
+		"name", req.Name,
+		"uid", string(req.UID),
+	}
+	for _, mode := range modes {
+		if len(mode.vs) == 0 {
+			continue
+		}
+		ids := make([]string, len(mode.vs))
+		for i, v := range mode.vs {
+			ids[i] = v.ID
+			h.metrics.Violation(v.ID, mode.name)
+		}
+		attrs = append(attrs, mode.name, ids)
+	}
+	msg := "allowed with violations"
+	if !d.Allowed {
+		msg = "denied"
+	}
+	h.log.Info(msg, attrs...)
+}

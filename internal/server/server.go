@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/state"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Addr is the HTTPS listen address, ":9443" by default.
+	Addr string
+	// CertFile and KeyFile are the serving certificate (PEM), reloaded on change.
+	CertFile, KeyFile string
+	// CertPollInterval is how often the certificate files are checked; 1 s by default.
+	CertPollInterval time.Duration
+	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when 0.
+	MaxBodyBytes int64
+	// ShutdownDelay is how long /readyz fails before the listener closes, so
+	// that load balancers stop sending requests first.
+	ShutdownDelay time.Duration
+	// ShutdownTimeout is how long in-flight requests get to finish; 20 s by default.
+	ShutdownTimeout time.Duration
+	// Synced reports whether the cluster view is complete; nil means it is.
+	Synced func() error
+}
+
+// Server is the admission server.
+type Server struct {
+	opts     Options
+	store    *state.Store
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+	certs    *certReloader
+	stopping atomic.Bool
+	mux      *http.ServeMux
+}
+
+// New checks the options and loads the certificate.
+func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options) (*Server, error) {
+	if opts.Addr == "" {
+		opts.Addr = ":9443"
+	}
+	if opts.CertPollInterval == 0 {
+		opts.CertPollInterval = time.Second
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 20 * time.Second
+	}
+	s := &Server{opts: opts, store: store, metrics: m, log: log}
+	if opts.CertFile != "" || opts.KeyFile != "" {
+		certs, err := newCertReloader(opts.CertFile, opts.KeyFile, log, m)
+		if err != nil {
+			return nil, err
+		}
+		s.certs = certs
+	}
+	s.mux = http.NewServeMux()
+	for _, webhook := range []string{WebhookValidate, WebhookMutate} {
+		s.mux.Handle("/"+webhook, &handler{webhook: webhook, store: store, metrics: m, log: log, maxBody: opts.MaxBodyBytes})
+	}
+	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusOK, "ok") })
+	s.mux.HandleFunc("/readyz", s.readyz)
+	s.mux.Handle("/metrics", m.Handler())
+	return s, nil
+}
+
+// Handler is the HTTP handler of every path, without TLS.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Ready is nil once the registry and the policy are in force and the cluster
+// view is synced, and while the server is not shutting down.
+func (s *Server) Ready() error {
+	switch {
+	case s.stopping.Load():
+		return errors.New("shutting down")
+	case s.store.Engine() == nil:
+		return errors.New("no tenant registry loaded yet")
+	case s.opts.Synced != nil:
+		return s.opts.Synced()
+	}
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.Ready(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+		return
+	}
+	writeError(w, http.StatusOK, "ok")
+}
+
+// TLSConfig is the serving TLS configuration: TLS 1.2 at least, the
+// certificate from the reloader.
+func (s *Server) TLSConfig() (*tls.Config, error) {
+	if s.certs == nil {
+		return nil, errors.New("no TLS certificate configured")
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate}, nil
+}
+
+// Run serves HTTPS on Options.Addr until ctx ends, then fails /readyz for
+// ShutdownDelay, stops accepting connections and waits up to ShutdownTimeout
+// for in-flight requests.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	tlsConfig, err := s.TLSConfig()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.mux,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      35 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go s.certs.watch(watchCtx, s.opts.CertPollInterval)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
+	s.log.Info("serving", "addr", ln.Addr().String())
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	s.stopping.Store(true)
+	s.log.Info("shutting down", "delay", s.opts.ShutdownDelay.String(), "timeout", s.opts.ShutdownTimeout.String())
+	time.Sleep(s.opts.ShutdownDelay)
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		return fmt.Errorf("draining in-flight requests: %w", err)
+	}
+	s.log.Info("stopped")
+	return nil
+}

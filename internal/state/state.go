@@ -1,0 +1,160 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// Observer hears about accepted and refused versions of a source
+// (metrics.SourceRegistry or metrics.SourcePolicy); *metrics.Metrics is one.
+type Observer interface {
+	Loaded(source string, generation int64)
+	Rejected(source string, at time.Time)
+}
+
+// Options configure a Store.
+type Options struct {
+	// Managers are tenantguard's own user names (see engine.Options).
+	Managers []string
+	// Observer is told of every load; optional.
+	Observer Observer
+	// Logger receives one line per load; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Store is safe for concurrent use. Readers call Engine, which is one atomic
+// load; loads are serialized and build a complete new engine before swapping.
+type Store struct {
+	opts    Options
+	log     *slog.Logger
+	view    *clusterview.View
+	current atomic.Pointer[engine.Engine]
+
+	mu          sync.Mutex
+	registry    *registry.Snapshot // last good; nil until the first load
+	modules     map[string]string  // last good policy; nil is the embedded one
+	registryGen int64
+	policyGen   int64
+}
+
+// New returns a store for the view, with the embedded policy and no registry.
+func New(view *clusterview.View, opts Options) *Store {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{opts: opts, log: log, view: view}
+}
+
+// View is the live cluster view.
+func (s *Store) View() *clusterview.View { return s.view }
+
+// Engine is the engine in force, nil until a registry has been loaded.
+func (s *Store) Engine() *engine.Engine { return s.current.Load() }
+
+// Generations are how many registries and policies have been accepted.
+func (s *Store) Generations() (registryGen, policyGen int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registryGen, s.policyGen
+}
+
+// LoadRegistry parses and validates a registry (ConfigMap or bare document)
+// and puts it in force with the current policy. A registry identical to the
+// one in force is a no-op. On error nothing changes; a *registry.Error lists
+// every problem.
+func (s *Store) LoadRegistry(ctx context.Context, source string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap, err := registry.Parse(source, data)
+	if err == nil && s.registry != nil && snap.Revision() == s.registry.Revision() {
+		return nil
+	}
+	if err == nil {
+		err = s.swap(ctx, snap, s.modules)
+	}
+	if err != nil {
+		return s.rejected(metrics.SourceRegistry, source, err)
+	}
+	s.registry = snap
+	s.registryGen++
+	s.loaded(metrics.SourceRegistry, source, s.registryGen, "revision", snap.Revision(), "tenants", snap.Len())
+	return nil
+}
+
+// LoadPolicy puts a replacement rule library (path -> Rego) in force; nil
+// restores the embedded one. Before a registry is loaded the policy is only
+// compiled. On error nothing changes.
+func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if maps.Equal(modules, s.modules) && (modules == nil) == (s.modules == nil) && s.policyGen > 0 {
+		return nil
+	}
+	var err error
+	if s.registry != nil {
+		err = s.swap(ctx, s.registry, modules)
+	} else if modules != nil {
+		_, err = engine.Compile(modules)
+	}
+	if err != nil {
+		return s.rejected(metrics.SourcePolicy, source, err)
+	}
+	s.modules = modules
+	s.policyGen++
+	s.loaded(metrics.SourcePolicy, source, s.policyGen, "modules", len(modules))
+	return nil
+}
+
+// RefusePolicy reports a policy that could not even be read; the policy in
+// force stays.
+func (s *Store) RefusePolicy(source string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.rejected(metrics.SourcePolicy, source, err)
+}
+
+// swap builds and self-checks an engine, then puts it in force. The view
+// follows the registry's tenant label first, so counts are by the label the
+// new engine reads.
+func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, modules map[string]string) error {
+	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers})
+	if err != nil {
+		return err
+	}
+	if err := e.Check(ctx); err != nil {
+		return err
+	}
+	s.view.SetTenantLabel(snap.TenantLabel())
+	s.current.Store(e)
+	return nil
+}
+
+func (s *Store) loaded(source, name string, generation int64, attrs ...any) {
+	if s.opts.Observer != nil {
+		s.opts.Observer.Loaded(source, generation)
+	}
+	s.log.Info(source+" loaded", append([]any{"source", name, "generation", generation}, attrs...)...)
+}
+
+func (s *Store) rejected(source, name string, err error) error {
+	if s.opts.Observer != nil {
+		s.opts.Observer.Rejected(source, time.Now())
+	}
+	kept := "none"
+	if s.current.Load() != nil {
+		kept = "the previous one"
+	}
+	s.log.Error(source+" refused", "source", name, "error", err.Error(), "inForce", kept)
+	return fmt.Errorf("%s %s refused: %w", source, name, err)
+}

@@ -1,0 +1,292 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tenantguard/tenantguard/internal/cli"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+)
+
+// Namespace and ConfigMap name of the registry, as in the example.
+const (
+	Namespace    = "tenantguard-system"
+	RegistryName = "tenantguard-registry"
+	// TenantsGroup is given cluster-admin by RBAC, so that what tenant users
+	// are refused is refused by tenantguard, not by RBAC.
+	TenantsGroup = "tenants"
+)
+
+// Cluster is a running control plane with tenantguard serving it.
+type Cluster struct {
+	env     *envtest.Environment
+	Admin   *rest.Config
+	Client  kubernetes.Interface
+	BaseURL string
+	// HTTP reaches the server over TLS, trusting its CA.
+	HTTP   *http.Client
+	Logs   *SyncBuffer
+	cancel context.CancelFunc
+	served chan int
+	dir    string
+}
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// AssetsDir is where `make control-plane` puts kube-apiserver and etcd, or
+// $KUBEBUILDER_ASSETS when set.
+func AssetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(Root(), "tests", "tools", "bin")
+}
+
+// Options configure Start.
+type Options struct {
+	// RegistryFile is the registry ConfigMap to load; the example when empty.
+	RegistryFile string
+	// ServeArgs are extra `tenantguard serve` flags.
+	ServeArgs []string
+	// Logs receives the server's JSON log lines besides the buffer; optional.
+	Logs io.Writer
+}
+
+// Start brings everything up; Stop tears it down.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	assets := AssetsDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make control-plane` first", bin, assets)
+		}
+	}
+	c = &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1)}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {
+		return nil, err
+	}
+	c.env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}
+	if c.Admin, err = c.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.Admin); err != nil {
+		return nil, err
+	}
+	if err := c.seed(ctx, opts.RegistryFile); err != nil {
+		return nil, err
+	}
+	ca, err := selfsigned.NewCA("tenantguard-live")
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, err := ca.WriteServing(c.dir, "127.0.0.1", "localhost")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.serve(ctx, certFile, keyFile, ca.PEM, opts); err != nil {
+		return nil, err
+	}
+	return c, c.installWebhooks(ctx, ca.PEM)
+}
+
+// seed creates tenantguard's namespace and registry, the PriorityClasses the
+// example names, and the RBAC that lets tenant users act.
+func (c *Cluster) seed(ctx context.Context, registryFile string) error {
+	if registryFile == "" {
+		registryFile = filepath.Join(Root(), "examples", "registry.yaml")
+	}
+	raw, err := os.ReadFile(registryFile)
+	if err != nil {
+		return err
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(raw, &cm); err != nil {
+		return fmt.Errorf("%s is not a ConfigMap: %w", registryFile, err)
+	}
+	cm.Namespace, cm.Name = Namespace, RegistryName
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(Namespace).Create(ctx, &cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	never := corev1.PreemptNever
+	for name, value := range map[string]int32{"tenant-low": 1000, "tenant-high": 2000, "batch-high": 5000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, PreemptionPolicy: &never}
+		if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenants-cluster-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: TenantsGroup}},
+	}
+	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	return err
+}
+
+// serve runs `tenantguard serve` in this process as tenantguard's service
+// account user and waits until /readyz answers 200.
+func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []byte, opts Options) error {
+	// tenantguard's identity: the default manager name, with the rights of
+	// an administrator until the generator issue brings the minimal ClusterRole.
+	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: engine.DefaultManager, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfigFile := filepath.Join(c.dir, "tenantguard.kubeconfig")
+	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.BaseURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	c.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+
+	args := append([]string{"serve", "--kubeconfig", kubeconfigFile, "--addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
+		"--registry-configmap", Namespace + "/" + RegistryName}, opts.ServeArgs...)
+	var logs io.Writer = c.Logs
+	if opts.Logs != nil {
+		logs = io.MultiWriter(c.Logs, opts.Logs)
+	}
+	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	go func() { c.served <- cli.RunContext(serveCtx, args, bytes.NewReader(nil), io.Discard, logs) }()
+
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case code := <-c.served:
+			return fmt.Errorf("tenantguard serve exited with %d:\n%s", code, c.Logs.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if c.Ready() == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("tenantguard serve not ready after a minute: %v\n%s", c.Ready(), c.Logs.String())
+}
+
+// Ready is nil when the server's /readyz answers 200.
+func (c *Cluster) Ready() error {
+	resp, err := c.HTTP.Get(c.BaseURL + "/readyz")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(string(bytes.TrimSpace(body)))
+	}
+	return nil
+}
+
+func (c *Cluster) installWebhooks(ctx context.Context, caPEM []byte) error {
+	snap, err := registry.Load(filepath.Join(Root(), "examples", "registry.yaml"))
+	if err != nil {
+		return err
+	}
+	o := webhookconfig.Options{URL: c.BaseURL, CABundle: caPEM, Namespace: Namespace, QuotaResources: snap.QuotaResources()}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, webhookconfig.Mutating(o), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installing the mutating webhook: %w", err)
+	}
+	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhookconfig.Validating(o), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installing the validating webhook: %w", err)
+	}
+	return nil
+}
+
+// As is a client acting as user (impersonated by the administrator), in the
+// tenants group besides groups.
+func (c *Cluster) As(user string, groups ...string) kubernetes.Interface {
+	cfg := rest.CopyConfig(c.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{TenantsGroup, "system:authenticated"}, groups...)}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// Stop stops the server (gracefully) and the control plane.
+func (c *Cluster) Stop() {
+	if c.cancel != nil {
+		c.cancel()
+		select {
+		case <-c.served:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	if c.env != nil {
+		_ = c.env.Stop()
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
