@@ -1,0 +1,141 @@
+package policydir_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/policydir"
+	policy "github.com/tenantguard/tenantguard/rego"
+)
+
+// recorder is a Loader that keeps what it was handed.
+type recorder struct {
+	mu      sync.Mutex
+	loads   []map[string]string
+	refused []error
+}
+
+func (r *recorder) LoadPolicy(_ context.Context, _ string, modules map[string]string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loads = append(r.loads, modules)
+	return nil
+}
+
+func (r *recorder) RefusePolicy(_ string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused = append(r.refused, err)
+}
+
+func (r *recorder) counts() (loads, refused int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.loads), len(r.refused)
+}
+
+// copyEmbedded writes the embedded rule library into dir.
+func copyEmbedded(t *testing.T, dir string) {
+	t.Helper()
+	err := fs.WalkDir(policy.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(policy.FS(), path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadSkipsTestsAndHiddenFolders(t *testing.T) {
+	dir := t.TempDir()
+	copyEmbedded(t, dir)
+	// A ConfigMap volume keeps its files under a hidden timestamped folder.
+	hidden := filepath.Join(dir, "..2026_11_22", "tenantguard")
+	if err := os.MkdirAll(hidden, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "dup.rego"), []byte("package dup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	modules, err := policydir.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := policy.Modules(policy.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(modules) != len(embedded) {
+		t.Fatalf("%d modules, want the %d embedded ones", len(modules), len(embedded))
+	}
+	for path := range modules {
+		if strings.HasSuffix(path, "_test.rego") || strings.Contains(path, "..") {
+			t.Errorf("loaded %s", path)
+		}
+	}
+}
+
+func TestAnEmptyDirectoryIsAnError(t *testing.T) {
+	if _, err := policydir.Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .rego modules") {
+		t.Fatalf("error %v, want no .rego modules", err)
+	}
+}
+
+func TestWatchFollowsChanges(t *testing.T) {
+	dir := t.TempDir()
+	copyEmbedded(t, dir)
+	loader := &recorder{}
+	if err := policydir.Watch(t.Context(), dir, 10*time.Millisecond, loader); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what string, ok func(loads, refused int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if ok(loader.counts()) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	wait("the first load", func(l, _ int) bool { return l == 1 })
+
+	main := filepath.Join(dir, "tenantguard", "main", "main.rego")
+	data, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(main, append(data, []byte("\n# edited\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wait("the edited policy", func(l, _ int) bool { return l == 2 })
+
+	time.Sleep(50 * time.Millisecond)
+	if l, _ := loader.counts(); l != 2 {
+		t.Fatalf("%d loads of an unchanged directory, want 2", l)
+	}
+
+	if err := os.RemoveAll(filepath.Join(dir, "tenantguard")); err != nil {
+		t.Fatal(err)
+	}
+	wait("the emptied directory refused", func(_, r int) bool { return r == 1 })
+	copyEmbedded(t, dir)
+	wait("the restored policy", func(l, _ int) bool { return l == 3 })
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+func TestBadInputIsRefusedWith400(t *testing.T) {
+	store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
+	srv, m := newServer(t, store, Options{MaxBodyBytes: 4096})
+	valid := review(t, corpusCase(t, "non-owner is told he owns no tenant"))
+	tests := []struct {
+		name        string
+		method      string
+		contentType string
+		body        []byte
+		status      int
+		message     string
+	}{
+		{"a GET is refused", http.MethodGet, "application/json", nil, http.StatusMethodNotAllowed, "method GET not allowed"},
+		{"a text body is refused", http.MethodPost, "text/plain", valid, http.StatusBadRequest, `content type "text/plain" is not application/json`},
+		{"a missing content type is refused", http.MethodPost, "", valid, http.StatusBadRequest, `content type "" is not application/json`},
+		{"a body over the limit is refused", http.MethodPost, "application/json", append([]byte(`{"a":"`), bytes.Repeat([]byte("x"), 5000)...), http.StatusBadRequest, "over the 4096 byte limit"},
+		{"an empty body is refused", http.MethodPost, "application/json", nil, http.StatusBadRequest, "the body is empty"},
+		{"YAML is refused", http.MethodPost, "application/json", []byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\n"), http.StatusBadRequest, "not a JSON object"},
+		{"truncated JSON is refused", http.MethodPost, "application/json", valid[:len(valid)/2], http.StatusBadRequest, "not an AdmissionReview"},
+		{"a v1beta1 review is refused", http.MethodPost, "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"1"}}`), http.StatusBadRequest, "expected apiVersion admission.k8s.io/v1"},
+		{"another kind is refused", http.MethodPost, "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"Pod"}`), http.StatusBadRequest, "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview"},
+		{"a review without a request is refused", http.MethodPost, "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest, "has no request"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/validate", "/mutate"} {
+				req := httptest.NewRequestWithContext(t.Context(), tt.method, path, bytes.NewReader(tt.body))
+				if tt.contentType != "" {
+					req.Header.Set("Content-Type", tt.contentType)
+				}
+				rec := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(rec, req)
+				if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.message) {
+					t.Errorf("%s: got %d %q, want %d containing %q", path, rec.Code, rec.Body.String(), tt.status, tt.message)
+				}
+			}
+			if got := counter(t, m, "tenantguard_admission_requests_total", map[string]string{"webhook": "validate", "decision": metrics.DecisionBadRequest}); got != float64(i+1) {
+				t.Errorf("bad_request count = %v, want %d", got, i+1)
+			}
+		})
+	}
+}
+
+// TestWebhooksAgreeWithTheCorpus sends every corpus case through /mutate,
+// applies the patch as the API server would, then through /validate.
+func TestWebhooksAgreeWithTheCorpus(t *testing.T) {
+	cases, err := fixtures.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]*Server{}
+	for _, c := range cases {
+		if c.Expect.BadInput || len(c.Objects) > 0 {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			srv := servers[c.RegistryFile()]
+			if srv == nil {
+				srv, _ = newServer(t, newStore(t, c.RegistryFile(), nil), Options{})
+				servers[c.RegistryFile()] = srv
+			}
+			body := review(t, c)
+			status, out := post(t, srv.Handler(), "/mutate", "application/json", body)
+			mutated := answer(t, out)
+			if status != http.StatusOK || !mutated.Allowed {
+				t.Fatalf("/mutate: %d allowed=%v %v", status, mutated.Allowed, mutated.Result)
+			}
+			if len(mutated.Patch) > 0 {
+				body = patchReview(t, body, mutated.Patch)
+			}
+			status, out = post(t, srv.Handler(), "/validate", "application/json", body)
+			resp := answer(t, out)
+			if status != http.StatusOK || resp.Allowed != c.Expect.Allowed {
+				t.Fatalf("/validate: %d allowed=%v, want %v (%v)", status, resp.Allowed, c.Expect.Allowed, resp.Result)
+			}
+			var denied []string
+			if resp.Result != nil {
+				for line := range strings.SplitSeq(resp.Result.Message, "\n") {
+					id, _, _ := strings.Cut(strings.TrimPrefix(line, "["), "]")
+					denied = append(denied, id)
+				}
+			}
+			want := slices.Clone(c.Expect.Deny)
+			slices.Sort(want)
+			slices.Sort(denied)
+			if !slices.Equal(slices.Compact(denied), slices.Compact(want)) {
+				t.Fatalf("denied %v, want %v", denied, want)
+			}
+		})
+	}
+}
+
+// patchReview applies a JSON patch to request.object of a review.
+func patchReview(t *testing.T, body, patch []byte) []byte {
+	t.Helper()
+	var review map[string]json.RawMessage
+	var request map[string]json.RawMessage
+	if err := json.Unmarshal(body, &review); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(review["request"], &request); err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if request["object"], err = p.Apply(request["object"]); err != nil {
+		t.Fatal(err)
+	}
+	if review["request"], err = json.Marshal(request); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// brittlePolicy answers every request but those named "boom", for which its
+// mutations and decision have the wrong shape.
+var brittlePolicy = map[string]string{"main.rego": `package tenantguard.main
+
+mutations := [] if input.request.name != "boom"
+
+mutations := "nope" if input.request.name == "boom"
+
+decision := {"allowed": true, "deny": [], "warn": [], "dryrun": []} if input.request.name != "boom"
+
+decision := {"allowed": "maybe"} if input.request.name == "boom"
+`}
+
+func TestEvaluationErrorsFailClosed(t *testing.T) {
+	tests := []struct {
+		name  string
+		store *state.Store
+		want  string
+	}{
+		{"a policy answering in the wrong shape refuses the request", newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), brittlePolicy), "data.tenantguard.main."},
+		{"no registry loaded yet refuses the request", newStore(t, "", nil), "no tenant registry is loaded yet"},
+	}
+	c := corpusCase(t, "non-owner is told he owns no tenant")
+	c.Object["metadata"] = map[string]any{"name": "boom"}
+	body := review(t, c)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, m := newServer(t, tt.store, Options{})
+			for _, path := range []string{"/validate", "/mutate"} {
+				status, out := post(t, srv.Handler(), path, "application/json", body)
+				resp := answer(t, out)
+				if status != http.StatusOK || resp.Allowed || resp.Result == nil ||
+					!strings.HasPrefix(resp.Result.Message, "[internal] tenantguard could not decide this request") ||
+					!strings.Contains(resp.Result.Message, tt.want) {
+					t.Errorf("%s: %d %+v, want an [internal] denial mentioning %q", path, status, resp.Result, tt.want)
+				}
+			}
+			if got := counter(t, m, "tenantguard_rule_violations_total", map[string]string{"rule": "internal", "mode": "deny"}); got != 2 {
+				t.Errorf("internal violations = %v, want 2", got)
+			}
+			if got := counter(t, m, "tenantguard_admission_requests_total", map[string]string{"webhook": "validate", "decision": metrics.DecisionError}); got != 1 {
+				t.Errorf("validate errors = %v, want 1", got)
+			}
+		})
+	}
+}
+
+func TestDenialsAreCountedByRule(t *testing.T) {
+	srv, m := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{})
+	_, out := post(t, srv.Handler(), "/validate", "application/json", review(t, corpusCase(t, "non-owner is told he owns no tenant")))
+	if answer(t, out).Allowed {
+		t.Fatal("allowed")
+	}
+	if got := counter(t, m, "tenantguard_rule_violations_total", map[string]string{"rule": "namespace-ownership", "mode": "deny"}); got != 1 {
+		t.Errorf("namespace-ownership denials = %v, want 1", got)
+	}
+	if got := counter(t, m, "tenantguard_admission_requests_total", map[string]string{"webhook": "validate", "decision": metrics.DecisionDenied}); got != 1 {
+		t.Errorf("denied requests = %v, want 1", got)
+	}
+}
+
+func TestRequestTimeoutFollowsTheAPIServer(t *testing.T) {
+	tests := []struct {
+		name, query string
+		want        string
+	}{
+		{"the API server's timeout is used", "?timeout=5s", "5s"},
+		{"no timeout means the default", "", "10s"},
+		{"a garbled timeout means the default", "?timeout=soon", "10s"},
+		{"a long timeout is capped", "?timeout=5m", "30s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate"+tt.query, nil)
+			if got := requestTimeout(r).String(); got != tt.want {
+				t.Errorf("timeout %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+// observer records loads and refusals.
+type observer struct {
+	mu       sync.Mutex
+	loaded   map[string]int64
+	rejected map[string]int
+}
+
+func (o *observer) Loaded(source string, generation int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.loaded[source] = generation
+}
+
+func (o *observer) Rejected(source string, _ time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rejected[source]++
+}
+
+func newStore(t *testing.T) (*state.Store, *observer) {
+	t.Helper()
+	obs := &observer{loaded: map[string]int64{}, rejected: map[string]int{}}
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{
+		Observer: obs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err := store.LoadPolicy(t.Context(), "embedded", nil); err != nil {
+		t.Fatal(err)
+	}
+	return store, obs
+}
+
+func registryDoc(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestRegistryReloads(t *testing.T) {
+	ctx := t.Context()
+	store, obs := newStore(t)
+	good := registryDoc(t)
+	if store.Engine() != nil {
+		t.Fatal("an engine before any registry")
+	}
+	if err := store.LoadRegistry(ctx, "good", []byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	first := store.Engine()
+
+	t.Run("an invalid registry is refused with every problem and the old one kept", func(t *testing.T) {
+		bad := strings.Replace(good, "namespaceQuota: 3", "namespaceQuota: many", 1)
+		bad = strings.Replace(bad, "name: gas", "name: Gas!", 1)
+		err := store.LoadRegistry(ctx, "bad", []byte(bad))
+		var problems *registry.Error
+		if !errors.As(err, &problems) || len(problems.Problems) < 2 {
+			t.Fatalf("error %v, want a *registry.Error with both problems", err)
+		}
+		if store.Engine() != first {
+			t.Fatal("the engine changed on a refused registry")
+		}
+		if gen, _ := store.Generations(); gen != 1 || obs.rejected["registry"] != 1 {
+			t.Fatalf("generation %d, refusals %d; want 1 and 1", gen, obs.rejected["registry"])
+		}
+	})
+
+	t.Run("the same registry again changes nothing", func(t *testing.T) {
+		if err := store.LoadRegistry(ctx, "good", []byte(good)); err != nil || store.Engine() != first {
+			t.Fatalf("err %v, engine replaced %v", err, store.Engine() != first)
+		}
+	})
+
+	t.Run("a changed registry is a new engine and generation", func(t *testing.T) {
+		changed := strings.Replace(good, "namespaceQuota: 3", "namespaceQuota: 4", 1)
+		if err := store.LoadRegistry(ctx, "changed", []byte(changed)); err != nil {
+			t.Fatal(err)
+		}
+		if store.Engine() == first {
+			t.Fatal("the engine was not replaced")
+		}
+		if gen, _ := store.Generations(); gen != 2 || obs.loaded["registry"] != 2 {
+			t.Fatalf("generation %d, observed %d; want 2", gen, obs.loaded["registry"])
+		}
+	})
+}
+
+func TestPolicyReloads(t *testing.T) {
+	ctx := t.Context()
+	store, obs := newStore(t)
+	if err := store.LoadRegistry(ctx, "good", []byte(registryDoc(t))); err != nil {
+		t.Fatal(err)
+	}
+	embedded := store.Engine()
+	tests := []struct {
+		name    string
+		modules map[string]string
+		want    string
+	}{
+		{"a policy that does not parse is refused", map[string]string{"main.rego": "package tenantguard.main\n\ndecision := {"}, "main.rego"},
+		{"a policy without the decision is refused", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"}, "data.tenantguard.main.decision is undefined"},
+		{"a policy answering in the wrong shape is refused", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": 1}\n"}, "is not {allowed, deny, warn, dryrun}"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := store.LoadPolicy(ctx, "custom", tt.modules)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+			if store.Engine() != embedded || obs.rejected["policy"] != i+1 {
+				t.Fatalf("engine replaced %v, refusals %d", store.Engine() != embedded, obs.rejected["policy"])
+			}
+		})
+	}
+	t.Run("a working policy replaces the embedded one", func(t *testing.T) {
+		allowAll := map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": true, \"deny\": [], \"warn\": [], \"dryrun\": []}\n"}
+		if err := store.LoadPolicy(ctx, "custom", allowAll); err != nil {
+			t.Fatal(err)
+		}
+		if _, gen := store.Generations(); gen != 2 || store.Engine() == embedded {
+			t.Fatalf("policy generation %d, engine replaced %v", gen, store.Engine() != embedded)
+		}
+	})
+}
+
+// TestNoRequestSeesAHalfSwappedState reviews a request while the registry
+// flips between one where bob owns nothing and one where he owns oil. Every
+// answer must be one of the two registries' answers, never an error.
+func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
+	ctx := t.Context()
+	store, _ := newStore(t)
+	without := registryDoc(t)
+	with := strings.Replace(without, "- {kind: User, name: alice}", "- {kind: User, name: alice}\n          - {kind: User, name: bob}", 1)
+	if with == without {
+		t.Fatal("the edit changed nothing")
+	}
+	if err := store.LoadRegistry(ctx, "without", []byte(without)); err != nil {
+		t.Fatal(err)
+	}
+	body, err := (&fixtures.Case{User: "bob", Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "oil-bob"}}}).Review()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := admission.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	outcomes := make([]map[string]int, 4)
+	for i := range outcomes {
+		outcomes[i] = map[string]int{}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				d, err := store.Engine().Review(ctx, req, store.View())
+				switch {
+				case err != nil:
+					outcomes[i]["error: "+err.Error()]++
+				case d.Allowed && len(d.Deny) == 0:
+					outcomes[i]["allowed"]++
+				case !d.Allowed && len(d.Deny) == 1 && d.Deny[0].ID == "namespace-ownership":
+					outcomes[i]["denied"]++
+				default:
+					outcomes[i]["inconsistent"]++
+				}
+			}
+		})
+	}
+	for i := range 16 {
+		doc := with
+		if i%2 == 1 {
+			doc = without
+		}
+		if err := store.LoadRegistry(ctx, "flip", []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	wg.Wait()
+	seen := map[string]int{}
+	for _, o := range outcomes {
+		for outcome, n := range o {
+			seen[outcome] += n
+			if outcome != "allowed" && outcome != "denied" && !strings.Contains(outcome, "context canceled") {
+				t.Errorf("%d answers %q", n, outcome)
+			}
+		}
+	}
+	if seen["allowed"] == 0 || seen["denied"] == 0 {
+		t.Errorf("answers %v: both registries should have answered", seen)
+	}
+}

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// dryRun sends a request through admission without persisting it.
+var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+
+// wantDenied fails unless err is tenantguard's denial naming rule.
+func wantDenied(t *testing.T, err error, rule string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("allowed; want a [%s] denial", rule)
+	}
+	if !strings.Contains(err.Error(), "denied the request: ") || !strings.Contains(err.Error(), "["+rule+"] ") {
+		t.Fatalf("got %v; want a [%s] denial from tenantguard", err, rule)
+	}
+}
+
+// wantAllowed fails on any error.
+func wantAllowed(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+}
+
+// eventually retries f until it returns nil, for up to 10 s; the view
+// follows the API server through a watch, a few milliseconds behind.
+func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(t.Context()); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: still %v after 10s", what, err)
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
+}
+
+func pod(name string, mutate ...func(*corev1.PodSpec)) *corev1.Pod {
+	spec := podSpec()
+	for _, m := range mutate {
+		m(&spec)
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func deployment(name string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	spec := podSpec()
+	mutate(&spec)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+}
+
+// metric returns the server's /metrics line starting with prefix, or "".
+func metric(t *testing.T, prefix string) string {
+	t.Helper()
+	resp, err := cluster.HTTP.Get(cluster.BaseURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
+}
