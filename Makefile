@@ -9,7 +9,12 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 REGO_COVERAGE         ?= 90
 FUZZTIME              ?= 30s
 
+# The local control plane for e2e tests and the demo, built from the Go module
+# proxy (tests/tools/*): a few minutes the first time, then cached.
+KUBE_VERSION          ?= v1.37.1
+
 BIN      := $(CURDIR)/bin
+CP_BIN   := $(CURDIR)/tests/tools/bin
 OPA      := $(BIN)/opa
 LINT     := $(BIN)/golangci-lint
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -17,14 +22,21 @@ LDFLAGS  := -s -w -X github.com/tenantguard/tenantguard/internal/cli.Version=$(V
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/tenantguard
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard
 
 .PHONY: run
-run: build ## Run the main job: live allow/deny decisions on the example registry and cluster
+run: control-plane ## Run the main job: a local kube-apiserver + etcd, tenantguard serve, live allow/deny decisions
+	go run ./tests/demo
+
+.PHONY: demo
+demo: run ## Same as run; `go run ./tests/demo -hold` keeps it running for kubectl
+
+.PHONY: review-examples
+review-examples: build ## Offline decisions (tenantguard review) on examples/requests
 	@for r in examples/requests/*.yaml; do \
 	  echo "== $$r"; sed -n 's/^# /   /p' "$$r"; \
 	  $(BIN)/tenantguard review -o text --registry examples/registry.yaml --objects examples/cluster.yaml "$$r"; \
@@ -35,7 +47,7 @@ run: build ## Run the main job: live allow/deny decisions on the example registr
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: ## Run the Go tests (with the race detector) and short fuzz runs
+test-go: control-plane ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
 	go test -race -count=1 ./...
 	$(MAKE) fuzz FUZZTIME=5s
@@ -55,6 +67,17 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 .PHONY: bench
 bench: ## Run the Go benchmarks (figures go to BENCHMARKS.md)
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/
+	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/
+
+.PHONY: control-plane
+control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver and etcd into tests/tools/bin (cached)
+
+$(CP_BIN)/kube-apiserver: tests/tools/kube-apiserver/go.mod tests/tools/kube-apiserver/main.go
+	cd tests/tools/kube-apiserver && go build -trimpath -o $@ \
+	  -ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37' .
+
+$(CP_BIN)/etcd: tests/tools/etcd/go.mod tests/tools/etcd/main.go
+	cd tests/tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ .
 
 .PHONY: lint
 lint: $(LINT) $(OPA) ## Lint Go (golangci-lint) and Rego (opa fmt, opa check --strict)
@@ -77,5 +100,5 @@ $(LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: clean
-clean: ## Remove build outputs and installed tools
-	rm -rf $(BIN)
+clean: ## Remove build outputs, installed tools and the control-plane binaries
+	rm -rf $(BIN) $(CP_BIN)

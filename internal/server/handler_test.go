@@ -20,7 +20,7 @@ import (
 func TestBadInputIsRefusedWith400(t *testing.T) {
 	store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
 	srv, m := newServer(t, store, Options{MaxBodyBytes: 4096})
-	valid := review(t, corpusCase(t, "non-owner is told he owns no tenant"))
+	valid := review(t, strangerCase(t))
 	tests := []struct {
 		name        string
 		method      string
@@ -159,7 +159,7 @@ func TestEvaluationErrorsFailClosed(t *testing.T) {
 		{"a policy answering in the wrong shape refuses the request", newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), brittlePolicy), "data.tenantguard.main."},
 		{"no registry loaded yet refuses the request", newStore(t, "", nil), "no tenant registry is loaded yet"},
 	}
-	c := corpusCase(t, "non-owner is told he owns no tenant")
+	c := strangerCase(t)
 	c.Object["metadata"] = map[string]any{"name": "boom"}
 	body := review(t, c)
 	for _, tt := range tests {
@@ -186,7 +186,7 @@ func TestEvaluationErrorsFailClosed(t *testing.T) {
 
 func TestDenialsAreCountedByRule(t *testing.T) {
 	srv, m := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{})
-	_, out := post(t, srv.Handler(), "/validate", "application/json", review(t, corpusCase(t, "non-owner is told he owns no tenant")))
+	_, out := post(t, srv.Handler(), "/validate", "application/json", review(t, strangerCase(t)))
 	if answer(t, out).Allowed {
 		t.Fatal("allowed")
 	}

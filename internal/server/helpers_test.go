@@ -107,7 +107,10 @@ func counter(t testing.TB, m *metrics.Metrics, name string, labels map[string]st
 	return 0
 }
 
-func corpusCase(t testing.TB, name string) fixtures.Case {
+// strangerCase is the corpus case of a stranger creating a namespace in a
+// tenant: refused by namespace-ownership.
+func strangerCase(t testing.TB) fixtures.Case {
+	const name = "non-owner is told he owns no tenant"
 	t.Helper()
 	cases, err := fixtures.Load()
 	if err != nil {

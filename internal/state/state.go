@@ -112,7 +112,7 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	}
 	s.modules = modules
 	s.policyGen++
-	s.loaded(metrics.SourcePolicy, source, s.policyGen, "modules", len(modules))
+	s.loaded(metrics.SourcePolicy, source, s.policyGen, "modules", len(modules), "embedded", modules == nil)
 	return nil
 }
 

@@ -128,7 +128,9 @@ func TestTenantLifecycle(t *testing.T) {
 	})
 
 	t.Run("an invalid registry is refused and the last good one stays in force", func(t *testing.T) {
-		updateRegistry(t, func(doc string) string { return strings.Replace(doc, "namespaceQuota: 3", "namespaceQuota: 3\n    namespaceQuotas: 9", 1) })
+		updateRegistry(t, func(doc string) string {
+			return strings.Replace(doc, "namespaceQuota: 3", "namespaceQuota: 3\n    namespaceQuotas: 9", 1)
+		})
 		eventually(t, "a RegistryRefused event on the ConfigMap", func(ctx context.Context) error {
 			events, err := cluster.Client.CoreV1().Events(live.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=RegistryRefused"})
 			if err != nil {

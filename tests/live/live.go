@@ -206,7 +206,7 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 			return nil
 		}
 	}
-	return fmt.Errorf("tenantguard serve not ready after a minute: %v\n%s", c.Ready(), c.Logs.String())
+	return fmt.Errorf("tenantguard serve not ready after a minute: %w\n%s", c.Ready(), c.Logs.String())
 }
 
 // Ready is nil when the server's /readyz answers 200.
@@ -244,6 +244,11 @@ func (c *Cluster) As(user string, groups ...string) kubernetes.Interface {
 	cfg := rest.CopyConfig(c.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{TenantsGroup, "system:authenticated"}, groups...)}
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// WriteKubeconfig writes an administrator kubeconfig for the cluster.
+func (c *Cluster) WriteKubeconfig(file string) error {
+	return os.WriteFile(file, c.env.KubeConfig, 0o600)
 }
 
 // Stop stops the server (gracefully) and the control plane.

@@ -1,0 +1,99 @@
+// Command demo is `make run`: it starts a real local control plane
+// (kube-apiserver and etcd), `tenantguard serve` with the example registry
+// and the webhook configurations, then sends requests as different users and
+// prints what the API server answered. With -hold it keeps everything
+// running and prints a kubeconfig to try requests by hand.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/tenantguard/tenantguard/tests/live"
+)
+
+func main() {
+	hold := flag.Bool("hold", false, "keep the control plane and the webhook running until interrupted")
+	verbose := flag.Bool("v", false, "print tenantguard's JSON log lines too")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Stdout, *hold, *verbose)
+	stop()
+	if err != nil {
+		_, _ = fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, hold, verbose bool) error {
+	_, _ = fmt.Fprintln(out, "Starting kube-apiserver + etcd, then tenantguard serve with examples/registry.yaml ...")
+	opts := live.Options{}
+	if verbose {
+		opts.Logs = os.Stderr
+	}
+	cluster, err := live.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	version, err := cluster.Client.Discovery().ServerVersion()
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(out, "kube-apiserver %s at %s; tenantguard at %s (ready)\n\n", version.GitVersion, cluster.Admin.Host, cluster.BaseURL)
+
+	failures := 0
+	for _, s := range scenario() {
+		detail, err := s.do(ctx, cluster.As(s.user, s.groups...))
+		verdict := "ALLOWED"
+		if err != nil {
+			verdict, detail = "DENIED ", denial(err)
+		}
+		if (err == nil) != s.expectAllowed {
+			verdict = "UNEXPECTED " + verdict
+			failures++
+		}
+		_, _ = fmt.Fprintf(out, "%-18s %-47s %s %s\n", s.who(), s.what, verdict, detail)
+	}
+	_, _ = fmt.Fprintf(out, "\nEvery request above went through the real API server, which called tenantguard's /mutate and /validate.\n")
+	if failures > 0 {
+		return fmt.Errorf("%d requests were not answered as expected", failures)
+	}
+	if !hold {
+		_, _ = fmt.Fprintln(out, "Run `go run ./tests/demo -hold` to keep it running and try your own requests.")
+		return nil
+	}
+	return holdOpen(ctx, out, cluster)
+}
+
+// denial is the tenantguard part of an API error: its "[rule] sentence" lines.
+func denial(err error) string {
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, "denied the request: "); ok {
+		return strings.ReplaceAll(after, "\n", "\n"+strings.Repeat(" ", 75))
+	}
+	return msg
+}
+
+func holdOpen(ctx context.Context, out io.Writer, cluster *live.Cluster) error {
+	dir, err := os.MkdirTemp("", "tenantguard-demo-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	if err := cluster.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(out, "\nHolding. Try, with kubectl:\n  export KUBECONFIG=%s\n  kubectl --as alice --as-group %s create namespace oil-play\n  kubectl --as bob --as-group %s create namespace oil-nope\nCtrl-C stops everything.\n",
+		kubeconfig, live.TenantsGroup, live.TenantsGroup)
+	<-ctx.Done()
+	return nil
+}
