@@ -8,19 +8,13 @@ import (
 	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/scale"
 )
 
 // scaleRegistry is a registry of n tenants shaped like the example's oil.
 func scaleRegistry(tb testing.TB, n int) *registry.Snapshot {
 	tb.Helper()
-	var b strings.Builder
-	b.WriteString("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {forceTenantPrefix: true}\ntenants:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
-		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
-		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 100, persistentvolumeclaims: 10}\n")
-	}
-	snap, err := registry.Parse("scale.yaml", []byte(b.String()))
+	snap, err := registry.Parse("scale.yaml", scale.Registry(n))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -30,29 +24,20 @@ func scaleRegistry(tb testing.TB, n int) *registry.Snapshot {
 // scaleView has 10 namespaces and 50 pods for every tenant.
 func scaleView(n int) *clusterview.View {
 	v := clusterview.New(registry.DefaultTenantLabel)
-	for i := range n {
-		for j := range 10 {
-			ns := fmt.Sprintf("t%d-ns%d", i, j)
-			v.Upsert(clusterview.Object{Kind: "Namespace", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
-			for k := range 5 {
-				v.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
-			}
-		}
-	}
+	scale.Fill(v, n, 10, 5)
 	return v
 }
 
 func podCreate(tb testing.TB, tenant int, spec string) *admission.Request {
 	tb.Helper()
-	body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"t%[1]d-ns3","name":"web","operation":"CREATE","userInfo":{"username":"u%[1]d","groups":["system:authenticated"]},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%[1]d-ns3","managedFields":[{"manager":"kubectl"}]},"spec":%[2]s}}}`, tenant, spec)
-	req, err := admission.Decode([]byte(body))
+	req, err := admission.Decode(scale.PodCreate(tenant, spec))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return req
 }
 
-const podSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}]}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+const podSpec = scale.PodSpec
 
 func TestReviewMutatesThenValidatesTheMutatedObject(t *testing.T) {
 	// The default StorageClass patch must be visible to validation: a tenant

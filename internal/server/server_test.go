@@ -20,7 +20,7 @@ import (
 
 // tlsServer serves srv on a loopback listener until the test ends; it
 // returns the address and a channel with Serve's result.
-func tlsServer(t *testing.T, srv *Server, ctx context.Context) (string, <-chan error) {
+func tlsServer(t testing.TB, srv *Server, ctx context.Context) (string, <-chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +32,7 @@ func tlsServer(t *testing.T, srv *Server, ctx context.Context) (string, <-chan e
 }
 
 // certFiles writes a serving certificate for 127.0.0.1 into dir.
-func certFiles(t *testing.T, dir string) (ca *selfsigned.CA, certFile, keyFile string) {
+func certFiles(t testing.TB, dir string) (ca *selfsigned.CA, certFile, keyFile string) {
 	t.Helper()
 	ca, err := selfsigned.NewCA("test")
 	if err != nil {

@@ -1,0 +1,133 @@
+package webhookconfig
+
+import (
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// hook is what the checks read of a validating or mutating webhook.
+type hook struct {
+	name       string
+	policy     admissionregistrationv1.FailurePolicyType
+	timeout    int32
+	selector   *metav1.LabelSelector
+	rules      []admissionregistrationv1.RuleWithOperations
+	conditions []admissionregistrationv1.MatchCondition
+	client     admissionregistrationv1.WebhookClientConfig
+}
+
+func hooks(o Options) []hook {
+	var out []hook
+	for _, w := range Validating(o).Webhooks {
+		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig})
+	}
+	for _, w := range Mutating(o).Webhooks {
+		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig})
+	}
+	return out
+}
+
+func routes(h hook, group, resource string, op admissionregistrationv1.OperationType) bool {
+	for _, r := range h.rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Operations, op) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSafetySettings(t *testing.T) {
+	all := hooks(Options{URL: "https://127.0.0.1:9443", Namespace: "tenantguard-system"})
+	tests := []struct {
+		name  string
+		check func(h hook) bool
+	}{
+		{"tenant rules fail closed", func(h hook) bool { return h.policy == admissionregistrationv1.Fail }},
+		{"calls time out within 5 seconds", func(h hook) bool { return h.timeout > 0 && h.timeout <= 5 }},
+		{"kube-system, kube-node-lease and tenantguard's namespace are never sent", func(h hook) bool {
+			for _, e := range h.selector.MatchExpressions {
+				if e.Key == "kubernetes.io/metadata.name" && e.Operator == metav1.LabelSelectorOpNotIn {
+					return slices.Contains(e.Values, "kube-system") && slices.Contains(e.Values, "kube-node-lease") && slices.Contains(e.Values, "tenantguard-system")
+				}
+			}
+			return false
+		}},
+		{"nodes and control-plane components are left out", func(h hook) bool {
+			return len(h.conditions) == 2 && h.conditions[0].Name == "not-a-node" && h.conditions[1].Name == "not-the-control-plane"
+		}},
+		{"no wildcard groups, resources or operations", func(h hook) bool {
+			for _, r := range h.rules {
+				if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, "*/*") || slices.Contains(r.Operations, admissionregistrationv1.OperationAll) {
+					return false
+				}
+			}
+			return len(h.rules) > 0
+		}},
+		{"the URL names the webhook's path", func(h hook) bool {
+			return h.client.URL != nil && (*h.client.URL == "https://127.0.0.1:9443/validate" || *h.client.URL == "https://127.0.0.1:9443/mutate")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, h := range all {
+				if !tt.check(h) {
+					t.Errorf("webhook %s breaks it", h.name)
+				}
+			}
+		})
+	}
+}
+
+func TestRouting(t *testing.T) {
+	o := Options{URL: "https://x", QuotaResources: []schema.GroupResource{{Resource: "pods"}, {Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}, {Resource: "namespaces"}}}
+	v := Validating(o).Webhooks
+	m := Mutating(o).Webhooks
+	namespaces, workloads := hook{rules: v[0].Rules, selector: v[0].NamespaceSelector}, hook{rules: v[1].Rules, selector: v[1].NamespaceSelector}
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"namespace deletion is validated", routes(namespaces, "", "namespaces", admissionregistrationv1.Delete)},
+		{"namespace creation is mutated (tenant label)", routes(hook{rules: m[0].Rules}, "", "namespaces", admissionregistrationv1.Create)},
+		{"pod updates are validated", routes(workloads, "", "pods", admissionregistrationv1.Update)},
+		{"ephemeral containers are validated", routes(workloads, "", "pods/ephemeralcontainers", admissionregistrationv1.Update)},
+		{"CronJobs are validated", routes(workloads, "batch", "cronjobs", admissionregistrationv1.Create)},
+		{"companion deletion is validated", routes(workloads, "networking.k8s.io", "networkpolicies", admissionregistrationv1.Delete)},
+		{"a counted resource is validated on create", routes(workloads, "", "configmaps", admissionregistrationv1.Create)},
+		{"a counted resource is not validated on update", !routes(workloads, "", "configmaps", admissionregistrationv1.Update)},
+		{"pods are mutated (default PriorityClass)", routes(hook{rules: m[1].Rules}, "", "pods", admissionregistrationv1.Create)},
+		{"claims are mutated (default StorageClass)", routes(hook{rules: m[1].Rules}, "", "persistentvolumeclaims", admissionregistrationv1.Create)},
+		{"the namespaces webhook sees every namespace", len(namespaces.selector.MatchExpressions) == 1},
+		{"the workloads webhook sees tenant namespaces only", slices.ContainsFunc(workloads.selector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
+			return e.Key == "tenantguard.io/tenant" && e.Operator == metav1.LabelSelectorOpExists
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.ok {
+				t.Error("no")
+			}
+		})
+	}
+	for _, r := range workloads.rules {
+		if slices.Contains(r.Resources, "namespaces") {
+			t.Error("namespaces routed to the workloads webhook")
+		}
+	}
+}
+
+func TestServiceReference(t *testing.T) {
+	svc := &admissionregistrationv1.ServiceReference{Namespace: "tenantguard-system", Name: "tenantguard"}
+	for _, h := range hooks(Options{Service: svc, Namespace: "tenantguard-system"}) {
+		if h.client.URL != nil || h.client.Service == nil || h.client.Service.Path == nil || h.client.Service.Name != "tenantguard" {
+			t.Errorf("webhook %s: client %+v", h.name, h.client)
+		}
+	}
+	if svc.Path != nil {
+		t.Error("the caller's ServiceReference was modified")
+	}
+}

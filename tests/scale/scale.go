@@ -1,0 +1,49 @@
+// Package scale generates deterministic large fixtures for benchmarks: a
+// registry of n tenants shaped like the example's oil, a cluster view with
+// namespaces and pods for each, and pod CREATE reviews.
+package scale
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// Registry is the bare registry document of n tenants t0..t(n-1), owned by
+// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods.
+func Registry(n int) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {forceTenantPrefix: true}\ntenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
+		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
+		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 200, persistentvolumeclaims: 10}\n")
+	}
+	return []byte(b.String())
+}
+
+// Fill adds namespaces t<i>-ns<j> (labelled with their tenant) and pods to a
+// view, the same calls the informers make: namespaces per tenant, pods per
+// namespace.
+func Fill(v *clusterview.View, tenants, namespaces, pods int) {
+	for i := range tenants {
+		for j := range namespaces {
+			ns := fmt.Sprintf("t%d-ns%d", i, j)
+			v.Upsert(clusterview.Object{Kind: "Namespace", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
+			for k := range pods {
+				v.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
+			}
+		}
+	}
+}
+
+// PodSpec is an ordinary pod spec that every rule admits.
+const PodSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}]}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+
+// PodCreate is an AdmissionReview of tenant's owner creating a pod with spec
+// in the tenant's namespace ns3.
+func PodCreate(tenant int, spec string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"t%[1]d-ns3","name":"web","operation":"CREATE","userInfo":{"username":"u%[1]d","groups":["system:authenticated"]},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%[1]d-ns3","managedFields":[{"manager":"kubectl"}]},"spec":%[2]s}}}`, tenant, spec)
+}
