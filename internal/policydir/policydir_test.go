@@ -2,7 +2,9 @@ package policydir_test
 
 import (
 	"context"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/policydir"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/state"
 	policy "github.com/tenantguard/tenantguard/rego"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 // recorder is a Loader that keeps what it was handed.
@@ -138,4 +145,66 @@ func TestWatchFollowsChanges(t *testing.T) {
 	wait("the emptied directory refused", func(_, r int) bool { return r == 1 })
 	copyEmbedded(t, dir)
 	wait("the restored policy", func(l, _ int) bool { return l == 3 })
+}
+
+// TestABrokenEditKeepsTheLastGoodPolicy runs the watcher against the real
+// state store: a syntax error is refused and the previous rules keep
+// answering; the fixed file is then put in force.
+func TestABrokenEditKeepsTheLastGoodPolicy(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	copyEmbedded(t, dir)
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	data, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.LoadRegistry(ctx, "registry", data); err != nil {
+		t.Fatal(err)
+	}
+	if err := policydir.Watch(ctx, dir, 10*time.Millisecond, store); err != nil {
+		t.Fatal(err)
+	}
+	_, first := store.Generations()
+	good := store.Engine()
+
+	rule := filepath.Join(dir, "tenantguard", "rules", "namespaces", "namespaces.rego")
+	src, err := os.ReadFile(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rule, append(src, []byte("\nbroken := {\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, gen := store.Generations(); gen != first || store.Engine() != good {
+		t.Fatalf("a broken policy was put in force (generation %d -> %d)", first, gen)
+	}
+
+	edited := strings.Replace(string(src), "owns no tenant", "has no tenant", 1)
+	if edited == string(src) {
+		t.Fatal("the edit changed nothing")
+	}
+	if err := os.WriteFile(rule, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for store.Engine() == good && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	body, err := (&fixtures.Case{User: "bob", Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "oil-bob"}}}).Review()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := admission.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := store.Engine().Review(ctx, req, store.View())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Deny) != 1 || !strings.Contains(d.Deny[0].Msg, "has no tenant") {
+		t.Fatalf("denials %v, want the edited message", d.Deny)
+	}
 }

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestServeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := writeFile(t, "kubeconfig", "apiVersion: v1\nkind: Config\nclusters: []\n")
+	tls := []string{"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-private-key-file", filepath.Join(dir, "tls.key")}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the TLS files are required", []string{"serve"}, "--tls-cert-file and --tls-private-key-file are required"},
+		{"the registry ConfigMap is NAMESPACE/NAME", append([]string{"serve", "--registry-configmap", "registry"}, tls...), `--registry-configmap must be NAMESPACE/NAME, got "registry"`},
+		{"an unknown log level is refused", append([]string{"serve", "--log-level", "loud"}, tls...), "--log-level"},
+		{"a kubeconfig without a cluster is refused", append([]string{"serve", "--kubeconfig", kubeconfig}, tls...), "kubeconfig:"},
+		{"arguments are refused", []string{"serve", "extra"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", tt.args...)
+			if r.code != ExitUsage || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, tt.want)
+			}
+		})
+	}
+}
