@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	policy "github.com/tenantguard/tenantguard/rego"
 )
 
@@ -41,27 +43,18 @@ func Watch(ctx context.Context, dir string, interval time.Duration, loader Loade
 	if err != nil {
 		return err
 	}
-	go func() {
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		modules, err := Load(dir)
+		switch {
+		case err != nil:
+			if last != nil {
+				loader.RefusePolicy(dir, err)
 			}
-			modules, err := Load(dir)
-			switch {
-			case err != nil:
-				if last != nil {
-					loader.RefusePolicy(dir, err)
-				}
-				last = nil // report once, and load the directory again once it is fixed
-			case !maps.Equal(modules, last):
-				last = modules
-				_ = loader.LoadPolicy(ctx, dir, modules) // refusals are reported by the loader
-			}
+			last = nil // report once, and load the directory again once it is fixed
+		case !maps.Equal(modules, last):
+			last = modules
+			_ = loader.LoadPolicy(ctx, dir, modules) // refusals are reported by the loader
 		}
-	}()
+	}, interval)
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/tenantguard/tenantguard/internal/metrics"
 )
 
@@ -64,14 +66,7 @@ func (c *certReloader) reload() (changed bool, err error) {
 // watch polls the files until ctx ends. Secret volumes are updated by
 // swapping a symlink, which file-event watchers miss; polling sees it.
 func (c *certReloader) watch(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		changed, err := c.reload()
 		switch {
 		case err != nil:
@@ -81,7 +76,7 @@ func (c *certReloader) watch(ctx context.Context, interval time.Duration) {
 			c.metrics.Loaded(metrics.SourceTLS, 0)
 			c.log.Info("TLS certificate reloaded", "cert", c.certFile)
 		}
-	}
+	}, interval)
 }
 
 func (c *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {

@@ -3,11 +3,11 @@ package watch
 import (
 	"context"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -81,14 +81,7 @@ func (w *Watcher) startQuotaInformer(gr schema.GroupResource) (cache.InformerSyn
 
 // retryUnresolved looks unresolved resources up again, with fresh discovery.
 func (w *Watcher) retryUnresolved(ctx context.Context) {
-	ticker := time.NewTicker(w.opts.ResolveInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		w.mu.Lock()
 		pending := make([]schema.GroupResource, 0, len(w.unresolved))
 		for gr := range w.unresolved {
@@ -99,7 +92,7 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 			w.mapper.Reset()
 			_ = w.watchQuotaResources(pending)
 		}
-	}
+	}, w.opts.ResolveInterval)
 }
 
 // countedObject turns a counted object's metadata into a view object.
