@@ -165,6 +165,7 @@ func (w *Watcher) onRegistry(obj any) {
 			w.log.Error("quota informers did not sync", "error", err.Error())
 		}
 	}
+	before, _ := w.store.Generations()
 	err := w.store.LoadRegistry(w.ctx, w.registrySource(), data)
 	w.mu.Lock()
 	w.registryErr = err
@@ -172,6 +173,9 @@ func (w *Watcher) onRegistry(obj any) {
 	if err != nil {
 		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryRefused", truncate(err.Error()+"; the last good registry stays in force", 1000))
 		return
+	}
+	if after, _ := w.store.Generations(); after == before {
+		return // the same registry again, e.g. only the ConfigMap's metadata changed
 	}
 	if e := w.store.Engine(); e != nil {
 		snap := e.Registry()
