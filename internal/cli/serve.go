@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/policydir"
+	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/server"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -30,6 +32,9 @@ type serveOptions struct {
 	pollInterval      time.Duration
 	managers          []string
 	logLevel          string
+	generator         bool
+	leaderElection    bool
+	leaderNamespace   string
 }
 
 func newServeCommand() *cobra.Command {
@@ -58,6 +63,9 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
 	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
+	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
+	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
 	return cmd
 }
 
@@ -94,6 +102,15 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, Logger: log})
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
+	}
+	if o.generator {
+		leaderNamespace := ""
+		if o.leaderElection {
+			leaderNamespace = cmp.Or(o.leaderNamespace, namespace)
+		}
+		if err := reconcile.Start(ctx, cfg, store, reconcile.Options{LeaderElectionNamespace: leaderNamespace, Logger: log}); err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval

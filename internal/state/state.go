@@ -41,6 +41,7 @@ type Store struct {
 	current atomic.Pointer[engine.Engine]
 
 	mu          sync.Mutex
+	subscribers []chan struct{}
 	registry    *registry.Snapshot // last good; nil until the first load
 	modules     map[string]string  // last good policy; nil is the embedded one
 	registryGen int64
@@ -137,7 +138,23 @@ func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, modules map[s
 	}
 	s.view.SetTenantLabel(snap.TenantLabel())
 	s.current.Store(e)
+	for _, ch := range s.subscribers {
+		select {
+		case ch <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}
 	return nil
+}
+
+// Subscribe returns a channel that receives a signal after every swap (a
+// new registry or policy in force); signals coalesce while one is pending.
+func (s *Store) Subscribe() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	s.subscribers = append(s.subscribers, ch)
+	return ch
 }
 
 func (s *Store) loaded(source, name string, generation int64, attrs ...any) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -149,6 +151,12 @@ func (c *Cluster) seed(ctx context.Context, registryFile string) error {
 			return err
 		}
 	}
+	if err := c.aggregateClusterRoles(ctx); err != nil {
+		return fmt.Errorf("aggregating ClusterRoles: %w", err)
+	}
+	if err := c.serverRBAC(ctx); err != nil {
+		return fmt.Errorf("installing deploy/rbac: %w", err)
+	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "tenants-cluster-admin"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -158,12 +166,94 @@ func (c *Cluster) seed(ctx context.Context, registryFile string) error {
 	return err
 }
 
+// aggregateClusterRoles does what kube-controller-manager's
+// clusterrole-aggregation controller does (no controller manager runs here):
+// it fills admin, edit and view with the rules of the roles they aggregate,
+// which nest (admin aggregates edit), so it repeats until nothing changes.
+func (c *Cluster) aggregateClusterRoles(ctx context.Context) error {
+	list, err := c.Client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	roles := list.Items
+	changed := map[int]bool{}
+	for range 5 {
+		progress := false
+		for i := range roles {
+			role := &roles[i]
+			if role.AggregationRule == nil {
+				continue
+			}
+			var rules []rbacv1.PolicyRule
+			for _, sel := range role.AggregationRule.ClusterRoleSelectors {
+				selector, err := metav1.LabelSelectorAsSelector(&sel)
+				if err != nil {
+					return err
+				}
+				for _, other := range roles {
+					if other.Name != role.Name && selector.Matches(labels.Set(other.Labels)) {
+						rules = append(rules, other.Rules...)
+					}
+				}
+			}
+			if len(rules) != len(role.Rules) {
+				role.Rules = rules
+				changed[i], progress = true, true
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	for i := range changed {
+		if _, err := c.Client.RbacV1().ClusterRoles().Update(ctx, &roles[i], metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverRBAC installs deploy/rbac/tenantguard.yaml and binds it to
+// tenantguard's user: the server runs with exactly those permissions.
+func (c *Cluster) serverRBAC(ctx context.Context) error {
+	raw, err := os.ReadFile(filepath.Join(Root(), "deploy", "rbac", "tenantguard.yaml"))
+	if err != nil {
+		return err
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		return fmt.Errorf("want a ClusterRole and a Role, got %d documents", len(docs))
+	}
+	var role rbacv1.ClusterRole
+	var nsRole rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &nsRole); err != nil {
+		return err
+	}
+	nsRole.Namespace = Namespace
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: engine.DefaultManager}}
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.Client.RbacV1().Roles(Namespace).Create(ctx, &nsRole, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, RoleRef: ref, Subjects: subject}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	ref.Kind, ref.Name = "Role", nsRole.Name
+	_, err = c.Client.RbacV1().RoleBindings(Namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Name}, RoleRef: ref, Subjects: subject}, metav1.CreateOptions{})
+	return err
+}
+
 // serve runs `tenantguard serve` in this process as tenantguard's service
 // account user and waits until /readyz answers 200.
 func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []byte, opts Options) error {
-	// tenantguard's identity: the default manager name, with the rights of
-	// an administrator until the generator issue brings the minimal ClusterRole.
-	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: engine.DefaultManager, Groups: []string{"system:masters"}}, nil)
+	// tenantguard's identity: the default manager name, with deploy/rbac's permissions only.
+	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: engine.DefaultManager}, nil)
 	if err != nil {
 		return err
 	}
@@ -249,6 +339,14 @@ func (c *Cluster) As(user string, groups ...string) kubernetes.Interface {
 // WriteKubeconfig writes an administrator kubeconfig for the cluster.
 func (c *Cluster) WriteKubeconfig(file string) error {
 	return os.WriteFile(file, c.env.KubeConfig, 0o600)
+}
+
+// AsOnly is a client acting as user with only the given groups (and
+// system:authenticated): what RBAC grants it is what tenantguard generated.
+func (c *Cluster) AsOnly(user string, groups ...string) kubernetes.Interface {
+	cfg := rest.CopyConfig(c.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // Stop stops the server (gracefully) and the control plane.

@@ -1,0 +1,247 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/state"
+)
+
+// FieldManager is the server-side apply field manager of every companion.
+const FieldManager = "tenantguard"
+
+// clusterKey is the queue key of the cluster-wide RBAC; namespace keys have
+// no Namespace part.
+var clusterKey = ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "tenantguard", Name: "cluster-rbac"}}
+
+// Options configure the reconciler.
+type Options struct {
+	// LeaderElectionNamespace holds the Lease; leader election is off when empty.
+	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease; "tenantguard-generator" when empty.
+	LeaderElectionID string
+	// Logger receives the controller's lines; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// namespaced are the companion kinds in tenant namespaces, for pruning.
+var namespaced = []client.ObjectList{&corev1.ResourceQuotaList{}, &corev1.LimitRangeList{}, &networkingv1.NetworkPolicyList{}, &rbacv1.RoleBindingList{}}
+
+// clusterWide are the cluster-scoped companion kinds.
+var clusterWide = []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}}
+
+// managed selects objects carrying the managed-by label.
+var managed = labels.SelectorFromSet(labels.Set{generator.ManagedByLabel: generator.ManagedByValue})
+
+// Reconciler applies the generator's output for one namespace at a time.
+type Reconciler struct {
+	client   client.Client
+	store    *state.Store
+	recorder recorder.EventRecorder
+	log      *slog.Logger
+}
+
+// Start builds the manager and the controller and runs them until ctx ends.
+// It returns once the manager has started (errors after that are logged).
+func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = "tenantguard-generator"
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+		byObject[obj] = cache.ByObject{Label: managed}
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Logger:                        logr.FromSlogHandler(log.Handler()),
+		Cache:                         cache.Options{ByObject: byObject},
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		LeaderElection:                opts.LeaderElectionNamespace != "",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the companion controller: %w", err)
+	}
+	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("tenantguard"), log: log}
+	resync := make(chan event.GenericEvent)
+	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
+	})
+	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{clusterKey}
+	})
+	err = ctrl.NewControllerManagedBy(mgr).Named("companions").
+		For(&corev1.Namespace{}).
+		Watches(&corev1.ResourceQuota{}, toNamespace).
+		Watches(&corev1.LimitRange{}, toNamespace).
+		Watches(&networkingv1.NetworkPolicy{}, toNamespace).
+		Watches(&rbacv1.RoleBinding{}, toNamespace).
+		Watches(&rbacv1.ClusterRole{}, toCluster).
+		Watches(&rbacv1.ClusterRoleBinding{}, toCluster).
+		WatchesRawSource(source.Channel(resync, handler.EnqueueRequestsFromMapFunc(r.everything))).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("creating the companion controller: %w", err)
+	}
+	changes := store.Subscribe()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				select {
+				case resync <- event.GenericEvent{Object: &corev1.Namespace{}}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			log.Error("companion controller stopped", "error", err.Error())
+		}
+	}()
+	return nil
+}
+
+// everything is every namespace and the cluster RBAC: a new registry may
+// change any of them.
+func (r *Reconciler) everything(ctx context.Context, _ client.Object) []ctrl.Request {
+	var list corev1.NamespaceList
+	if err := r.client.List(ctx, &list); err != nil {
+		r.log.Error("listing namespaces", "error", err.Error())
+		return []ctrl.Request{clusterKey}
+	}
+	out := make([]ctrl.Request, 0, len(list.Items)+1)
+	out = append(out, clusterKey)
+	for _, ns := range list.Items {
+		out = append(out, ctrl.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
+	}
+	return out
+}
+
+// Reconcile applies and prunes the companions of one namespace, or the
+// cluster RBAC for clusterKey.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	e := r.store.Engine()
+	if e == nil {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // no registry yet
+	}
+	snap := e.Registry()
+	if req == clusterKey {
+		return ctrl.Result{}, r.sync(ctx, "", generator.Cluster(snap), clusterWide)
+	}
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, req.NamespacedName, &ns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ns.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // its companions go with it
+	}
+	desired := generator.ForNamespace(snap, generator.Namespace{Name: ns.Name, Labels: ns.Labels})
+	if err := r.sync(ctx, ns.Name, desired, namespaced); err != nil {
+		r.recorder.Eventf(&ns, nil, corev1.EventTypeWarning, "CompanionsFailed", "Reconcile", "keeping the companion resources of namespace %q in place failed: %v", ns.Name, err)
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// sync applies the desired objects, then deletes the labelled objects of the
+// kinds in lists (in namespace, or cluster-wide for "") that are not desired.
+func (r *Reconciler) sync(ctx context.Context, namespace string, desired []client.Object, lists []client.ObjectList) error {
+	want := map[string]bool{}
+	var errs []error
+	for _, obj := range desired {
+		want[r.key(obj)] = true
+		u, err := generator.Unstructured(obj)
+		if err == nil {
+			err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err))
+		}
+	}
+	for _, list := range lists {
+		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: managed}}
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := r.client.List(ctx, list, opts...); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		items, err := itemsOf(list)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, obj := range items {
+			if want[r.key(obj)] {
+				continue
+			}
+			if err := r.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("pruning %s: %w", obj.GetName(), err))
+				continue
+			}
+			r.log.Info("pruned companion", "namespace", obj.GetNamespace(), "name", obj.GetName(), "kind", fmt.Sprintf("%T", obj))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// key identifies an object by kind and name within one sync.
+func (r *Reconciler) key(obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, r.client.Scheme())
+	if err != nil {
+		return fmt.Sprintf("%T/%s", obj, obj.GetName())
+	}
+	return gvk.Kind + "/" + obj.GetName()
+}
+
+// itemsOf returns the objects of a typed list.
+func itemsOf(list client.ObjectList) ([]client.Object, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("unexpected item %T", item)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/generator"
+)
+
+// water is a tenant the companion tests add to the registry.
+const water = `
+  - name: water
+    owners: [{kind: User, name: wendy}]
+    namespaceQuota: 5
+    companions:
+      resourceQuota: {hard: {pods: "10"}}
+      limitRange: {limits: [{type: Container, default: {cpu: 200m}}]}
+      additionalRoleBindings: [{clusterRole: view, subjects: [{kind: Group, name: water-auditors}]}]
+`
+
+// companionNames are the companions water's namespaces get.
+var companionNames = []string{
+	"ResourceQuota/" + generator.ResourceQuotaName, "LimitRange/" + generator.LimitRangeName,
+	"NetworkPolicy/" + generator.NetworkPolicyName, "RoleBinding/tenantguard-owner-admin",
+	"RoleBinding/" + generator.NamespaceDeleterRole, "RoleBinding/tenantguard-view-0",
+}
+
+// companions lists the companion kinds/names present in a namespace.
+func companions(ctx context.Context, namespace string) (map[string]string, error) {
+	found := map[string]string{}
+	sel := metav1.ListOptions{LabelSelector: generator.ManagedByLabel + "=" + generator.ManagedByValue}
+	c := cluster.Client
+	rqs, err := c.CoreV1().ResourceQuotas(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range rqs.Items {
+		found["ResourceQuota/"+o.Name] = string(o.UID)
+	}
+	lrs, err := c.CoreV1().LimitRanges(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range lrs.Items {
+		found["LimitRange/"+o.Name] = string(o.UID)
+	}
+	nps, err := c.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range nps.Items {
+		found["NetworkPolicy/"+o.Name] = string(o.UID)
+	}
+	rbs, err := c.RbacV1().RoleBindings(namespace).List(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range rbs.Items {
+		found["RoleBinding/"+o.Name] = string(o.UID)
+	}
+	return found, nil
+}
+
+func hasAll(found map[string]string) error {
+	var missing []string
+	for _, name := range companionNames {
+		if _, ok := found[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// TestCompanions adds tenant water to the registry and follows one of its
+// namespaces; wendy has no RBAC but what tenantguard generates.
+func TestCompanions(t *testing.T) {
+	ctx := t.Context()
+	original := currentRegistry(t)
+	t.Cleanup(func() { setRegistry(t, original) })
+	setRegistry(t, original+water)
+	wendy := cluster.AsOnly("wendy")
+
+	t.Run("an owner with only the generated RBAC creates a namespace", func(t *testing.T) {
+		eventually(t, "wendy may create namespaces", func(ctx context.Context) error {
+			_, err := wendy.CoreV1().Namespaces().Create(ctx, namespace("water-a", nil), metav1.CreateOptions{})
+			return err
+		})
+	})
+
+	t.Run("a new tenant namespace gets all its companions within seconds", func(t *testing.T) {
+		start := time.Now()
+		eventually(t, "every companion", func(ctx context.Context) error {
+			found, err := companions(ctx, "water-a")
+			if err != nil {
+				return err
+			}
+			return hasAll(found)
+		})
+		t.Logf("all %d companions present %s after the namespace was created", len(companionNames), time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("the owner cannot delete the NetworkPolicy", func(t *testing.T) {
+		err := wendy.NetworkingV1().NetworkPolicies("water-a").Delete(ctx, generator.NetworkPolicyName, metav1.DeleteOptions{})
+		wantDenied(t, err, "managed-resource")
+	})
+
+	t.Run("the NetworkPolicy deleted by an administrator comes back", func(t *testing.T) {
+		before, err := companions(ctx, "water-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAllowed(t, cluster.Client.NetworkingV1().NetworkPolicies("water-a").Delete(ctx, generator.NetworkPolicyName, metav1.DeleteOptions{}))
+		eventually(t, "the NetworkPolicy recreated", func(ctx context.Context) error {
+			found, err := companions(ctx, "water-a")
+			if err != nil {
+				return err
+			}
+			key := "NetworkPolicy/" + generator.NetworkPolicyName
+			if uid, ok := found[key]; !ok || uid == before[key] {
+				return errors.New("not recreated yet")
+			}
+			return nil
+		})
+	})
+
+	t.Run("a ResourceQuota changed by an administrator is restored", func(t *testing.T) {
+		rq, err := cluster.Client.CoreV1().ResourceQuotas("water-a").Get(ctx, generator.ResourceQuotaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rq.Spec.Hard[corev1.ResourcePods] = resource.MustParse("999")
+		if _, err := cluster.Client.CoreV1().ResourceQuotas("water-a").Update(ctx, rq, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the quota restored", func(ctx context.Context) error {
+			rq, err := cluster.Client.CoreV1().ResourceQuotas("water-a").Get(ctx, generator.ResourceQuotaName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := rq.Spec.Hard[corev1.ResourcePods]; got.String() != "10" {
+				return fmt.Errorf("pods %s", got.String())
+			}
+			return nil
+		})
+	})
+
+	t.Run("removing the tenant's limitRange from the registry prunes the LimitRange", func(t *testing.T) {
+		setRegistry(t, original+strings.Replace(water, "      limitRange: {limits: [{type: Container, default: {cpu: 200m}}]}\n", "", 1))
+		eventually(t, "the LimitRange pruned", func(ctx context.Context) error {
+			_, err := cluster.Client.CoreV1().LimitRanges("water-a").Get(ctx, generator.LimitRangeName, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("the owner deletes the namespace with only the generated RBAC", func(t *testing.T) {
+		wantAllowed(t, wendy.CoreV1().Namespaces().Delete(ctx, "water-a", metav1.DeleteOptions{}))
+	})
+
+	t.Run("a stranger with only the generated RBAC cannot create namespaces", func(t *testing.T) {
+		_, err := cluster.AsOnly("mallory").CoreV1().Namespaces().Create(ctx, namespace("water-m", nil), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || strings.Contains(err.Error(), "denied the request") {
+			t.Fatalf("got %v, want RBAC's refusal", err)
+		}
+	})
+}
+
+// currentRegistry is the document in the registry ConfigMap.
+func currentRegistry(t *testing.T) string {
+	t.Helper()
+	cm, err := cluster.Client.CoreV1().ConfigMaps("tenantguard-system").Get(t.Context(), "tenantguard-registry", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["tenants.yaml"]
+}
+
+// setRegistry replaces the document in the registry ConfigMap.
+func setRegistry(t *testing.T, doc string) {
+	t.Helper()
+	updateRegistry(t, func(string) string { return doc })
+}
