@@ -87,6 +87,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("kubeconfig: %v", err)
 	}
 	cfg.UserAgent = "tenantguard/" + Version
+	// client-go's default of 5 requests/s would make reconciling a thousand
+	// namespaces take many minutes; informers use long-lived watches.
+	cfg.QPS, cfg.Burst = 100, 200
 
 	ctx := cmd.Context()
 	m := metrics.New()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -100,6 +101,7 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		return []ctrl.Request{clusterKey}
 	})
 	err = ctrl.NewControllerManagedBy(mgr).Named("companions").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		For(&corev1.Namespace{}).
 		Watches(&corev1.ResourceQuota{}, toNamespace).
 		Watches(&corev1.LimitRange{}, toNamespace).

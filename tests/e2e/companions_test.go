@@ -135,7 +135,15 @@ func TestCompanions(t *testing.T) {
 		})
 	})
 
-	t.Run("a ResourceQuota changed by an administrator is restored", func(t *testing.T) {
+	t.Run("a ResourceQuota changed by an administrator is restored, fields of others are kept", func(t *testing.T) {
+		np, err := cluster.Client.NetworkingV1().NetworkPolicies("water-a").Get(ctx, generator.NetworkPolicyName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		np.Annotations = map[string]string{"example.com/reviewed-by": "security"}
+		if _, err := cluster.Client.NetworkingV1().NetworkPolicies("water-a").Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		rq, err := cluster.Client.CoreV1().ResourceQuotas("water-a").Get(ctx, generator.ResourceQuotaName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -154,6 +162,13 @@ func TestCompanions(t *testing.T) {
 			}
 			return nil
 		})
+		np, err = cluster.Client.NetworkingV1().NetworkPolicies("water-a").Get(ctx, generator.NetworkPolicyName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if np.Annotations["example.com/reviewed-by"] != "security" {
+			t.Fatalf("another manager's annotation was removed: %v", np.Annotations)
+		}
 	})
 
 	t.Run("removing the tenant's limitRange from the registry prunes the LimitRange", func(t *testing.T) {
@@ -161,7 +176,7 @@ func TestCompanions(t *testing.T) {
 		eventually(t, "the LimitRange pruned", func(ctx context.Context) error {
 			_, err := cluster.Client.CoreV1().LimitRanges("water-a").Get(ctx, generator.LimitRangeName, metav1.GetOptions{})
 			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+				return fmt.Errorf("still there (%w)", err)
 			}
 			return nil
 		})

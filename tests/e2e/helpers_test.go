@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // dryRun sends a request through admission without persisting it.
@@ -96,4 +99,19 @@ func metric(t *testing.T, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// restMapping is the resource of an object's kind, from discovery.
+func restMapping(obj unstructured.Unstructured) (schema.GroupVersionResource, error) {
+	gvk := obj.GroupVersionKind()
+	resources, err := cluster.Client.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
+			return gvk.GroupVersion().WithResource(r.Name), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("no resource for %s", gvk)
 }

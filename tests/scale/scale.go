@@ -12,7 +12,8 @@ import (
 )
 
 // Registry is the bare registry document of n tenants t0..t(n-1), owned by
-// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods.
+// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods, with
+// a ResourceQuota and a LimitRange as companions.
 func Registry(n int) []byte {
 	var b strings.Builder
 	b.WriteString("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {forceTenantPrefix: true}\ntenants:\n")
@@ -20,6 +21,7 @@ func Registry(n int) []byte {
 		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
 		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
 		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 200, persistentvolumeclaims: 10}\n")
+		b.WriteString("    companions: {resourceQuota: {hard: {requests.cpu: \"4\"}}, limitRange: {limits: [{type: Container, default: {cpu: 500m}}]}}\n")
 	}
 	return []byte(b.String())
 }
@@ -37,6 +39,17 @@ func Fill(v *clusterview.View, tenants, namespaces, pods int) {
 			}
 		}
 	}
+}
+
+// Namespaces are the names and tenants of the namespaces Fill creates.
+func Namespaces(tenants, namespaces int) []struct{ Name, Tenant string } {
+	out := make([]struct{ Name, Tenant string }, 0, tenants*namespaces)
+	for i := range tenants {
+		for j := range namespaces {
+			out = append(out, struct{ Name, Tenant string }{fmt.Sprintf("t%d-ns%d", i, j), fmt.Sprintf("t%d", i)})
+		}
+	}
+	return out
 }
 
 // PodSpec is an ordinary pod spec that every rule admits.
