@@ -69,6 +69,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 bench: ## Run the Go benchmarks (figures go to BENCHMARKS.md)
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/
 	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/
+	go test -run '^$$' -bench . -benchmem -count 3 ./generator/
+	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/
 
 .PHONY: control-plane
 control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver and etcd into tests/tools/bin (cached)

@@ -49,11 +49,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// namespaced are the companion kinds in tenant namespaces, for pruning.
-var namespaced = []client.ObjectList{&corev1.ResourceQuotaList{}, &corev1.LimitRangeList{}, &networkingv1.NetworkPolicyList{}, &rbacv1.RoleBindingList{}}
+// namespaced are new lists of the companion kinds in tenant namespaces, for
+// pruning; new for each call, as reconciles run concurrently.
+func namespaced() []client.ObjectList {
+	return []client.ObjectList{&corev1.ResourceQuotaList{}, &corev1.LimitRangeList{}, &networkingv1.NetworkPolicyList{}, &rbacv1.RoleBindingList{}}
+}
 
-// clusterWide are the cluster-scoped companion kinds.
-var clusterWide = []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}}
+// clusterWide are new lists of the cluster-scoped companion kinds.
+func clusterWide() []client.ObjectList {
+	return []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}}
+}
 
 // managed selects objects carrying the managed-by label.
 var managed = labels.SelectorFromSet(labels.Set{generator.ManagedByLabel: generator.ManagedByValue})
@@ -162,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	snap := e.Registry()
 	if req == clusterKey {
-		return ctrl.Result{}, r.sync(ctx, "", generator.Cluster(snap), clusterWide)
+		return ctrl.Result{}, r.sync(ctx, "", generator.Cluster(snap), clusterWide())
 	}
 	var ns corev1.Namespace
 	if err := r.client.Get(ctx, req.NamespacedName, &ns); err != nil {
@@ -172,7 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // its companions go with it
 	}
 	desired := generator.ForNamespace(snap, generator.Namespace{Name: ns.Name, Labels: ns.Labels})
-	if err := r.sync(ctx, ns.Name, desired, namespaced); err != nil {
+	if err := r.sync(ctx, ns.Name, desired, namespaced()); err != nil {
 		r.recorder.Eventf(&ns, nil, corev1.EventTypeWarning, "CompanionsFailed", "Reconcile", "keeping the companion resources of namespace %q in place failed: %v", ns.Name, err)
 		return ctrl.Result{}, err
 	}

@@ -76,24 +76,9 @@ func BenchmarkReconcile(b *testing.B) {
 
 // countCompanions counts the companions of tenant bench in every namespace.
 func countCompanions(ctx context.Context, b *testing.B) int {
-	sel := metav1.ListOptions{LabelSelector: generator.ManagedByLabel + "=" + generator.ManagedByValue + "," + tenantLabel + "=bench"}
-	n := 0
-	rqs, err := cluster.Client.CoreV1().ResourceQuotas("").List(ctx, sel)
+	found, err := companionsMatching(ctx, "", generator.ManagedByLabel+"="+generator.ManagedByValue+","+tenantLabel+"=bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	lrs, err := cluster.Client.CoreV1().LimitRanges("").List(ctx, sel)
-	if err != nil {
-		b.Fatal(err)
-	}
-	nps, err := cluster.Client.NetworkingV1().NetworkPolicies("").List(ctx, sel)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rbs, err := cluster.Client.RbacV1().RoleBindings("").List(ctx, sel)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n += len(rqs.Items) + len(lrs.Items) + len(nps.Items) + len(rbs.Items)
-	return n
+	return len(found)
 }

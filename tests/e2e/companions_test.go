@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/tenantguard/tenantguard/generator"
 )
@@ -34,40 +36,41 @@ var companionNames = []string{
 	"RoleBinding/" + generator.NamespaceDeleterRole, "RoleBinding/tenantguard-view-0",
 }
 
-// companions lists the companion kinds/names present in a namespace.
-func companions(ctx context.Context, namespace string) (map[string]string, error) {
+// companionResources are the kinds of namespaced companions.
+var companionResources = map[string]schema.GroupVersionResource{
+	"ResourceQuota": {Version: "v1", Resource: "resourcequotas"},
+	"LimitRange":    {Version: "v1", Resource: "limitranges"},
+	"NetworkPolicy": {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+	"RoleBinding":   {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// companionsMatching lists the companions matching a label selector, in one
+// namespace ("" for all), as KIND/NAME (KIND/NAMESPACE/NAME for all) -> UID.
+func companionsMatching(ctx context.Context, namespace, selector string) (map[string]string, error) {
+	client, err := dynamic.NewForConfig(cluster.Admin)
+	if err != nil {
+		return nil, err
+	}
 	found := map[string]string{}
-	sel := metav1.ListOptions{LabelSelector: generator.ManagedByLabel + "=" + generator.ManagedByValue}
-	c := cluster.Client
-	rqs, err := c.CoreV1().ResourceQuotas(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range rqs.Items {
-		found["ResourceQuota/"+o.Name] = string(o.UID)
-	}
-	lrs, err := c.CoreV1().LimitRanges(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range lrs.Items {
-		found["LimitRange/"+o.Name] = string(o.UID)
-	}
-	nps, err := c.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range nps.Items {
-		found["NetworkPolicy/"+o.Name] = string(o.UID)
-	}
-	rbs, err := c.RbacV1().RoleBindings(namespace).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range rbs.Items {
-		found["RoleBinding/"+o.Name] = string(o.UID)
+	for kind, gvr := range companionResources {
+		list, err := client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			key := kind + "/" + o.GetName()
+			if namespace == "" {
+				key = kind + "/" + o.GetNamespace() + "/" + o.GetName()
+			}
+			found[key] = string(o.GetUID())
+		}
 	}
 	return found, nil
+}
+
+// companions lists the companions in a namespace.
+func companions(ctx context.Context, namespace string) (map[string]string, error) {
+	return companionsMatching(ctx, namespace, generator.ManagedByLabel+"="+generator.ManagedByValue)
 }
 
 func hasAll(found map[string]string) error {
