@@ -13,9 +13,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,7 +108,9 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		return []ctrl.Request{clusterKey}
 	})
 	err = ctrl.NewControllerManagedBy(mgr).Named("companions").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		// Name validation refuses a second controller of the same name in one
+		// process, which only replicas started in one test process have.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}).
 		For(&corev1.Namespace{}).
 		Watches(&corev1.ResourceQuota{}, toNamespace).
 		Watches(&corev1.LimitRange{}, toNamespace).
@@ -214,8 +218,8 @@ func (r *Reconciler) sync(ctx context.Context, namespace string, desired []clien
 			continue
 		}
 		for _, obj := range items {
-			if want[r.key(obj)] {
-				continue
+			if want[r.key(obj)] || !appliedByUs(obj) {
+				continue // wanted, or labelled by someone else: not ours to delete
 			}
 			if err := r.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("pruning %s: %w", obj.GetName(), err))
@@ -225,6 +229,16 @@ func (r *Reconciler) sync(ctx context.Context, namespace string, desired []clien
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// appliedByUs is true when tenantguard's field manager applied the object.
+func appliedByUs(obj client.Object) bool {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
 }
 
 // key identifies an object by kind and name within one sync.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,8 @@ type Cluster struct {
 	cancel context.CancelFunc
 	served chan int
 	dir    string
+	// serveArgs are the flags every replica shares (kubeconfig, TLS, registry).
+	serveArgs []string
 }
 
 // Root is the repository root.
@@ -274,9 +277,10 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 	pool.AppendCertsFromPEM(caPEM)
 	c.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 
-	args := append([]string{"serve", "--kubeconfig", kubeconfigFile, "--addr", fmt.Sprintf("127.0.0.1:%d", port),
+	c.serveArgs = append([]string{"serve", "--kubeconfig", kubeconfigFile,
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
 		"--registry-configmap", Namespace + "/" + RegistryName}, opts.ServeArgs...)
+	args := append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
 	var logs io.Writer = c.Logs
 	if opts.Logs != nil {
 		logs = io.MultiWriter(c.Logs, opts.Logs)
@@ -299,9 +303,34 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 	return fmt.Errorf("tenantguard serve not ready after a minute: %w\n%s", c.Ready(), c.Logs.String())
 }
 
+// Replica runs another `tenantguard serve` with the same identity and
+// registry on its own port, until stop is called; it returns the replica's
+// base URL and logs.
+func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer, stop func(), err error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	logs = &SyncBuffer{}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	args := append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	go func() { done <- cli.RunContext(ctx, args, bytes.NewReader(nil), io.Discard, logs) }()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", port), logs, stop, nil
+}
+
 // Ready is nil when the server's /readyz answers 200.
 func (c *Cluster) Ready() error {
-	resp, err := c.HTTP.Get(c.BaseURL + "/readyz")
+	return c.ReadyAt(c.BaseURL)
+}
+
+// ReadyAt is nil when the /readyz of the server at baseURL answers 200.
+func (c *Cluster) ReadyAt(baseURL string) error {
+	resp, err := c.HTTP.Get(baseURL + "/readyz")
 	if err != nil {
 		return err
 	}
