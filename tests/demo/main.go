@@ -10,9 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -63,6 +65,9 @@ func run(ctx context.Context, out io.Writer, hold, verbose bool) error {
 		_, _ = fmt.Fprintf(out, "%-18s %-47s %s %s\n", s.who(), s.what, verdict, detail)
 	}
 	_, _ = fmt.Fprintf(out, "\nEvery request above went through the real API server, which called tenantguard's /mutate and /validate.\n")
+	if names, err := companions(ctx, cluster, "oil-dev"); err == nil {
+		_, _ = fmt.Fprintf(out, "Companions tenantguard keeps in oil-dev: %s\n", strings.Join(names, ", "))
+	}
 	if failures > 0 {
 		return fmt.Errorf("%d requests were not answered as expected", failures)
 	}
@@ -96,4 +101,13 @@ func holdOpen(ctx context.Context, out io.Writer, cluster *live.Cluster) error {
 		kubeconfig, live.TenantsGroup, live.TenantsGroup)
 	<-ctx.Done()
 	return nil
+}
+
+// companions names the objects tenantguard manages in a namespace, sorted.
+func companions(ctx context.Context, cluster *live.Cluster, namespace string) ([]string, error) {
+	found, err := cluster.Companions(ctx, namespace, "app.kubernetes.io/managed-by=tenantguard")
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(found)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,16 @@ func scenario() []step {
 		{user: "alice", what: "claim oil-dev/fast in StorageClass fast", do: createClaim("oil-dev", "fast", ptr("fast"))},
 		{user: "alice", what: "LoadBalancer service oil-dev/edge", do: createLoadBalancer("oil-dev")},
 		{user: "carol", groups: []string{"gas-team"}, what: "LoadBalancer service gas-web/edge", expectAllowed: true, do: createLoadBalancer("gas-web")},
+		{user: "alice", what: "delete networkpolicy oil-dev/tenantguard-isolation", do: func(ctx context.Context, c kubernetes.Interface) (string, error) {
+			// The reconciler creates it a fraction of a second after the namespace.
+			for range 50 {
+				if _, err := c.NetworkingV1().NetworkPolicies("oil-dev").Get(ctx, "tenantguard-isolation", metav1.GetOptions{}); err == nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			return "", c.NetworkingV1().NetworkPolicies("oil-dev").Delete(ctx, "tenantguard-isolation", metav1.DeleteOptions{})
+		}},
 		{user: "bob", what: "delete namespace gas-web", do: func(ctx context.Context, c kubernetes.Interface) (string, error) {
 			return "", c.CoreV1().Namespaces().Delete(ctx, "gas-web", metav1.DeleteOptions{})
 		}},

@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/tenantguard/tenantguard/generator"
 )
@@ -36,36 +34,9 @@ var companionNames = []string{
 	"RoleBinding/" + generator.NamespaceDeleterRole, "RoleBinding/tenantguard-view-0",
 }
 
-// companionResources are the kinds of namespaced companions.
-var companionResources = map[string]schema.GroupVersionResource{
-	"ResourceQuota": {Version: "v1", Resource: "resourcequotas"},
-	"LimitRange":    {Version: "v1", Resource: "limitranges"},
-	"NetworkPolicy": {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
-	"RoleBinding":   {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-}
-
-// companionsMatching lists the companions matching a label selector, in one
-// namespace ("" for all), as KIND/NAME (KIND/NAMESPACE/NAME for all) -> UID.
+// companionsMatching lists the companions matching a label selector.
 func companionsMatching(ctx context.Context, namespace, selector string) (map[string]string, error) {
-	client, err := dynamic.NewForConfig(cluster.Admin)
-	if err != nil {
-		return nil, err
-	}
-	found := map[string]string{}
-	for kind, gvr := range companionResources {
-		list, err := client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range list.Items {
-			key := kind + "/" + o.GetName()
-			if namespace == "" {
-				key = kind + "/" + o.GetNamespace() + "/" + o.GetName()
-			}
-			found[key] = string(o.GetUID())
-		}
-	}
-	return found, nil
+	return cluster.Companions(ctx, namespace, selector)
 }
 
 // companions lists the companions in a namespace.

@@ -23,6 +23,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -376,6 +378,39 @@ func (c *Cluster) AsOnly(user string, groups ...string) kubernetes.Interface {
 	cfg := rest.CopyConfig(c.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// companionResources are the kinds of namespaced companions.
+var companionResources = map[string]schema.GroupVersionResource{
+	"ResourceQuota": {Version: "v1", Resource: "resourcequotas"},
+	"LimitRange":    {Version: "v1", Resource: "limitranges"},
+	"NetworkPolicy": {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+	"RoleBinding":   {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// Companions lists the objects of the companion kinds matching a label
+// selector in one namespace ("" for all), as KIND/NAME (KIND/NAMESPACE/NAME
+// across namespaces) -> UID.
+func (c *Cluster) Companions(ctx context.Context, namespace, selector string) (map[string]string, error) {
+	client, err := dynamic.NewForConfig(c.Admin)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]string{}
+	for kind, gvr := range companionResources {
+		list, err := client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			key := kind + "/" + o.GetName()
+			if namespace == "" {
+				key = kind + "/" + o.GetNamespace() + "/" + o.GetName()
+			}
+			found[key] = string(o.GetUID())
+		}
+	}
+	return found, nil
 }
 
 // Stop stops the server (gracefully) and the control plane.
