@@ -32,6 +32,7 @@ type serveOptions struct {
 	pollInterval      time.Duration
 	managers          []string
 	logLevel          string
+	quotaSyncTimeout  time.Duration
 	generator         bool
 	leaderElection    bool
 	leaderNamespace   string
@@ -59,10 +60,11 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
-	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 0, "how long /readyz fails before the listener closes on SIGTERM")
+	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
 	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.DurationVar(&o.quotaSyncTimeout, "quota-sync-timeout", 30*time.Second, "how long a registry that counts a new resource waits for its informer before it is refused")
 	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
 	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
 	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
@@ -102,18 +104,27 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, Logger: log})
+	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log})
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	if o.generator {
 		leaderNamespace := ""
 		if o.leaderElection {
 			leaderNamespace = cmp.Or(o.leaderNamespace, namespace)
 		}
-		if err := reconcile.Start(ctx, cfg, store, reconcile.Options{LeaderElectionNamespace: leaderNamespace, Logger: log}); err != nil {
+		done, err := reconcile.Start(ctx, cfg, store, reconcile.Options{LeaderElectionNamespace: leaderNamespace, Logger: log})
+		if err != nil {
 			return &ExitError{Code: 1, Err: err}
 		}
+		go func() {
+			if err := <-done; err != nil {
+				log.Error("companion reconciler stopped; shutting down so that a restart takes part in leader election again", "error", err.Error())
+				stop(fmt.Errorf("companion reconciler: %w", err))
+			}
+		}()
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval
@@ -123,6 +134,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return &ExitError{Code: 1, Err: err}
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return &ExitError{Code: 1, Err: cause}
 	}
 	return nil
 }

@@ -57,9 +57,23 @@ func namespaced() []client.ObjectList {
 	return []client.ObjectList{&corev1.ResourceQuotaList{}, &corev1.LimitRangeList{}, &networkingv1.NetworkPolicyList{}, &rbacv1.RoleBindingList{}}
 }
 
-// clusterWide are new lists of the cluster-scoped companion kinds.
+// clusterWide are new lists of the cluster-scoped kind the reconciler keeps:
+// ClusterRoleBindings. The two namespace ClusterRoles are static; they ship
+// with deploy/rbac (writing them would need the server to hold what they
+// grant), and `tenantguard generate` prints them for GitOps.
 func clusterWide() []client.ObjectList {
-	return []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}}
+	return []client.ObjectList{&rbacv1.ClusterRoleBindingList{}}
+}
+
+// clusterBindings are the ClusterRoleBindings of the generator's cluster-wide objects.
+func clusterBindings(objs []client.Object) []client.Object {
+	var out []client.Object
+	for _, o := range objs {
+		if _, ok := o.(*rbacv1.ClusterRoleBinding); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // managed selects objects carrying the managed-by label.
@@ -73,9 +87,12 @@ type Reconciler struct {
 	log      *slog.Logger
 }
 
-// Start builds the manager and the controller and runs them until ctx ends.
-// It returns once the manager has started (errors after that are logged).
-func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Options) error {
+// Start builds the manager and the controller and runs them in the
+// background until ctx ends. The channel receives the manager's result: nil
+// after ctx ends, an error when it stops by itself, e.g. when this replica
+// loses the leader-election Lease (the process should then exit, so that a
+// restart competes for the Lease again).
+func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Options) (<-chan error, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -84,7 +101,7 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		opts.LeaderElectionID = "tenantguard-generator"
 	}
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	mgr, err := manager.New(cfg, manager.Options{
@@ -97,7 +114,7 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return fmt.Errorf("creating the companion controller: %w", err)
+		return nil, fmt.Errorf("creating the companion controller: %w", err)
 	}
 	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("tenantguard"), log: log}
 	resync := make(chan event.GenericEvent)
@@ -116,34 +133,32 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		Watches(&corev1.LimitRange{}, toNamespace).
 		Watches(&networkingv1.NetworkPolicy{}, toNamespace).
 		Watches(&rbacv1.RoleBinding{}, toNamespace).
-		Watches(&rbacv1.ClusterRole{}, toCluster).
 		Watches(&rbacv1.ClusterRoleBinding{}, toCluster).
 		WatchesRawSource(source.Channel(resync, handler.EnqueueRequestsFromMapFunc(r.everything))).
 		Complete(r)
 	if err != nil {
-		return fmt.Errorf("creating the companion controller: %w", err)
+		return nil, fmt.Errorf("creating the companion controller: %w", err)
 	}
 	changes := store.Subscribe()
 	go func() {
+		// One full pass at start: the registry may have been loaded before
+		// this subscription, and nothing else triggers the cluster RBAC.
 		for {
 			select {
+			case resync <- event.GenericEvent{Object: &corev1.Namespace{}}:
 			case <-ctx.Done():
 				return
+			}
+			select {
 			case <-changes:
-				select {
-				case resync <- event.GenericEvent{Object: &corev1.Namespace{}}:
-				case <-ctx.Done():
-					return
-				}
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			log.Error("companion controller stopped", "error", err.Error())
-		}
-	}()
-	return nil
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return done, nil
 }
 
 // everything is every namespace and the cluster RBAC: a new registry may
@@ -171,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	snap := e.Registry()
 	if req == clusterKey {
-		return ctrl.Result{}, r.sync(ctx, "", generator.Cluster(snap), clusterWide())
+		return ctrl.Result{}, r.sync(ctx, "", clusterBindings(generator.Cluster(snap)), clusterWide())
 	}
 	var ns corev1.Namespace
 	if err := r.client.Get(ctx, req.NamespacedName, &ns); err != nil {

@@ -106,7 +106,7 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	if s.registry != nil {
 		err = s.swap(ctx, s.registry, modules)
 	} else if modules != nil {
-		_, err = engine.Compile(modules)
+		err = selfCheck(ctx, modules) // no registry yet: check it against an empty one
 	}
 	if err != nil {
 		return s.rejected(metrics.SourcePolicy, source, err)
@@ -117,12 +117,38 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	return nil
 }
 
+// RefuseRegistry reports a registry refused before it reached the store
+// (its counted resources could not be watched); the registry in force stays.
+func (s *Store) RefuseRegistry(source string, err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rejected(metrics.SourceRegistry, source, err)
+}
+
 // RefusePolicy reports a policy that could not even be read; the policy in
 // force stays.
 func (s *Store) RefusePolicy(source string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.rejected(metrics.SourcePolicy, source, err)
+}
+
+// emptyRegistry is a registry without tenants, to check a policy loaded
+// before the first registry.
+var emptyRegistry = []byte("apiVersion: " + registry.APIVersion + "\nkind: " + registry.Kind + "\ntenants: []\n")
+
+// selfCheck compiles a policy and has it answer the self-check request
+// against an empty registry.
+func selfCheck(ctx context.Context, modules map[string]string) error {
+	snap, err := registry.Parse("empty registry", emptyRegistry)
+	if err != nil {
+		return err
+	}
+	e, err := engine.New(ctx, snap, engine.Options{Modules: modules})
+	if err != nil {
+		return err
+	}
+	return e.Check(ctx)
 }
 
 // swap builds and self-checks an engine, then puts it in force. The view

@@ -212,3 +212,11 @@ func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
 		t.Errorf("answers %v: both registries should have answered", seen)
 	}
 }
+
+func TestAPolicyIsCheckedBeforeAnyRegistry(t *testing.T) {
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	err := store.LoadPolicy(t.Context(), "custom", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"})
+	if err == nil || !strings.Contains(err.Error(), "data.tenantguard.main.decision is undefined") {
+		t.Fatalf("error %v, want the missing decision reported", err)
+	}
+}

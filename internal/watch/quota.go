@@ -2,8 +2,10 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,47 +23,82 @@ var activePods = fields.AndSelectors(
 	fields.OneTermNotEqualSelector("status.phase", "Failed"),
 ).String()
 
+// quotaInformer is the informer of one counted resource.
+type quotaInformer struct {
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	synced   cache.InformerSynced
+	stop     context.CancelFunc
+	// inForce is set once a registry counting the resource is in force;
+	// only those informers gate readiness.
+	inForce bool
+}
+
 // watchQuotaResources starts a metadata informer for each counted resource
-// not watched yet, and waits for the new ones to sync. Resources the API
-// server does not serve are retried every ResolveInterval.
+// not watched yet and waits for the new ones to sync. A resource the API
+// server does not serve (a CRD not installed) has no objects to count and is
+// looked up again every ResolveInterval. Any other failure stops the new
+// informers, takes their objects out of the view and is returned: the
+// registry that counts them must not be enforced with counts of 0.
 func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
-	var started []cache.InformerSynced
 	w.mu.Lock()
+	var todo []schema.GroupResource
 	for _, gr := range resources {
-		if synced, err := w.startQuotaInformer(gr); err != nil {
-			w.unresolved[gr] = true
-			w.log.Warn("quota resource not served by the API server; its count is 0 until it is", "resource", gr.String(), "error", err.Error())
-		} else if synced != nil {
-			started = append(started, synced)
+		if _, running := w.quota[gr]; !running && gr != (schema.GroupResource{Resource: "namespaces"}) {
+			todo = append(todo, gr)
 		}
 	}
 	w.mu.Unlock()
-	if len(started) == 0 {
-		return nil
+	var started []*quotaInformer
+	var errs []error
+	for _, gr := range todo {
+		gvr, err := w.mapper.ResourceFor(gr.WithVersion("")) // discovery, outside the lock
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				w.mu.Lock()
+				w.unresolved[gr] = true
+				w.mu.Unlock()
+				w.log.Warn("quota resource not served by the API server; nothing to count until it is", "resource", gr.String())
+			} else {
+				errs = append(errs, fmt.Errorf("looking up %s: %w", gr, err))
+			}
+			continue
+		}
+		qi, err := w.startQuotaInformer(gvr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		w.mu.Lock()
+		w.quota[gr] = qi
+		delete(w.unresolved, gr)
+		w.mu.Unlock()
+		started = append(started, qi)
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, w.opts.SyncTimeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(ctx.Done(), started...) {
-		return fmt.Errorf("after %s", w.opts.SyncTimeout)
+	if len(errs) == 0 && len(started) > 0 {
+		synced := make([]cache.InformerSynced, len(started))
+		for i, qi := range started {
+			synced[i] = qi.synced
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, w.opts.SyncTimeout)
+		defer cancel()
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			errs = append(errs, fmt.Errorf("the informers of the counted resources did not sync within %s", w.opts.SyncTimeout))
+		}
+	}
+	if len(errs) > 0 {
+		for _, qi := range started {
+			w.dropQuotaInformer(qi)
+		}
+		return errors.Join(errs...)
 	}
 	return nil
 }
 
-// startQuotaInformer starts the informer of one resource; it returns nil, nil
-// when one runs already. w.mu is held.
-func (w *Watcher) startQuotaInformer(gr schema.GroupResource) (cache.InformerSynced, error) {
-	if gr.Group == "" && gr.Resource == "namespaces" {
-		return nil, nil // always watched
-	}
-	if _, running := w.quota[gr]; running {
-		return nil, nil
-	}
-	gvr, err := w.mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
-		return nil, err
-	}
+// startQuotaInformer starts the metadata informer of one resource.
+func (w *Watcher) startQuotaInformer(gvr schema.GroupVersionResource) (*quotaInformer, error) {
 	var tweak metadatainformer.TweakListOptionsFunc
-	if gr.Group == "" && gr.Resource == "pods" {
+	if gvr.Group == "" && gvr.Resource == "pods" {
 		tweak = func(o *metav1.ListOptions) { o.FieldSelector = activePods }
 	}
 	informer := metadatainformer.NewFilteredMetadataInformer(w.meta, gvr, "", 0, cache.Indexers{}, tweak).Informer()
@@ -72,14 +109,39 @@ func (w *Watcher) startQuotaInformer(gr schema.GroupResource) (cache.InformerSyn
 	if err != nil {
 		return nil, err
 	}
-	go informer.RunWithContext(w.ctx)
-	w.quota[gr] = reg.HasSynced
-	delete(w.unresolved, gr)
+	ctx, stop := context.WithCancel(w.ctx)
+	go informer.RunWithContext(ctx)
 	w.log.Info("watching quota resource", "resource", gvr.String())
-	return reg.HasSynced, nil
+	return &quotaInformer{gvr: gvr, informer: informer, synced: reg.HasSynced, stop: stop}, nil
 }
 
-// retryUnresolved looks unresolved resources up again, with fresh discovery.
+// dropQuotaInformer stops an informer and takes what it counted out of the view.
+func (w *Watcher) dropQuotaInformer(qi *quotaInformer) {
+	qi.stop()
+	w.mu.Lock()
+	delete(w.quota, qi.gvr.GroupResource())
+	w.mu.Unlock()
+	view := w.store.View()
+	for _, obj := range qi.informer.GetStore().List() {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			view.Delete(countedObject(qi.gvr)(m))
+		}
+	}
+}
+
+// markInForce records that the registry in force counts these resources.
+func (w *Watcher) markInForce(resources []schema.GroupResource) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, gr := range resources {
+		if qi, ok := w.quota[gr]; ok {
+			qi.inForce = true
+		}
+	}
+}
+
+// retryUnresolved looks unresolved resources up again, with fresh discovery,
+// and loads a registry that was refused for a lookup or sync failure again.
 func (w *Watcher) retryUnresolved(ctx context.Context) {
 	wait.UntilWithContext(ctx, func(context.Context) {
 		w.mu.Lock()
@@ -87,10 +149,19 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 		for gr := range w.unresolved {
 			pending = append(pending, gr)
 		}
+		retry := w.retryRegistry
 		w.mu.Unlock()
 		if len(pending) > 0 {
 			w.mapper.Reset()
-			_ = w.watchQuotaResources(pending)
+			if err := w.watchQuotaResources(pending); err != nil {
+				w.log.Warn("quota resources still not watched", "error", err.Error())
+			} else if e := w.store.Engine(); e != nil {
+				w.markInForce(e.Registry().QuotaResources())
+			}
+		}
+		if retry != nil {
+			w.mapper.Reset()
+			w.onRegistry(retry)
 		}
 	}, w.opts.ResolveInterval)
 }

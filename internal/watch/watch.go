@@ -36,7 +36,8 @@ type Options struct {
 	// Component is the Event source; "tenantguard" when empty.
 	Component string
 	// ResolveInterval is how often quota resources the API server does not
-	// serve yet (a CRD not installed) are looked up again; 30 s when 0.
+	// serve yet (a CRD not installed), and a registry refused because its
+	// counted resources could not be watched, are tried again; 10 s when 0.
 	ResolveInterval time.Duration
 	// SyncTimeout bounds the wait for a new quota resource's informer before
 	// a registry that counts it is put in force; 30 s when 0.
@@ -58,9 +59,12 @@ type Watcher struct {
 	mu          sync.Mutex
 	ctx         context.Context
 	synced      []cache.InformerSynced
-	quota       map[schema.GroupResource]cache.InformerSynced
+	quota       map[schema.GroupResource]*quotaInformer
 	unresolved  map[schema.GroupResource]bool
 	registryErr error
+	// retryRegistry is a registry ConfigMap refused because its counted
+	// resources could not be watched; it is loaded again every ResolveInterval.
+	retryRegistry *corev1.ConfigMap
 }
 
 // Start creates the clients and starts every informer; it returns at once.
@@ -73,14 +77,14 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		opts.Component = "tenantguard"
 	}
 	if opts.ResolveInterval == 0 {
-		opts.ResolveInterval = 30 * time.Second
+		opts.ResolveInterval = 10 * time.Second
 	}
 	if opts.SyncTimeout == 0 {
 		opts.SyncTimeout = 30 * time.Second
 	}
 	w := &Watcher{
 		opts: opts, log: opts.Logger, store: store, ctx: ctx,
-		quota:      map[schema.GroupResource]cache.InformerSynced{},
+		quota:      map[schema.GroupResource]*quotaInformer{},
 		unresolved: map[schema.GroupResource]bool{},
 	}
 	if w.log == nil {
@@ -153,27 +157,38 @@ func (w *Watcher) registrySource() string {
 
 // onRegistry loads a new version of the registry ConfigMap. The informers of
 // the resources it counts are started and synced first, so the registry is
-// never enforced with a count that is not known yet.
+// never enforced with a count that is not known yet; if they cannot be, the
+// registry is refused and tried again every ResolveInterval.
 func (w *Watcher) onRegistry(obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
 		return
 	}
 	data := []byte(cm.Data[registry.DataKey])
-	if snap, err := registry.Parse(w.registrySource(), data); err == nil {
-		if err := w.watchQuotaResources(snap.QuotaResources()); err != nil {
-			w.log.Error("quota informers did not sync", "error", err.Error())
+	var err error
+	var counted []schema.GroupResource
+	if snap, parseErr := registry.Parse(w.registrySource(), data); parseErr == nil {
+		counted = snap.QuotaResources()
+		if watchErr := w.watchQuotaResources(counted); watchErr != nil {
+			err = w.store.RefuseRegistry(w.registrySource(), fmt.Errorf("its counted resources cannot be watched: %w", watchErr))
 		}
 	}
 	before, _ := w.store.Generations()
-	err := w.store.LoadRegistry(w.ctx, w.registrySource(), data)
+	if err == nil {
+		err = w.store.LoadRegistry(w.ctx, w.registrySource(), data)
+	}
 	w.mu.Lock()
 	w.registryErr = err
+	w.retryRegistry = nil
+	if err != nil && counted != nil {
+		w.retryRegistry = cm // valid, but its counts could not be watched
+	}
 	w.mu.Unlock()
 	if err != nil {
 		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryRefused", truncate(err.Error()+"; the last good registry stays in force", 1000))
 		return
 	}
+	w.markInForce(counted)
 	if after, _ := w.store.Generations(); after == before {
 		return // the same registry again, e.g. only the ConfigMap's metadata changed
 	}
@@ -193,8 +208,8 @@ func (w *Watcher) Synced() error {
 			return errors.New("the cluster view is not synced yet")
 		}
 	}
-	for gr, synced := range w.quota {
-		if !synced() {
+	for gr, qi := range w.quota {
+		if qi.inForce && !qi.synced() {
 			return fmt.Errorf("the %s informer is not synced yet", gr)
 		}
 	}

@@ -157,6 +157,31 @@ func TestTenantLifecycle(t *testing.T) {
 		wantDenied(t, err, "tenant-quota")
 	})
 
+	t.Run("a registry counting a resource tenantguard cannot watch is refused", func(t *testing.T) {
+		// deploy/rbac does not let tenantguard list secrets.
+		updateRegistry(t, func(doc string) string {
+			doc = strings.Replace(doc, "\n    namespaceQuotas: 9", "", 1) // valid again
+			return strings.Replace(doc, "pods: 2\n", "pods: 2\n      count/secrets: 5\n", 1)
+		})
+		eventually(t, "a RegistryRefused event naming the counted resources", func(ctx context.Context) error {
+			events, err := cluster.Client.CoreV1().Events(live.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=RegistryRefused"})
+			if err != nil {
+				return err
+			}
+			for _, e := range events.Items {
+				if strings.Contains(e.Message, "counted resources cannot be watched") {
+					return nil
+				}
+			}
+			return errors.New("no event yet")
+		})
+		if err := cluster.Ready(); err != nil {
+			t.Fatalf("not ready after a refused registry: %v", err)
+		}
+		_, err := alice.CoreV1().Pods("oil-prod").Create(t.Context(), pod("extra"), metav1.CreateOptions{})
+		wantDenied(t, err, "tenant-quota") // the registry with pods: 2 is still in force
+	})
+
 	t.Run("only owners delete their namespaces", func(t *testing.T) {
 		err := bob.CoreV1().Namespaces().Delete(t.Context(), "gas-a", metav1.DeleteOptions{})
 		wantDenied(t, err, "namespace-ownership")

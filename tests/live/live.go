@@ -225,19 +225,39 @@ func (c *Cluster) serverRBAC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		return fmt.Errorf("want a ClusterRole and a Role, got %d documents", len(docs))
-	}
 	var role rbacv1.ClusterRole
 	var nsRole rbacv1.Role
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), &role); err != nil {
-		return err
+	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+		var kind struct {
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			return err
+		}
+		switch {
+		case kind.Kind == "Role":
+			if err := yaml.UnmarshalStrict([]byte(doc), &nsRole); err != nil {
+				return err
+			}
+			nsRole.Namespace = Namespace
+		case kind.Kind == "ClusterRole" && kind.Metadata.Name == "tenantguard":
+			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				return err
+			}
+			continue // created below
+		case kind.Kind == "ClusterRole":
+			var other rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict([]byte(doc), &other); err != nil {
+				return err
+			}
+			if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &other, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected %s in deploy/rbac", kind.Kind)
+		}
 	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), &nsRole); err != nil {
-		return err
-	}
-	nsRole.Namespace = Namespace
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: engine.DefaultManager}}
 	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
 		return err
@@ -281,7 +301,7 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 
 	c.serveArgs = append([]string{"serve", "--kubeconfig", kubeconfigFile,
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
-		"--registry-configmap", Namespace + "/" + RegistryName}, opts.ServeArgs...)
+		"--registry-configmap", Namespace + "/" + RegistryName, "--shutdown-delay=0s", "--quota-sync-timeout=3s"}, opts.ServeArgs...)
 	args := append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
 	var logs io.Writer = c.Logs
 	if opts.Logs != nil {
