@@ -28,6 +28,12 @@ help: ## Show this help
 build: ## Build bin/tenantguard
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard
 
+IMAGE ?= tenantguard:$(VERSION)
+
+.PHONY: image
+image: ## Build the container image (needs a Docker engine; none runs on the dev machines)
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
 .PHONY: run
 run: control-plane ## Run the main job: a local kube-apiserver + etcd, tenantguard serve, live allow/deny decisions
 	go run ./tests/demo
@@ -47,7 +53,7 @@ review-examples: build ## Offline decisions (tenantguard review) on examples/req
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
+test-go: control-plane build ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
 	go test -race -count=1 ./...
 	$(MAKE) fuzz FUZZTIME=5s
