@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 # Pinned tools, installed into ./bin with `go install` (no other downloads).
 OPA_VERSION           ?= v1.22.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION          ?= v4.3.1
 REGO_COVERAGE         ?= 90
 FUZZTIME              ?= 30s
 
@@ -17,6 +18,7 @@ BIN      := $(CURDIR)/bin
 CP_BIN   := $(CURDIR)/tests/tools/bin
 OPA      := $(BIN)/opa
 LINT     := $(BIN)/golangci-lint
+HELM     := $(BIN)/helm
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/tenantguard/tenantguard/internal/cli.Version=$(VERSION)
 
@@ -53,7 +55,7 @@ review-examples: build ## Offline decisions (tenantguard review) on examples/req
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane build ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
+test-go: control-plane build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
 	go test -race -count=1 ./...
 	$(MAKE) fuzz FUZZTIME=5s
@@ -100,13 +102,16 @@ fmt: $(OPA) ## Format Go and Rego sources
 	$(OPA) fmt -w rego/
 
 .PHONY: tools
-tools: $(OPA) $(LINT) ## Install the pinned tools into ./bin
+tools: $(OPA) $(LINT) $(HELM) ## Install the pinned tools into ./bin
 
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 $(LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(HELM):
+	GOBIN=$(BIN) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 .PHONY: clean
 clean: ## Remove build outputs, installed tools and the control-plane binaries

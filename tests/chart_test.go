@@ -1,0 +1,235 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+)
+
+// The chart is tested with the real helm CLI that `make tools` installs.
+
+var chartDir = filepath.Join("..", "charts", "tenantguard")
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := filepath.Join("..", "bin", "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v: run `make tools` (make test does)", err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), &helmError{stderr.String()}
+	}
+	return string(out), nil
+}
+
+type helmError struct{ stderr string }
+
+func (e *helmError) Error() string { return e.stderr }
+
+var registryArg = "registry=" + filepath.Join("..", "examples", "registry.yaml")
+
+// render renders the chart as release tg in tenantguard-system and returns
+// its documents by KIND/NAME.
+func render(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "tg", chartDir, "-n", "tenantguard-system", "--set-file", registryArg}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	docs := map[string]string{}
+	for doc := range strings.SplitSeq(out, "\n---\n") {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if head.Kind != "" {
+			docs[head.Kind+"/"+head.Metadata.Name] = doc
+		}
+	}
+	return docs
+}
+
+func decode(t *testing.T, doc string, into any) {
+	t.Helper()
+	if doc == "" {
+		t.Fatal("no such document")
+	}
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChartLintsStrictly(t *testing.T) {
+	if out, err := helm(t, "lint", "--strict", chartDir, "--set-file", registryArg); err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+func TestChartRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no replicas", []string{"--set", "replicaCount=0", "--set-file", registryArg}, "at '/replicaCount': minimum: got 0, want 1"},
+		{"an unknown failure policy", []string{"--set", "webhook.failurePolicy=Sometimes", "--set-file", registryArg}, "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
+		{"a timeout the API server refuses", []string{"--set", "webhook.timeoutSeconds=60", "--set-file", registryArg}, "at '/webhook/timeoutSeconds': maximum: got 60, want 30"},
+		{"an unknown TLS mode", []string{"--set", "tls.mode=manual", "--set-file", registryArg}, "at '/tls/mode': value must be one of 'cert-manager', 'secret'"},
+		{"a misspelt value", []string{"--set", "replicas=3", "--set-file", registryArg}, "additional properties 'replicas' not allowed"},
+		{"no registry", nil, "registry is required: --set-file registry=my-tenants.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := helm(t, append([]string{"template", "tg", chartDir}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestChartWebhooksMatchTheGoBuilder keeps the chart's webhook configurations
+// identical to internal/webhookconfig, which the e2e tests install.
+func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
+	docs := render(t, "--set", "countedResources={pods,configmaps,deployments.apps,widgets.example.com}")
+	port := int32(443)
+	o := webhookconfig.Options{
+		Service:   &admissionregistrationv1.ServiceReference{Namespace: "tenantguard-system", Name: "tg-tenantguard", Port: &port},
+		Namespace: "tenantguard-system",
+		QuotaResources: []schema.GroupResource{
+			{Resource: "pods"}, {Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}, {Group: "example.com", Resource: "widgets"},
+		},
+	}
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &validating)
+	if want := webhookconfig.Validating(o).Webhooks; !reflect.DeepEqual(validating.Webhooks, want) {
+		t.Errorf("validating webhooks differ from internal/webhookconfig:\n got %+v\nwant %+v", validating.Webhooks, want)
+	}
+	var mutating admissionregistrationv1.MutatingWebhookConfiguration
+	decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &mutating)
+	if want := webhookconfig.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
+		t.Errorf("mutating webhooks differ from internal/webhookconfig:\n got %+v\nwant %+v", mutating.Webhooks, want)
+	}
+	if validating.Annotations["cert-manager.io/inject-ca-from"] != "tenantguard-system/tg-tenantguard" {
+		t.Error("no cert-manager CA injection in cert-manager mode")
+	}
+}
+
+// TestChartRBACMatchesDeploy keeps the chart's RBAC identical to
+// deploy/rbac/tenantguard.yaml with the default values.
+func TestChartRBACMatchesDeploy(t *testing.T) {
+	docs := render(t)
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "rbac", "tenantguard.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy := map[string]string{}
+	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatal(err)
+		}
+		deploy[head.Kind+"/"+head.Metadata.Name] = doc
+	}
+	pairs := [][2]string{
+		{"ClusterRole/tg-tenantguard", "ClusterRole/tenantguard"},
+		{"ClusterRole/tenantguard-namespace-creator", "ClusterRole/tenantguard-namespace-creator"},
+		{"ClusterRole/tenantguard-namespace-deleter", "ClusterRole/tenantguard-namespace-deleter"},
+	}
+	for _, p := range pairs {
+		var chart, shipped rbacv1.ClusterRole
+		decode(t, docs[p[0]], &chart)
+		decode(t, deploy[p[1]], &shipped)
+		if !reflect.DeepEqual(chart.Rules, shipped.Rules) {
+			t.Errorf("%s rules differ from deploy/rbac's %s:\n got %+v\nwant %+v", p[0], p[1], chart.Rules, shipped.Rules)
+		}
+	}
+	var chartRole, shippedRole rbacv1.Role
+	decode(t, docs["Role/tg-tenantguard"], &chartRole)
+	decode(t, deploy["Role/tenantguard"], &shippedRole)
+	if !reflect.DeepEqual(chartRole.Rules, shippedRole.Rules) {
+		t.Errorf("Role rules differ from deploy/rbac's")
+	}
+}
+
+func TestChartDeploymentIsSafeByDefault(t *testing.T) {
+	docs := render(t)
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"two replicas", *d.Spec.Replicas == 2},
+		{"non-root", pod.SecurityContext != nil && *pod.SecurityContext.RunAsNonRoot},
+		{"read-only root filesystem", c.SecurityContext != nil && *c.SecurityContext.ReadOnlyRootFilesystem},
+		{"no privilege escalation", !*c.SecurityContext.AllowPrivilegeEscalation},
+		{"readiness on /readyz", c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet.Path == "/readyz"},
+		{"liveness on /healthz", c.LivenessProbe != nil && c.LivenessProbe.HTTPGet.Path == "/healthz"},
+		{"anti-affinity", pod.Affinity != nil && pod.Affinity.PodAntiAffinity != nil},
+		{"resource requests and a memory limit", c.Resources.Requests.Cpu() != nil && !c.Resources.Limits.Memory().IsZero()},
+		{"the service account's name as manager", slices.Contains(c.Args, "--manager=system:serviceaccount:tenantguard-system:tg-tenantguard")},
+		{"a shutdown delay", slices.Contains(c.Args, "--shutdown-delay=5s")},
+		{"a grace period longer than delay and drain", pod.TerminationGracePeriodSeconds != nil && *pod.TerminationGracePeriodSeconds >= 25},
+		{"a PodDisruptionBudget", docs["PodDisruptionBudget/tg-tenantguard"] != ""},
+		{"a cert-manager Certificate", docs["Certificate/tg-tenantguard"] != ""},
+		{"no ServiceMonitor unless asked", docs["ServiceMonitor/tg-tenantguard"] == ""},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("not %s", c.name)
+		}
+	}
+}
+
+func TestChartSecretModeAndMonitoring(t *testing.T) {
+	docs := render(t, "--set", "tls.mode=secret", "--set", "tls.secretName=my-tls", "--set", "tls.caBundle=Q0E=",
+		"--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
+	if docs["Certificate/tg-tenantguard"] != "" || docs["Issuer/tg-tenantguard-ca"] != "" {
+		t.Error("cert-manager objects in secret mode")
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &v)
+	if string(v.Webhooks[0].ClientConfig.CABundle) != "CA" {
+		t.Errorf("caBundle %q, want the given one", v.Webhooks[0].ClientConfig.CABundle)
+	}
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	if d.Spec.Template.Spec.Volumes[0].Secret.SecretName != "my-tls" {
+		t.Error("the Deployment does not mount the given Secret")
+	}
+	for _, kind := range []string{"ServiceMonitor/tg-tenantguard", "PrometheusRule/tg-tenantguard"} {
+		if docs[kind] == "" {
+			t.Errorf("no %s", kind)
+		}
+	}
+}
