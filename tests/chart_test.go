@@ -53,8 +53,14 @@ func render(t *testing.T, args ...string) map[string]string {
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
+	return byKindName(t, out)
+}
+
+// byKindName splits multi-document YAML into documents by KIND/NAME.
+func byKindName(t *testing.T, text string) map[string]string {
+	t.Helper()
 	docs := map[string]string{}
-	for doc := range strings.SplitSeq(out, "\n---\n") {
+	for doc := range strings.SplitSeq(text, "\n---\n") {
 		var head struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
@@ -62,7 +68,7 @@ func render(t *testing.T, args ...string) map[string]string {
 			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+			t.Fatalf("YAML: %v\n%s", err, doc)
 		}
 		if head.Kind != "" {
 			docs[head.Kind+"/"+head.Metadata.Name] = doc
@@ -145,19 +151,7 @@ func TestChartRBACMatchesDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deploy := map[string]string{}
-	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
-		var head struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-			t.Fatal(err)
-		}
-		deploy[head.Kind+"/"+head.Metadata.Name] = doc
-	}
+	deploy := byKindName(t, string(raw))
 	pairs := [][2]string{
 		{"ClusterRole/tg-tenantguard", "ClusterRole/tenantguard"},
 		{"ClusterRole/tenantguard-namespace-creator", "ClusterRole/tenantguard-namespace-creator"},
