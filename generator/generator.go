@@ -42,10 +42,16 @@ type Namespace struct {
 }
 
 // Generate returns the cluster-wide objects, then the companions of each
-// tenant namespace, namespaces sorted by name. Namespaces without the tenant
-// label or naming a tenant not in the registry get no companions.
+// tenant namespace (Namespaced).
 func Generate(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
-	out := Cluster(snap)
+	return append(Cluster(snap), Namespaced(snap, namespaces)...)
+}
+
+// Namespaced returns the companions of each namespace, namespaces sorted by
+// name. Namespaces without the tenant label or naming a tenant not in the
+// registry get none.
+func Namespaced(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
+	var out []client.Object
 	sorted := slices.SortedFunc(slices.Values(namespaces), func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
 	for _, ns := range sorted {
 		out = append(out, ForNamespace(snap, ns)...)

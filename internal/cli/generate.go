@@ -58,9 +58,9 @@ are named on stderr.`,
 					mine = append(mine, ns)
 				}
 			}
-			objects := generator.Generate(snap, mine)
-			if tenant != "" {
-				objects = objects[len(generator.Cluster(snap)):] // the cluster-wide RBAC spans tenants
+			objects := generator.Namespaced(snap, mine)
+			if tenant == "" { // the cluster-wide RBAC spans tenants
+				objects = append(generator.Cluster(snap), objects...)
 			}
 			var missing []string
 			for _, t := range snap.Registry().Tenants {

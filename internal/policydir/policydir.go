@@ -33,8 +33,11 @@ func Load(dir string) (map[string]string, error) {
 
 // Watch loads dir into the loader now and again whenever its modules change,
 // polling every interval until ctx ends (ConfigMap volumes change by a
-// symlink swap, which polling sees). The first load's error is returned;
-// later ones are reported by the loader.
+// symlink swap, which polling sees). A change is loaded only once two polls
+// in a row read the same modules, so a directory being copied file by file
+// is not put in force half-written (a policy missing a rule family can still
+// compile). The first load's error is returned; later ones are reported by
+// the loader.
 func Watch(ctx context.Context, dir string, interval time.Duration, loader Loader) error {
 	last, err := Load(dir)
 	if err == nil {
@@ -43,6 +46,7 @@ func Watch(ctx context.Context, dir string, interval time.Duration, loader Loade
 	if err != nil {
 		return err
 	}
+	var seen map[string]string // the previous poll's modules
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		modules, err := Load(dir)
 		switch {
@@ -51,10 +55,14 @@ func Watch(ctx context.Context, dir string, interval time.Duration, loader Loade
 				loader.RefusePolicy(dir, err)
 			}
 			last = nil // report once, and load the directory again once it is fixed
-		case !maps.Equal(modules, last):
+		case maps.Equal(modules, last):
+		case !maps.Equal(modules, seen):
+			// changed since the previous poll: wait until it settles
+		default:
 			last = modules
 			_ = loader.LoadPolicy(ctx, dir, modules) // refusals are reported by the loader
 		}
+		seen = modules
 	}, interval)
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,9 +124,7 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		return []ctrl.Request{clusterKey}
 	})
 	err = ctrl.NewControllerManagedBy(mgr).Named("companions").
-		// Name validation refuses a second controller of the same name in one
-		// process, which only replicas started in one test process have.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		For(&corev1.Namespace{}).
 		Watches(&corev1.ResourceQuota{}, toNamespace).
 		Watches(&corev1.LimitRange{}, toNamespace).

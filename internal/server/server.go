@@ -102,9 +102,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeError(w, http.StatusOK, "ok")
 }
 
-// TLSConfig is the serving TLS configuration: TLS 1.2 at least, the
+// tlsConfig is the serving TLS configuration: TLS 1.2 at least, the
 // certificate from the reloader.
-func (s *Server) TLSConfig() (*tls.Config, error) {
+func (s *Server) tlsConfig() (*tls.Config, error) {
 	if s.certs == nil {
 		return nil, errors.New("no TLS certificate configured")
 	}
@@ -124,7 +124,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	tlsConfig, err := s.TLSConfig()
+	tlsConfig, err := s.tlsConfig()
 	if err != nil {
 		return err
 	}

@@ -71,26 +71,33 @@ func (s *Store) Generations() (registryGen, policyGen int64) {
 }
 
 // LoadRegistry parses and validates a registry (ConfigMap or bare document)
-// and puts it in force with the current policy. A registry identical to the
-// one in force is a no-op. On error nothing changes; a *registry.Error lists
-// every problem.
+// and puts it in force with the current policy (see LoadSnapshot). On error
+// nothing changes; a *registry.Error lists every problem.
 func (s *Store) LoadRegistry(ctx context.Context, source string, data []byte) error {
+	snap, err := registry.Parse(source, data)
+	if err != nil {
+		return s.RefuseRegistry(source, err)
+	}
+	_, err = s.LoadSnapshot(ctx, source, snap)
+	return err
+}
+
+// LoadSnapshot puts a parsed registry in force with the current policy.
+// changed is false for a registry identical to the one in force, which is a
+// no-op. On error nothing changes.
+func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.Snapshot) (changed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, err := registry.Parse(source, data)
-	if err == nil && s.registry != nil && snap.Revision() == s.registry.Revision() {
-		return nil
+	if s.registry != nil && snap.Revision() == s.registry.Revision() {
+		return false, nil
 	}
-	if err == nil {
-		err = s.swap(ctx, snap, s.modules)
-	}
-	if err != nil {
-		return s.rejected(metrics.SourceRegistry, source, err)
+	if err := s.swap(ctx, snap, s.modules); err != nil {
+		return false, s.rejected(metrics.SourceRegistry, source, err)
 	}
 	s.registry = snap
 	s.registryGen++
 	s.loaded(metrics.SourceRegistry, source, s.registryGen, "revision", snap.Revision(), "tenants", snap.Len())
-	return nil
+	return true, nil
 }
 
 // LoadPolicy puts a replacement rule library (path -> Rego) in force; nil
@@ -117,8 +124,9 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	return nil
 }
 
-// RefuseRegistry reports a registry refused before it reached the store
-// (its counted resources could not be watched); the registry in force stays.
+// RefuseRegistry reports a registry refused before it reached the store (it
+// does not parse, or its counted resources cannot be watched); the registry
+// in force stays.
 func (s *Store) RefuseRegistry(source string, err error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -164,36 +164,32 @@ func (w *Watcher) onRegistry(obj any) {
 	if !ok {
 		return
 	}
-	data := []byte(cm.Data[registry.DataKey])
-	var err error
-	var counted []schema.GroupResource
-	if snap, parseErr := registry.Parse(w.registrySource(), data); parseErr == nil {
-		counted = snap.QuotaResources()
-		if watchErr := w.watchQuotaResources(counted); watchErr != nil {
-			err = w.store.RefuseRegistry(w.registrySource(), fmt.Errorf("its counted resources cannot be watched: %w", watchErr))
-		}
+	source := w.registrySource()
+	snap, err := registry.Parse(source, []byte(cm.Data[registry.DataKey]))
+	watchFailed := false
+	if err != nil {
+		err = w.store.RefuseRegistry(source, err)
+	} else if watchErr := w.watchQuotaResources(snap.QuotaResources()); watchErr != nil {
+		watchFailed = true
+		err = w.store.RefuseRegistry(source, fmt.Errorf("its counted resources cannot be watched: %w", watchErr))
 	}
-	before, _ := w.store.Generations()
+	changed := false
 	if err == nil {
-		err = w.store.LoadRegistry(w.ctx, w.registrySource(), data)
+		changed, err = w.store.LoadSnapshot(w.ctx, source, snap)
 	}
 	w.mu.Lock()
 	w.registryErr = err
 	w.retryRegistry = nil
-	if err != nil && counted != nil {
-		w.retryRegistry = cm // valid, but its counts could not be watched
+	if watchFailed {
+		w.retryRegistry = cm // valid, but its counts could not be watched yet
 	}
 	w.mu.Unlock()
 	if err != nil {
 		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryRefused", truncate(err.Error()+"; the last good registry stays in force", 1000))
 		return
 	}
-	w.markInForce(counted)
-	if after, _ := w.store.Generations(); after == before {
-		return // the same registry again, e.g. only the ConfigMap's metadata changed
-	}
-	if e := w.store.Engine(); e != nil {
-		snap := e.Registry()
+	w.markInForce(snap.QuotaResources())
+	if changed { // not for the same registry again, e.g. only the ConfigMap's metadata changed
 		w.recorder.Eventf(cm, corev1.EventTypeNormal, "RegistryLoaded", "registry revision %s with %d tenants is in force", snap.Revision(), snap.Len())
 	}
 }

@@ -145,16 +145,13 @@ func TestCompanions(t *testing.T) {
 		}
 	})
 
-	t.Run("a labelled object tenantguard did not apply is never pruned", func(t *testing.T) {
+	t.Run("removing the tenant's limitRange from the registry prunes the LimitRange, and only it", func(t *testing.T) {
+		// A labelled LimitRange tenantguard did not apply must survive pruning.
 		foreign := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "hand-made", Labels: map[string]string{generator.ManagedByLabel: generator.ManagedByValue}},
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}
 		if _, err := cluster.Client.CoreV1().LimitRanges("water-a").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// The next step checks it survives pruning; the namespace's deletion removes it.
-	})
-
-	t.Run("removing the tenant's limitRange from the registry prunes the LimitRange", func(t *testing.T) {
 		setRegistry(t, original+strings.Replace(water, "      limitRange: {limits: [{type: Container, default: {cpu: 200m}}]}\n", "", 1))
 		eventually(t, "the LimitRange pruned", func(ctx context.Context) error {
 			_, err := cluster.Client.CoreV1().LimitRanges("water-a").Get(ctx, generator.LimitRangeName, metav1.GetOptions{})

@@ -11,11 +11,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +70,9 @@ func Root() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// exampleRegistry is the registry the cluster starts with: the example's.
+func exampleRegistry() string { return filepath.Join(Root(), "examples", "registry.yaml") }
+
 // AssetsDir is where `make control-plane` puts kube-apiserver and etcd, or
 // $KUBEBUILDER_ASSETS when set.
 func AssetsDir() string {
@@ -79,8 +84,6 @@ func AssetsDir() string {
 
 // Options configure Start.
 type Options struct {
-	// RegistryFile is the registry ConfigMap to load; the example when empty.
-	RegistryFile string
 	// ServeArgs are extra `tenantguard serve` flags.
 	ServeArgs []string
 	// Logs receives the server's JSON log lines besides the buffer; optional.
@@ -111,7 +114,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if c.Client, err = kubernetes.NewForConfig(c.Admin); err != nil {
 		return nil, err
 	}
-	if err := c.seed(ctx, opts.RegistryFile); err != nil {
+	if err := c.seed(ctx); err != nil {
 		return nil, err
 	}
 	ca, err := selfsigned.NewCA("tenantguard-live")
@@ -130,10 +133,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 // seed creates tenantguard's namespace and registry, the PriorityClasses the
 // example names, and the RBAC that lets tenant users act.
-func (c *Cluster) seed(ctx context.Context, registryFile string) error {
-	if registryFile == "" {
-		registryFile = filepath.Join(Root(), "examples", "registry.yaml")
-	}
+func (c *Cluster) seed(ctx context.Context) error {
+	registryFile := exampleRegistry()
 	raw, err := os.ReadFile(registryFile)
 	if err != nil {
 		return err
@@ -326,21 +327,29 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 }
 
 // Replica runs another `tenantguard serve` with the same identity and
-// registry on its own port, until stop is called; it returns the replica's
-// base URL and logs.
+// registry on its own port, as a separate process of the binary built from
+// this tree (replicas are separate processes in a cluster too), until stop
+// is called; it returns the replica's base URL and logs.
 func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer, stop func(), err error) {
+	bin := filepath.Join(c.dir, "tenantguard")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tenantguard") //nolint:gosec // the test harness builds this tree
+	build.Dir = Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", nil, nil, fmt.Errorf("building tenantguard: %w\n%s", err, out)
+	}
 	port, err := freePort()
 	if err != nil {
 		return "", nil, nil, err
 	}
 	logs = &SyncBuffer{}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	args := append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
-	go func() { done <- cli.RunContext(ctx, args, bytes.NewReader(nil), io.Discard, logs) }()
+	cmd := exec.CommandContext(ctx, bin, append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))...) //nolint:gosec // the binary just built, with the harness's own flags
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		return "", nil, nil, err
+	}
 	stop = func() {
-		cancel()
-		<-done
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
 	}
 	return fmt.Sprintf("https://127.0.0.1:%d", port), logs, stop, nil
 }
@@ -365,7 +374,7 @@ func (c *Cluster) ReadyAt(baseURL string) error {
 }
 
 func (c *Cluster) installWebhooks(ctx context.Context, caPEM []byte) error {
-	snap, err := registry.Load(filepath.Join(Root(), "examples", "registry.yaml"))
+	snap, err := registry.Load(exampleRegistry())
 	if err != nil {
 		return err
 	}
