@@ -102,7 +102,9 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"no replicas", []string{"--set", "replicaCount=0", "--set-file", registryArg}, "at '/replicaCount': minimum: got 0, want 1"},
 		{"an unknown failure policy", []string{"--set", "webhook.failurePolicy=Sometimes", "--set-file", registryArg}, "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"a timeout the API server refuses", []string{"--set", "webhook.timeoutSeconds=60", "--set-file", registryArg}, "at '/webhook/timeoutSeconds': maximum: got 60, want 30"},
-		{"an unknown TLS mode", []string{"--set", "tls.mode=manual", "--set-file", registryArg}, "at '/tls/mode': value must be one of 'cert-manager', 'secret'"},
+		{"an unknown TLS mode", []string{"--set", "tls.mode=manual", "--set-file", registryArg}, "at '/tls/mode': value must be one of 'builtin', 'cert-manager', 'secret'"},
+		{"a lifetime that is not a duration", []string{"--set", "tls.builtin.certValidity=90d", "--set-file", registryArg}, "at '/tls/builtin/certValidity': '90d' does not match pattern"},
+		{"a plain-HTTP webhook URL", []string{"--set", "webhook.url=http://127.0.0.1:9443", "--set-file", registryArg}, "at '/webhook/url': 'http://127.0.0.1:9443' does not match pattern"},
 		{"a misspelt value", []string{"--set", "replicas=3", "--set-file", registryArg}, "additional properties 'replicas' not allowed"},
 		{"no registry", nil, "registry is required: --set-file registry=my-tenants.yaml"},
 	}
@@ -137,9 +139,6 @@ func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
 	decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &mutating)
 	if want := webhookconfig.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
 		t.Errorf("mutating webhooks differ from internal/webhookconfig:\n got %+v\nwant %+v", mutating.Webhooks, want)
-	}
-	if validating.Annotations["cert-manager.io/inject-ca-from"] != "tenantguard-system/tg-tenantguard" {
-		t.Error("no cert-manager CA injection in cert-manager mode")
 	}
 }
 
@@ -195,7 +194,8 @@ func TestChartDeploymentIsSafeByDefault(t *testing.T) {
 		{"a shutdown delay", slices.Contains(c.Args, "--shutdown-delay=5s")},
 		{"a grace period longer than delay and drain", pod.TerminationGracePeriodSeconds != nil && *pod.TerminationGracePeriodSeconds >= 25},
 		{"a PodDisruptionBudget", docs["PodDisruptionBudget/tg-tenantguard"] != ""},
-		{"a cert-manager Certificate", docs["Certificate/tg-tenantguard"] != ""},
+		{"built-in TLS in the release's Secret", slices.Contains(c.Args, "--tls-secret=tenantguard-system/tg-tenantguard-tls")},
+		{"no cert-manager objects", docs["Certificate/tg-tenantguard"] == "" && docs["Issuer/tg-tenantguard-ca"] == ""},
 		{"no ServiceMonitor unless asked", docs["ServiceMonitor/tg-tenantguard"] == ""},
 	}
 	for _, c := range checks {
@@ -225,5 +225,71 @@ func TestChartSecretModeAndMonitoring(t *testing.T) {
 		if docs[kind] == "" {
 			t.Errorf("no %s", kind)
 		}
+	}
+}
+
+// TestChartBuiltinTLS checks that the built-in rotation's flags and RBAC name
+// the objects the chart creates, and nothing else.
+func TestChartBuiltinTLS(t *testing.T) {
+	docs := render(t)
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{
+		"--tls-dns-name=tg-tenantguard.tenantguard-system.svc",
+		"--tls-dns-name=tg-tenantguard.tenantguard-system.svc.cluster.local",
+		"--webhook-configuration=tg-tenantguard",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("no %s in %q", want, args)
+		}
+	}
+	if docs["Service/tg-tenantguard"] == "" || docs["ValidatingWebhookConfiguration/tg-tenantguard"] == "" || docs["MutatingWebhookConfiguration/tg-tenantguard"] == "" {
+		t.Fatal("the names the flags use are not the chart's objects")
+	}
+	if len(d.Spec.Template.Spec.Volumes) != 0 {
+		t.Errorf("volumes %v in builtin mode; the certificate is served from memory", d.Spec.Template.Spec.Volumes)
+	}
+	var role rbacv1.Role
+	decode(t, docs["Role/tg-tenantguard-tls"], &role)
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}, ResourceNames: []string{"tg-tenantguard-tls"}},
+	}
+	if !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("TLS Role rules %+v, want %+v", role.Rules, want)
+	}
+	var clusterRole rbacv1.ClusterRole
+	decode(t, docs["ClusterRole/tg-tenantguard-tls"], &clusterRole)
+	if r := clusterRole.Rules; len(r) != 1 || !reflect.DeepEqual(r[0].ResourceNames, []string{"tg-tenantguard"}) || !reflect.DeepEqual(r[0].Verbs, []string{"get", "patch"}) {
+		t.Errorf("TLS ClusterRole rules %+v, want get/patch on tg-tenantguard only", r)
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &v)
+	if len(v.Annotations) != 0 || len(v.Webhooks[0].ClientConfig.CABundle) != 0 {
+		t.Errorf("builtin mode rendered annotations %v or a caBundle; the server writes the bundle", v.Annotations)
+	}
+}
+
+func TestChartCertManagerMode(t *testing.T) {
+	docs := render(t, "--set", "tls.mode=cert-manager")
+	for _, kind := range []string{"Certificate/tg-tenantguard", "Certificate/tg-tenantguard-ca", "Issuer/tg-tenantguard-ca", "Issuer/tg-tenantguard-selfsigned"} {
+		if docs[kind] == "" {
+			t.Errorf("no %s", kind)
+		}
+	}
+	if docs["Role/tg-tenantguard-tls"] != "" {
+		t.Error("built-in rotation RBAC in cert-manager mode")
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &v)
+	if v.Annotations["cert-manager.io/inject-ca-from"] != "tenantguard-system/tg-tenantguard" {
+		t.Error("no cert-manager CA injection in cert-manager mode")
+	}
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--tls-cert-file=/tls/tls.crt") || d.Spec.Template.Spec.Volumes[0].Secret.SecretName != "tg-tenantguard-tls" {
+		t.Errorf("cert-manager mode does not serve the Certificate's Secret: args %q", args)
 	}
 }

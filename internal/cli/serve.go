@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tenantguard/tenantguard/internal/certrotate"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
@@ -36,6 +37,8 @@ type serveOptions struct {
 	generator         bool
 	leaderElection    bool
 	leaderNamespace   string
+	tlsSecret         string
+	rotation          certrotate.Options
 }
 
 func newServeCommand() *cobra.Command {
@@ -53,8 +56,14 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.server.Addr, "addr", ":9443", "HTTPS listen address")
-	f.StringVar(&o.server.CertFile, "tls-cert-file", "", "serving certificate (PEM), reloaded when it changes (required)")
-	f.StringVar(&o.server.KeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM) (required)")
+	f.StringVar(&o.server.CertFile, "tls-cert-file", "", "serving certificate (PEM), reloaded when it changes (or --tls-secret)")
+	f.StringVar(&o.server.KeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM)")
+	f.StringVar(&o.tlsSecret, "tls-secret", "", "NAMESPACE/NAME of a Secret where the replicas keep a private CA and the serving certificate, renewed before they expire (built-in rotation; instead of the files)")
+	f.StringSliceVar(&o.rotation.Hosts, "tls-dns-name", nil, "DNS name or IP address of the built-in rotation's serving certificate, e.g. SERVICE.NAMESPACE.svc (repeatable)")
+	f.StringVar(&o.rotation.WebhookConfiguration, "webhook-configuration", "", "name of the Validating- and MutatingWebhookConfiguration whose caBundle the built-in rotation keeps current")
+	f.DurationVar(&o.rotation.Validity.CA, "tls-ca-validity", certrotate.DefaultCAValidity, "lifetime of the built-in rotation's CA; a successor joins the bundle with a third left and signs with a sixth left")
+	f.DurationVar(&o.rotation.Validity.Cert, "tls-cert-validity", certrotate.DefaultCertValidity, "lifetime of the built-in rotation's serving certificate, renewed with a third left")
+	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
@@ -72,8 +81,23 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 }
 
 func (o *serveOptions) run(cmd *cobra.Command) error {
-	if o.server.CertFile == "" || o.server.KeyFile == "" {
-		return usageErrorf("--tls-cert-file and --tls-private-key-file are required")
+	files := o.server.CertFile != "" || o.server.KeyFile != ""
+	switch {
+	case files && o.tlsSecret != "":
+		return usageErrorf("--tls-secret and --tls-cert-file/--tls-private-key-file are exclusive")
+	case o.tlsSecret == "" && (o.server.CertFile == "" || o.server.KeyFile == ""):
+		return usageErrorf("--tls-cert-file and --tls-private-key-file are required, or --tls-secret for the built-in rotation")
+	case o.tlsSecret != "":
+		var ok bool
+		if o.rotation.Namespace, o.rotation.Name, ok = strings.Cut(o.tlsSecret, "/"); !ok || o.rotation.Namespace == "" || o.rotation.Name == "" {
+			return usageErrorf("--tls-secret must be NAMESPACE/NAME, got %q", o.tlsSecret)
+		}
+		if len(o.rotation.Hosts) == 0 {
+			return usageErrorf("--tls-secret needs at least one --tls-dns-name")
+		}
+		if err := o.rotation.Validity.Check(); err != nil {
+			return usageErrorf("--tls-ca-validity, --tls-cert-validity: %v", err)
+		}
 	}
 	namespace, name, ok := strings.Cut(o.registryConfigMap, "/")
 	if !ok || namespace == "" || name == "" {
@@ -125,6 +149,17 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 				stop(fmt.Errorf("companion reconciler: %w", err))
 			}
 		}()
+	}
+	if o.tlsSecret != "" {
+		o.rotation.Source, o.rotation.Observer, o.rotation.Logger = metrics.SourceTLS, m, log
+		rotator, err := certrotate.New(cfg, o.rotation)
+		if err == nil {
+			err = rotator.Start(ctx)
+		}
+		if err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
+		o.server.GetCertificate = rotator.GetCertificate
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval

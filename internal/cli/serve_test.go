@@ -19,6 +19,10 @@ func TestServeUsageErrors(t *testing.T) {
 		{"the registry ConfigMap is NAMESPACE/NAME", append([]string{"serve", "--registry-configmap", "registry"}, tls...), `--registry-configmap must be NAMESPACE/NAME, got "registry"`},
 		{"an unknown log level is refused", append([]string{"serve", "--log-level", "loud"}, tls...), "--log-level"},
 		{"a kubeconfig without a cluster is refused", append([]string{"serve", "--kubeconfig", kubeconfig}, tls...), "kubeconfig:"},
+		{"the Secret and the files are exclusive", append([]string{"serve", "--tls-secret", "ns/tls"}, tls...), "are exclusive"},
+		{"the Secret is NAMESPACE/NAME", []string{"serve", "--tls-secret", "tls"}, `--tls-secret must be NAMESPACE/NAME, got "tls"`},
+		{"the built-in rotation needs a DNS name", []string{"serve", "--tls-secret", "ns/tls"}, "at least one --tls-dns-name"},
+		{"a CA outliving fewer than three certificates is refused", []string{"serve", "--tls-secret", "ns/tls", "--tls-dns-name", "a.svc", "--tls-ca-validity", "48h", "--tls-cert-validity", "24h"}, "at least three times"},
 		{"arguments are refused", []string{"serve", "extra"}, "unknown command"},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,5 @@
 // Package selfsigned issues a private CA and serving certificates signed by
-// it, for local control planes, tests and `make demo`; the CA goes into the
-// webhook configuration's caBundle.
+// it: for the built-in certificate rotation (internal/certrotate), local
+// control planes, tests and `make demo`. The CA goes into the webhook
+// configurations' caBundle.
 package selfsigned

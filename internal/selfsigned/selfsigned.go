@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -15,16 +16,32 @@ import (
 	"time"
 )
 
+// testValidity is how long NewCA's CA and Serving's certificates last.
+const testValidity = 24 * time.Hour
+
+// backdate is how far before the issue time certificates become valid, for
+// clocks slightly behind.
+const backdate = time.Minute
+
 // CA is a certificate authority held in memory.
 type CA struct {
-	cert *x509.Certificate
+	// Cert is the parsed CA certificate.
+	Cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 	// PEM is the CA certificate, for a caBundle.
 	PEM []byte
+	// KeyPEM is the CA's private key.
+	KeyPEM []byte
 }
 
 // NewCA creates a CA valid for a day.
 func NewCA(name string) (*CA, error) {
+	now := time.Now()
+	return GenerateCA(name, now, now.Add(testValidity))
+}
+
+// GenerateCA creates a CA valid from shortly before now until notAfter.
+func GenerateCA(name string, now, notAfter time.Time) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -32,8 +49,8 @@ func NewCA(name string) (*CA, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Minute),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -42,16 +59,59 @@ func NewCA(name string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
+	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return nil, err
 	}
-	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return LoadCA(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
 }
 
-// Serving issues a serving certificate for hosts (DNS names or IPs) and
-// returns it and its key as PEM.
+// LoadCA reads a CA certificate and its EC private key from PEM.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !cert.IsCA {
+		return nil, errors.New("the certificate is not a CA")
+	}
+	block, _ := pem.Decode(keyPEM)
+	if block == nil {
+		return nil, errors.New("no PEM block in the CA key")
+	}
+	key, err := x509.ParseECPrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the CA key: %w", err)
+	}
+	if !key.PublicKey.Equal(cert.PublicKey) {
+		return nil, errors.New("the CA key does not match the CA certificate")
+	}
+	return &CA{Cert: cert, key: key, PEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// ParseCertificate parses the first certificate of a PEM block.
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// Serving issues a serving certificate for hosts (DNS names or IPs), valid
+// for a day, and returns it and its key as PEM.
 func (ca *CA) Serving(hosts ...string) (certPEM, keyPEM []byte, err error) {
+	now := time.Now()
+	return ca.Issue(now, now.Add(testValidity), hosts...)
+}
+
+// Issue issues a serving certificate for hosts (DNS names or IPs), valid from
+// shortly before now until notAfter, and returns it and its key as PEM.
+func (ca *CA) Issue(now, notAfter time.Time, hosts ...string) (certPEM, keyPEM []byte, err error) {
+	if len(hosts) == 0 {
+		return nil, nil, errors.New("a serving certificate needs at least one host")
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -59,8 +119,8 @@ func (ca *CA) Serving(hosts ...string) (certPEM, keyPEM []byte, err error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    now.Add(-backdate),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -71,7 +131,7 @@ func (ca *CA) Serving(hosts ...string) (certPEM, keyPEM []byte, err error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, nil, err
 	}

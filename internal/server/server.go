@@ -23,6 +23,9 @@ type Options struct {
 	CertFile, KeyFile string
 	// CertPollInterval is how often the certificate files are checked; 1 s by default.
 	CertPollInterval time.Duration
+	// GetCertificate serves the certificate instead of CertFile and KeyFile
+	// (the built-in rotation).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when 0.
 	MaxBodyBytes int64
 	// ShutdownDelay is how long /readyz fails before the listener closes, so
@@ -60,6 +63,9 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 		opts.ShutdownTimeout = 20 * time.Second
 	}
 	s := &Server{opts: opts, store: store, metrics: m, log: log}
+	if opts.GetCertificate != nil && (opts.CertFile != "" || opts.KeyFile != "") {
+		return nil, errors.New("a certificate source and certificate files are exclusive")
+	}
 	if opts.CertFile != "" || opts.KeyFile != "" {
 		certs, err := newCertReloader(opts.CertFile, opts.KeyFile, log, m)
 		if err != nil {
@@ -103,12 +109,16 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // tlsConfig is the serving TLS configuration: TLS 1.2 at least, the
-// certificate from the reloader.
+// certificate from the file reloader or Options.GetCertificate.
 func (s *Server) tlsConfig() (*tls.Config, error) {
-	if s.certs == nil {
+	get := s.opts.GetCertificate
+	if s.certs != nil {
+		get = s.certs.getCertificate
+	}
+	if get == nil {
 		return nil, errors.New("no TLS certificate configured")
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.getCertificate}, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get}, nil
 }
 
 // Run serves HTTPS on Options.Addr until ctx ends, then fails /readyz for
@@ -139,7 +149,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
-	go s.certs.watch(watchCtx, s.opts.CertPollInterval)
+	if s.certs != nil {
+		go s.certs.watch(watchCtx, s.opts.CertPollInterval)
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()

@@ -8,10 +8,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/tests/live"
@@ -45,37 +41,15 @@ items:
 	if code != 0 || errOut.Len() > 0 {
 		t.Fatalf("generate exited %d: %s", code, errOut.String())
 	}
-	client, err := dynamic.NewForConfig(cluster.Admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs := strings.Split(out.String(), "\n---\n")
-	if len(docs) != 12 {
-		t.Fatalf("%d documents, want 3 cluster-wide and 5 + 4 namespaced", len(docs))
+	if n := strings.Count(out.String(), "\n---\n") + 1; n != 12 {
+		t.Fatalf("%d documents, want 3 cluster-wide and 5 + 4 namespaced", n)
 	}
 	force := true
-	for _, doc := range docs {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			t.Fatal(err)
-		}
-		mapping, err := restMapping(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ri dynamic.ResourceInterface = client.Resource(mapping)
-		if ns := obj.GetNamespace(); ns != "" {
-			ri = client.Resource(mapping).Namespace(ns)
-		}
-		body, err := obj.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
-			DryRun: []string{metav1.DryRunAll}, FieldManager: "generate-test", Force: &force,
-		})
-		if err != nil {
-			t.Errorf("%s %s/%s refused: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
-		}
+	applied, err := serverSideApply(ctx, cluster.ControlPlane, out.String(), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "generate-test", Force: &force})
+	if err != nil {
+		t.Error(err)
+	}
+	if len(applied) != 12 {
+		t.Errorf("%d of 12 documents accepted", len(applied))
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,14 +21,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/cli"
@@ -50,9 +44,7 @@ const (
 
 // Cluster is a running control plane with tenantguard serving it.
 type Cluster struct {
-	env     *envtest.Environment
-	Admin   *rest.Config
-	Client  kubernetes.Interface
+	*ControlPlane
 	BaseURL string
 	// HTTP reaches the server over TLS, trusting its CA.
 	HTTP   *http.Client
@@ -64,23 +56,8 @@ type Cluster struct {
 	serveArgs []string
 }
 
-// Root is the repository root.
-func Root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // exampleRegistry is the registry the cluster starts with: the example's.
 func exampleRegistry() string { return filepath.Join(Root(), "examples", "registry.yaml") }
-
-// AssetsDir is where `make control-plane` puts kube-apiserver and etcd, or
-// $KUBEBUILDER_ASSETS when set.
-func AssetsDir() string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	return filepath.Join(Root(), "tests", "tools", "bin")
-}
 
 // Options configure Start.
 type Options struct {
@@ -92,26 +69,16 @@ type Options struct {
 
 // Start brings everything up; Stop tears it down.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	assets := AssetsDir()
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s: run `make control-plane` first", bin, assets)
-		}
-	}
 	c = &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1)}
 	defer func() {
 		if err != nil {
 			c.Stop()
 		}
 	}()
-	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {
+	if c.ControlPlane, err = StartControlPlane(ctx); err != nil {
 		return nil, err
 	}
-	c.env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}
-	if c.Admin, err = c.env.Start(); err != nil {
-		return nil, fmt.Errorf("starting the control plane: %w", err)
-	}
-	if c.Client, err = kubernetes.NewForConfig(c.Admin); err != nil {
+	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {
 		return nil, err
 	}
 	if err := c.seed(ctx); err != nil {
@@ -131,8 +98,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, c.installWebhooks(ctx, ca.PEM)
 }
 
-// seed creates tenantguard's namespace and registry, the PriorityClasses the
-// example names, and the RBAC that lets tenant users act.
+// seed creates tenantguard's namespace and registry, and installs
+// deploy/rbac for tenantguard's user.
 func (c *Cluster) seed(ctx context.Context) error {
 	registryFile := exampleRegistry()
 	raw, err := os.ReadFile(registryFile)
@@ -150,71 +117,8 @@ func (c *Cluster) seed(ctx context.Context) error {
 	if _, err := c.Client.CoreV1().ConfigMaps(Namespace).Create(ctx, &cm, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	never := corev1.PreemptNever
-	for name, value := range map[string]int32{"tenant-low": 1000, "tenant-high": 2000, "batch-high": 5000} {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, PreemptionPolicy: &never}
-		if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	if err := c.aggregateClusterRoles(ctx); err != nil {
-		return fmt.Errorf("aggregating ClusterRoles: %w", err)
-	}
 	if err := c.serverRBAC(ctx); err != nil {
 		return fmt.Errorf("installing deploy/rbac: %w", err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenants-cluster-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: TenantsGroup}},
-	}
-	_, err = c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	return err
-}
-
-// aggregateClusterRoles does what kube-controller-manager's
-// clusterrole-aggregation controller does (no controller manager runs here):
-// it fills admin, edit and view with the rules of the roles they aggregate,
-// which nest (admin aggregates edit), so it repeats until nothing changes.
-func (c *Cluster) aggregateClusterRoles(ctx context.Context) error {
-	list, err := c.Client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	roles := list.Items
-	changed := map[int]bool{}
-	for range 5 {
-		progress := false
-		for i := range roles {
-			role := &roles[i]
-			if role.AggregationRule == nil {
-				continue
-			}
-			var rules []rbacv1.PolicyRule
-			for _, sel := range role.AggregationRule.ClusterRoleSelectors {
-				selector, err := metav1.LabelSelectorAsSelector(&sel)
-				if err != nil {
-					return err
-				}
-				for _, other := range roles {
-					if other.Name != role.Name && selector.Matches(labels.Set(other.Labels)) {
-						rules = append(rules, other.Rules...)
-					}
-				}
-			}
-			if len(rules) != len(role.Rules) {
-				role.Rules = rules
-				changed[i], progress = true, true
-			}
-		}
-		if !progress {
-			break
-		}
-	}
-	for i := range changed {
-		if _, err := c.Client.RbacV1().ClusterRoles().Update(ctx, &roles[i], metav1.UpdateOptions{}); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -279,11 +183,7 @@ func (c *Cluster) serverRBAC(ctx context.Context) error {
 // account user and waits until /readyz answers 200.
 func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []byte, opts Options) error {
 	// tenantguard's identity: the default manager name, with deploy/rbac's permissions only.
-	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: engine.DefaultManager}, nil)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := user.KubeConfig()
+	kubeconfig, err := c.UserKubeconfig(engine.DefaultManager)
 	if err != nil {
 		return err
 	}
@@ -291,7 +191,7 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -331,13 +231,11 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 // this tree (replicas are separate processes in a cluster too), until stop
 // is called; it returns the replica's base URL and logs.
 func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer, stop func(), err error) {
-	bin := filepath.Join(c.dir, "tenantguard")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tenantguard") //nolint:gosec // the test harness builds this tree
-	build.Dir = Root()
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", nil, nil, fmt.Errorf("building tenantguard: %w\n%s", err, out)
+	bin, err := Binary(ctx, c.dir)
+	if err != nil {
+		return "", nil, nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -352,6 +250,17 @@ func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer
 		_ = cmd.Wait()
 	}
 	return fmt.Sprintf("https://127.0.0.1:%d", port), logs, stop, nil
+}
+
+// Binary builds the tenantguard binary of this tree into dir.
+func Binary(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "tenantguard")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/tenantguard") //nolint:gosec // the test harness builds this tree
+	build.Dir = Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building tenantguard: %w\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // Ready is nil when the server's /readyz answers 200.
@@ -386,27 +295,6 @@ func (c *Cluster) installWebhooks(ctx context.Context, caPEM []byte) error {
 		return fmt.Errorf("installing the validating webhook: %w", err)
 	}
 	return nil
-}
-
-// As is a client acting as user (impersonated by the administrator), in the
-// tenants group besides groups.
-func (c *Cluster) As(user string, groups ...string) kubernetes.Interface {
-	cfg := rest.CopyConfig(c.Admin)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{TenantsGroup, "system:authenticated"}, groups...)}
-	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-// WriteKubeconfig writes an administrator kubeconfig for the cluster.
-func (c *Cluster) WriteKubeconfig(file string) error {
-	return os.WriteFile(file, c.env.KubeConfig, 0o600)
-}
-
-// AsOnly is a client acting as user with only the given groups (and
-// system:authenticated): what RBAC grants it is what tenantguard generated.
-func (c *Cluster) AsOnly(user string, groups ...string) kubernetes.Interface {
-	cfg := rest.CopyConfig(c.Admin)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
-	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // companionResources are the kinds of namespaced companions.
@@ -451,15 +339,16 @@ func (c *Cluster) Stop() {
 		case <-time.After(30 * time.Second):
 		}
 	}
-	if c.env != nil {
-		_ = c.env.Stop()
+	if c.ControlPlane != nil {
+		c.ControlPlane.Stop()
 	}
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
 	}
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
