@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,8 +33,12 @@ var resources = map[string]string{
 var force = true
 
 // inject writes bundle into the caBundle of every webhook of both webhook
-// configurations where it differs. A configuration that does not exist (yet)
-// is reported as pending.
+// configurations where it differs, keeping the unexpired CAs already there
+// after it: a replica that read the Secret before another renewed it never
+// takes out a CA that signs what the other serves, and a Secret recreated
+// from scratch does not strand the replicas still serving the old
+// certificate. A configuration that does not exist (yet) is reported as
+// pending.
 func (r *Rotator) inject(ctx context.Context, bundle []byte) (pending bool, err error) {
 	name := r.opts.WebhookConfiguration
 	if name == "" {
@@ -53,16 +58,25 @@ func (r *Rotator) inject(ctx context.Context, bundle []byte) (pending bool, err 
 		if err != nil {
 			return false, fmt.Errorf("reading %s %s: %w", gvk.Kind, name, err)
 		}
+		var existing [][]byte
+		for _, w := range webhooks {
+			webhook, _ := w.(map[string]any)
+			have, _, _ := unstructured.NestedString(webhook, "clientConfig", "caBundle")
+			if decoded, err := base64.StdEncoding.DecodeString(have); err == nil {
+				existing = append(existing, decoded)
+			}
+		}
+		want := merge(time.Now(), append([][]byte{bundle}, existing...)...)
 		var stale []string
 		apply := make([]map[string]any, 0, len(webhooks))
 		for _, w := range webhooks {
 			webhook, _ := w.(map[string]any)
 			webhookName, _, _ := unstructured.NestedString(webhook, "name")
 			have, _, _ := unstructured.NestedString(webhook, "clientConfig", "caBundle")
-			if decoded, err := base64.StdEncoding.DecodeString(have); err != nil || !bytes.Equal(decoded, bundle) {
+			if decoded, err := base64.StdEncoding.DecodeString(have); err != nil || !bytes.Equal(decoded, want) {
 				stale = append(stale, webhookName)
 			}
-			apply = append(apply, map[string]any{"name": webhookName, "clientConfig": map[string]any{"caBundle": bundle}})
+			apply = append(apply, map[string]any{"name": webhookName, "clientConfig": map[string]any{"caBundle": want}})
 		}
 		if len(stale) == 0 {
 			continue

@@ -79,13 +79,16 @@ func Plan(now time.Time, data map[string][]byte, hosts []string, v Validity) (ne
 		upcoming = nil
 	}
 	left := signer.Cert.NotAfter.Sub(now)
+	staged := false
 	if upcoming == nil && left < v.CA/3 {
+		staged = true
 		reasons = append(reasons, fmt.Sprintf("next CA added to the bundle: the CA expires in %s", left.Round(time.Second)))
 		if upcoming, err = selfsigned.GenerateCA(caName, now, now.Add(v.CA)); err != nil {
 			return nil, false, nil, err
 		}
 	}
-	if upcoming != nil && left < v.CA/6 {
+	// a successor signs only once an earlier check put it in the bundle
+	if upcoming != nil && !staged && left < v.CA/6 {
 		reasons = append(reasons, fmt.Sprintf("signing with the next CA: the CA expires in %s", left.Round(time.Second)))
 		signer, upcoming = upcoming, nil
 	}
@@ -138,11 +141,16 @@ func servingProblem(now time.Time, certPEM, keyPEM []byte, signer *selfsigned.CA
 	return ""
 }
 
+// skew is how far ahead of this replica's clock another replica's may be
+// before what it issued counts as issued in the future.
+const skew = 5 * time.Minute
+
 // validAt is nil when c is valid at now: a certificate from the future (a
-// clock set back, a replica's clock ahead) is as unusable as an expired one.
+// clock set back, a replica's clock ahead by more than skew) is as unusable
+// as an expired one.
 func validAt(now time.Time, c *x509.Certificate) error {
 	switch {
-	case now.Before(c.NotBefore):
+	case now.Add(skew).Before(c.NotBefore):
 		return fmt.Errorf("it is not valid before %s", c.NotBefore.UTC().Format(time.RFC3339))
 	case !now.Before(c.NotAfter):
 		return errors.New("it expired")
@@ -154,25 +162,30 @@ func validAt(now time.Time, c *x509.Certificate) error {
 // that has not expired (a replica may still serve what it signed), in that
 // order and without repeats.
 func bundle(now time.Time, old []byte, signer, upcoming *selfsigned.CA) []byte {
+	first := signer.PEM
+	if upcoming != nil {
+		first = append(slices.Clone(first), upcoming.PEM...)
+	}
+	return merge(now, first, old)
+}
+
+// merge is the CA certificates of the PEM bundles that have not expired, in
+// order and without repeats.
+func merge(now time.Time, bundles ...[]byte) []byte {
 	var out bytes.Buffer
 	seen := map[string]bool{}
-	add := func(der []byte) {
-		if !seen[string(der)] {
-			seen[string(der)] = true
-			_ = pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-		}
-	}
-	add(signer.Cert.Raw)
-	if upcoming != nil {
-		add(upcoming.Cert.Raw)
-	}
-	for rest := old; ; {
-		var block *pem.Block
-		if block, rest = pem.Decode(rest); block == nil {
-			break
-		}
-		if c, err := x509.ParseCertificate(block.Bytes); err == nil && c.IsCA && now.Before(c.NotAfter) {
-			add(c.Raw)
+	for _, rest := range bundles {
+		for {
+			var block *pem.Block
+			if block, rest = pem.Decode(rest); block == nil {
+				break
+			}
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil || !c.IsCA || !now.Before(c.NotAfter) || seen[string(c.Raw)] {
+				continue
+			}
+			seen[string(c.Raw)] = true
+			_ = pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 		}
 	}
 	return out.Bytes()

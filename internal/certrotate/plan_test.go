@@ -140,10 +140,36 @@ func TestPlanNeverStrandsAReplica(t *testing.T) {
 		if n := count(next[certrotate.KeyBundle]); n > 3 {
 			t.Fatalf("hour %d: the bundle grew to %d CAs", h, n)
 		}
+		if _, again, reasons := plan(t, now, next); again {
+			t.Fatalf("hour %d: a second check right after a renewal renews again (%q): the replicas would thrash", h, reasons)
+		}
 		data = next
 	}
-	if len(signers) < 3 || renewals < 12 {
-		t.Errorf("three CA lifetimes saw %d signers and %d renewals; the schedule did not run", len(signers), renewals)
+	// a certificate every 20 hours, a CA staged and promoted every 75
+	if len(signers) < 3 || renewals < 12 || renewals > 24 {
+		t.Errorf("three CA lifetimes saw %d signers and %d renewals; want 3+ signers and 12-24 renewals", len(signers), renewals)
+	}
+}
+
+// TestPlanStagesBeforePromoting: a CA found with less than a sixth of its
+// life left and no successor (a longer --tls-ca-validity, a successor lost)
+// gets one staged in the bundle, and signs with it only at the next check.
+func TestPlanStagesBeforePromoting(t *testing.T) {
+	first, _, _ := plan(t, start, nil)
+	late := start.Add(80 * time.Hour)
+	staged, changed, _ := plan(t, late, first)
+	if !changed || count(staged[certrotate.KeyBundle]) != 2 {
+		t.Fatalf("no successor staged: changed %v, %d CAs", changed, count(staged[certrotate.KeyBundle]))
+	}
+	if string(staged[certrotate.KeySignerCert]) != string(first[certrotate.KeySignerCert]) {
+		t.Fatal("the successor signs in the same check that put it in the bundle")
+	}
+	promoted, _, _ := plan(t, late.Add(time.Minute), staged)
+	if string(promoted[certrotate.KeySignerCert]) != string(staged[certrotate.KeyNextCert]) {
+		t.Error("the staged successor was not promoted at the next check")
+	}
+	if err := verify(late, promoted, staged[certrotate.KeyBundle]); err != nil {
+		t.Errorf("the promoted CA's certificate is not trusted by the bundle of the previous check: %v", err)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 const (
 	DefaultCAValidity    = 3 * 365 * 24 * time.Hour
 	DefaultCertValidity  = 90 * 24 * time.Hour
-	DefaultCheckInterval = 30 * time.Second
+	DefaultCheckInterval = 10 * time.Second
 	// retryInterval is the check interval while something failed or the
 	// webhook configurations do not exist yet (they are often created just
 	// after the Deployment).
@@ -32,10 +32,12 @@ const (
 	attempts = 5
 )
 
-// Observer is told about certificates put in use and failed checks.
+// Observer is told about certificates put in use, failed checks, and checks
+// that pass again.
 type Observer interface {
 	Loaded(source string, generation int64)
 	Rejected(source string, at time.Time)
+	Recovered(source string)
 }
 
 // Options configure a Rotator.
@@ -85,6 +87,9 @@ func New(cfg *rest.Config, opts Options) (*Rotator, error) {
 	}
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = DefaultCheckInterval
+	}
+	if opts.CheckInterval > opts.Validity.Cert/6 {
+		return nil, fmt.Errorf("the check interval (%s) must be at most a sixth of the serving certificate's lifetime (%s), so that a renewal is never missed", opts.CheckInterval, opts.Validity.Cert)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -161,15 +166,25 @@ var errPending = errors.New("webhook configuration not found yet")
 // keeps the certificate in use; a missing webhook configuration is
 // errPending, once the certificate is in use.
 func (r *Rotator) Check(ctx context.Context) error {
-	data, err := r.converge(ctx)
-	pending := false
-	if err == nil {
-		pending, err = r.inject(ctx, data[KeyBundle])
-	}
-	if err != nil {
-		if r.opts.Observer != nil {
+	err := r.check(ctx)
+	if r.opts.Observer != nil {
+		switch {
+		case err == nil || errors.Is(err, errPending):
+			r.opts.Observer.Recovered(r.opts.Source)
+		default:
 			r.opts.Observer.Rejected(r.opts.Source, time.Now())
 		}
+	}
+	return err
+}
+
+func (r *Rotator) check(ctx context.Context) error {
+	data, err := r.converge(ctx)
+	if err != nil {
+		return err
+	}
+	pending, err := r.inject(ctx, data[KeyBundle])
+	if err != nil {
 		return err
 	}
 	if pending {
@@ -178,9 +193,9 @@ func (r *Rotator) Check(ctx context.Context) error {
 	if bytes.Equal(data[KeyCert], r.served) {
 		return err
 	}
-	pair, err := tls.X509KeyPair(data[KeyCert], data[KeyKey])
-	if err != nil {
-		return fmt.Errorf("the serving certificate in the Secret does not load: %w", err)
+	pair, loadErr := tls.X509KeyPair(data[KeyCert], data[KeyKey])
+	if loadErr != nil {
+		return fmt.Errorf("the serving certificate in the Secret does not load: %w", loadErr)
 	}
 	r.cert.Store(&pair)
 	r.served = data[KeyCert]

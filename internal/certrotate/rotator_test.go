@@ -45,6 +45,12 @@ func (a *allow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(review)
 }
 
+func (a *allow) answered() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.count
+}
+
 // replica is one rotator serving an always-allow webhook over TLS.
 type replica struct {
 	rotator *certrotate.Rotator
@@ -172,8 +178,8 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Errorf("saw %d serving certificates and %d CAs; the rotation did not run", len(serials), len(issuers))
 	}
 	for i, r := range replicas {
-		if r.calls.count < creates {
-			t.Errorf("replica %d answered %d of %d creates", i, r.calls.count, creates)
+		if n := r.calls.answered(); n < creates {
+			t.Errorf("replica %d answered %d of %d creates", i, n, creates)
 		}
 	}
 	secret, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, opts.Name, metav1.GetOptions{})

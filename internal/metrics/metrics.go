@@ -109,6 +109,12 @@ func (m *Metrics) Loaded(source string, generation int64) {
 	m.lastReloadError.WithLabelValues(source).Set(0)
 }
 
+// Recovered records that a source works again without a new version (a
+// periodic check that passed after one that failed).
+func (m *Metrics) Recovered(source string) {
+	m.lastReloadError.WithLabelValues(source).Set(0)
+}
+
 // Rejected records a refused version of a source.
 func (m *Metrics) Rejected(source string, at time.Time) {
 	m.reloads.WithLabelValues(source, "failure").Inc()
