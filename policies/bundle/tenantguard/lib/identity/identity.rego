@@ -1,0 +1,52 @@
+# METADATA
+# title: Requester identity
+# description: |
+#   Who sent the request, as the tenant rules need to know it: administrators,
+#   the tenants a requester owns, tenantguard's own service account, and
+#   control-plane components. Owners of kind ServiceAccount are matched by their
+#   full user name (system:serviceaccount:NAMESPACE:NAME).
+package tenantguard.lib.identity
+
+_registry := data.tenantguard.registry
+
+# METADATA
+# description: The requester's user name, or "" when the request carries none.
+username := object.get(input.request, ["userInfo", "username"], "")
+
+# METADATA
+# description: The requester's groups.
+groups := object.get(input.request, ["userInfo", "groups"], [])
+
+# METADATA
+# description: The requester is a tenantguard administrator, by user name or by group.
+is_admin if _registry.administrators.users[username]
+
+is_admin if {
+	some group in groups
+	_registry.administrators.groups[group]
+}
+
+# METADATA
+# description: The tenants the requester owns, directly or through a group.
+owned_tenants contains tenant if some tenant in _registry.owners.users[username]
+
+owned_tenants contains tenant if {
+	some group in groups
+	some tenant in _registry.owners.groups[group]
+}
+
+# METADATA
+# description: The requester is tenantguard itself (the identity that applies companion resources).
+is_manager if data.tenantguard.runtime.managers[username]
+
+# METADATA
+# description: |
+#   The requester is a control-plane component: a system: user that is not a
+#   service account, or a service account of kube-system (garbage collector,
+#   namespace controller). Tenants cannot authenticate as either.
+is_control_plane if {
+	startswith(username, "system:")
+	not startswith(username, "system:serviceaccount:")
+}
+
+is_control_plane if startswith(username, "system:serviceaccount:kube-system:")

@@ -1,0 +1,130 @@
+# METADATA
+# title: Host access
+# description: |
+#   host-path, host-network, host-namespaces, host-ports and privileged: pods in
+#   tenant namespaces cannot reach the node unless their tenant allows it. Applies
+#   to every kind that carries a pod spec, to every container sort, on CREATE and
+#   on any UPDATE that changes the pod spec, whoever sends it.
+package tenantguard.rules.pods
+
+import data.tenantguard.lib.podspec
+import data.tenantguard.lib.tenancy
+
+_applies if {
+	tenancy.in_tenant_namespace
+	podspec.carries_pod_spec
+	podspec.spec_changed
+}
+
+_allow := tenancy.tenant.pods
+
+_tenant := tenancy.namespace_tenant
+
+# METADATA
+# description: Host access violations of the request, as {id, msg}.
+violations contains {"id": "host-network", "msg": msg} if {
+	_applies
+	podspec.spec.hostNetwork == true
+	not _allow.allowHostNetwork
+	msg := sprintf("hostNetwork is not allowed for pods of tenant %q; use the pod network and expose ports through a Service", [_tenant])
+}
+
+violations contains {"id": "host-namespaces", "msg": msg} if {
+	_applies
+	some field, allowed in {"hostPID": "allowHostPID", "hostIPC": "allowHostIPC"}
+	podspec.spec[field] == true
+	not _allow[allowed]
+	msg := sprintf("%s is not allowed for pods of tenant %q; remove it so the pod keeps its own namespaces", [field, _tenant])
+}
+
+violations contains {"id": "host-ports", "msg": msg} if {
+	_applies
+	not _allow.allowHostPorts
+	some entry in podspec.containers
+	some port in object.get(entry.container, "ports", [])
+	object.get(port, "hostPort", 0) != 0
+	msg := sprintf("%s %q asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [_sort(entry.field), entry.container.name, port.hostPort, _tenant])
+}
+
+violations contains {"id": "privileged", "msg": msg} if {
+	_applies
+	not _allow.allowPrivileged
+	some entry in podspec.containers
+	entry.container.securityContext.privileged == true
+	msg := sprintf("%s %q is privileged, which is not allowed for tenant %q; remove securityContext.privileged", [_sort(entry.field), entry.container.name, _tenant])
+}
+
+violations contains {"id": "privileged", "msg": msg} if {
+	_applies
+	not _allow.allowPrivileged
+	_host_process
+	msg := sprintf("Windows hostProcess pods are not allowed for tenant %q; remove securityContext.windowsOptions.hostProcess", [_tenant])
+}
+
+violations contains {"id": "host-path", "msg": msg} if {
+	_applies
+	not _allow.allowHostPath
+	some volume in podspec.volumes
+	path := volume.hostPath.path
+	count(_grants(path)) == 0
+	msg := sprintf("hostPath volume %q (path %q) is not allowed for tenant %q; allowed: %s", [volume.name, path, _tenant, _paths_text])
+}
+
+violations contains {"id": "host-path", "msg": msg} if {
+	_applies
+	not _allow.allowHostPath
+	some volume in podspec.volumes
+	path := volume.hostPath.path
+	grants := _grants(path)
+	count(grants) > 0
+	every grant in grants {
+		grant.readOnly == true
+	}
+	some entry in podspec.containers
+	some mount in object.get(entry.container, "volumeMounts", [])
+	mount.name == volume.name
+	not mount.readOnly == true
+	msg := sprintf("hostPath volume %q (path %q) may only be mounted read-only for tenant %q, but %s %q mounts it writable; set readOnly: true on the mount", [volume.name, path, _tenant, _sort(entry.field), entry.container.name])
+}
+
+_host_process if podspec.spec.securityContext.windowsOptions.hostProcess == true
+
+_host_process if {
+	some entry in podspec.containers
+	entry.container.securityContext.windowsOptions.hostProcess == true
+}
+
+_sort(field) := {
+	"initContainers": "init container",
+	"containers": "container",
+	"ephemeralContainers": "ephemeral container",
+}[field]
+
+# The allowedHostPaths entries that cover a path, compared segment by segment
+# so that "/var/logs" is not under "/var/log". A path with ".." is covered by
+# nothing.
+_grants(path) := {grant |
+	startswith(path, "/")
+	segments := _segments(path)
+	not ".." in segments
+	some grant in _allow.allowedHostPaths
+	prefix := _segments(grant.pathPrefix)
+	count(segments) >= count(prefix)
+	array.slice(segments, 0, count(prefix)) == prefix
+}
+
+_segments(path) := [segment |
+	some segment in split(path, "/")
+	not segment in {"", "."}
+]
+
+_paths_text := concat(", ", [text |
+	some grant in _allow.allowedHostPaths
+	text := _grant_text(grant)
+]) if {
+	count(_allow.allowedHostPaths) > 0
+} else := "no hostPath volumes; use emptyDir or a PersistentVolumeClaim"
+
+_grant_text(grant) := sprintf("%s (read-only)", [grant.pathPrefix]) if grant.readOnly == true
+
+_grant_text(grant) := grant.pathPrefix if not grant.readOnly == true

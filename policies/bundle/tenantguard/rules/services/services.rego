@@ -1,0 +1,63 @@
+# METADATA
+# title: Service exposure
+# description: |
+#   service-type and external-ips: Services in tenant namespaces may only be of
+#   the types the tenant allows, and may only set spec.externalIPs when allowed.
+#   Updates are judged when they change the type or the external IPs.
+package tenantguard.rules.services
+
+import data.tenantguard.lib.tenancy
+
+_allow := tenancy.tenant.services
+
+_flags := {
+	"NodePort": "allowNodePort",
+	"LoadBalancer": "allowLoadBalancer",
+	"ExternalName": "allowExternalName",
+}
+
+_applies if {
+	tenancy.kind_key == "/Service"
+	tenancy.in_tenant_namespace
+	input.request.operation in {"CREATE", "UPDATE"}
+}
+
+_type(service) := object.get(service, ["spec", "type"], "ClusterIP")
+
+# METADATA
+# description: Service violations of the request, as {id, msg}.
+violations contains {"id": "service-type", "msg": msg} if {
+	_applies
+	type := _type(tenancy.new_object)
+	_flags[type]
+	not _allow[_flags[type]]
+	not _type_unchanged
+	msg := sprintf("Service type %q is not allowed for tenant %q; allowed: %s", [type, tenancy.namespace_tenant, _allowed_types])
+}
+
+violations contains {"id": "external-ips", "msg": msg} if {
+	_applies
+	not _allow.allowExternalIPs
+	ips := object.get(tenancy.new_object, ["spec", "externalIPs"], [])
+	count(ips) > 0
+	not _ips_unchanged
+	msg := sprintf("spec.externalIPs (%s) is not allowed for tenant %q; remove it and expose the Service through an allowed type", [concat(", ", ips), tenancy.namespace_tenant])
+}
+
+_external_ips(service) := object.get(service, ["spec", "externalIPs"], [])
+
+# UPDATEs that leave the judged field as it was are not re-judged.
+_type_unchanged if {
+	input.request.operation == "UPDATE"
+	_type(tenancy.new_object) == _type(tenancy.old_object)
+}
+
+_ips_unchanged if {
+	input.request.operation == "UPDATE"
+	_external_ips(tenancy.new_object) == _external_ips(tenancy.old_object)
+}
+
+_allowed_types := concat(", ", array.concat(["ClusterIP"], [type |
+	some type in ["NodePort", "LoadBalancer", "ExternalName"]
+	_allow[_flags[type]]
+]))

@@ -1,0 +1,88 @@
+# METADATA
+# title: StorageClasses
+# description: |
+#   storage-class: claims in tenant namespaces may only use the StorageClasses the
+#   tenant allows, wherever a claim is declared: PersistentVolumeClaims,
+#   StatefulSet volumeClaimTemplates, and generic ephemeral volumes of any pod
+#   spec. The class is read as the API server reads it: the legacy annotation
+#   first, then spec.storageClassName; "" (no class) is a name like any other.
+#   A claim created without a class gets the tenant default.
+package tenantguard.rules.storage
+
+import data.tenantguard.lib.podspec
+import data.tenantguard.lib.tenancy
+
+_annotation := "volume.beta.kubernetes.io/storage-class"
+
+_policy := tenancy.tenant.storageClasses
+
+_new := tenancy.new_object
+
+_old := tenancy.old_object
+
+# Every claim the request declares: what it is (for messages), its JSON pointer,
+# the claim object (metadata + spec) now and before the request.
+_claims contains {"what": sprintf("PersistentVolumeClaim %q", [tenancy.object_name]), "pointer": "", "claim": _new, "before": _old} if {
+	tenancy.kind_key == "/PersistentVolumeClaim"
+}
+
+_claims contains {"what": what, "pointer": pointer, "claim": claim, "before": before} if {
+	tenancy.kind_key == "apps/StatefulSet"
+	some i, claim in object.get(_new, ["spec", "volumeClaimTemplates"], [])
+	what := sprintf("volumeClaimTemplate %q of StatefulSet %q", [object.get(claim, ["metadata", "name"], ""), tenancy.object_name])
+	pointer := sprintf("/spec/volumeClaimTemplates/%d", [i])
+	before := _at(object.get(_old, ["spec", "volumeClaimTemplates"], []), i)
+}
+
+_claims contains {"what": what, "pointer": pointer, "claim": claim, "before": before} if {
+	podspec.carries_pod_spec
+	some i, volume in podspec.volumes
+	claim := volume.ephemeral.volumeClaimTemplate
+	what := sprintf("ephemeral volume %q", [volume.name])
+	pointer := sprintf("%s/volumes/%d/ephemeral/volumeClaimTemplate", [podspec.json_path, i])
+	before := object.get(_at(object.get(podspec.old_spec, "volumes", []), i), ["ephemeral", "volumeClaimTemplate"], {})
+}
+
+# The element at index i of an array, or {} when there is none.
+_at(array, i) := array[i] if {
+	is_array(array)
+	array[i]
+} else := {}
+
+_applies if {
+	tenancy.in_tenant_namespace
+	input.request.operation in {"CREATE", "UPDATE"}
+	_policy
+}
+
+# The class a claim asks for; undefined when it names none.
+_class(claim) := claim.metadata.annotations[_annotation]
+
+_class(claim) := claim.spec.storageClassName if not claim.metadata.annotations[_annotation]
+
+# METADATA
+# description: StorageClass violations of the request, as {id, msg}.
+violations contains {"id": "storage-class", "msg": msg} if {
+	_applies
+	some entry in _claims
+	class := _class(entry.claim)
+	not _unchanged(entry, class)
+	not tenancy.name_allowed(_policy, class)
+	msg := sprintf("StorageClass %q of %s is not allowed for tenant %q; allowed: %s", [class, entry.what, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
+}
+
+_unchanged(entry, class) if {
+	input.request.operation == "UPDATE"
+	_class(entry.before) == class
+}
+
+# METADATA
+# description: JSON patch operations setting the tenant default StorageClass on created claims that name none.
+mutations contains {"op": "add", "path": concat("", [entry.pointer, "/spec/storageClassName"]), "value": _policy.default} if {
+	_applies
+	input.request.operation == "CREATE"
+	_policy.default != ""
+	some entry in _claims
+	not _class(entry.claim)
+	is_object(entry.claim.spec)
+}

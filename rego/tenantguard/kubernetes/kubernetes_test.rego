@@ -1,0 +1,113 @@
+package tenantguard.kubernetes_test
+
+import data.tenantguard.fixtures_test as f
+import data.tenantguard.kubernetes
+
+_ns(name, tenant) := {"metadata": {"name": name, "labels": {"tenantguard.io/tenant": tenant}}}
+
+_pods(n, phase) := {sprintf("p%d", [i]): {"metadata": {"name": sprintf("p%d", [i])}, "status": {"phase": phase}} | some i in numbers.range(1, n)}
+
+# a cluster as kube-mgmt replicates it: oil has 2 namespaces and 19 running
+# pods (plus finished ones, which do not count)
+_cluster := {
+	"namespaces": {"oil-dev": _ns("oil-dev", "oil"), "oil-prod": _ns("oil-prod", "oil"), "monitoring": {"metadata": {"name": "monitoring"}}},
+	"pods": {
+		"oil-dev": _pods(10, "Running"),
+		"oil-prod": object.union(_pods(9, "Running"), {"done": {"status": {"phase": "Succeeded"}}, "failed": {"status": {"phase": "Failed"}}}),
+	},
+	"priorityclasses": {"tenant-low": {"metadata": {"name": "tenant-low"}, "value": 1000, "preemptionPolicy": "Never"}},
+}
+
+_review(inp) := {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": inp.request}
+
+_validate(inp, cluster) := result if {
+	result := kubernetes.validate.response with input as _review(inp)
+		with data.tenantguard.registry as f.registry
+		with data.kubernetes as cluster
+}
+
+_mutate(inp, cluster) := result if {
+	result := kubernetes.mutate.response with input as _review(inp)
+		with data.tenantguard.registry as f.registry
+		with data.kubernetes as cluster
+}
+
+_facts(inp, cluster) := result if {
+	result := kubernetes.policy_input.cluster with input as _review(inp)
+		with data.tenantguard.registry as f.registry
+		with data.kubernetes as cluster
+}
+
+_namespace(name) := f.request_for("", "Namespace", "namespaces", "CREATE", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+test_a_pod_sees_its_namespace_and_the_running_pods_of_its_tenant if {
+	_facts(f.request("CREATE", f.pod({})), _cluster) == {
+		"namespace": {"name": "oil-dev", "labels": {"tenantguard.io/tenant": "oil"}},
+		"counts": {"oil": {"pods": 19}},
+		"priorityClasses": {"tenant-low": {"priority": 1000, "preemptionPolicy": "Never"}},
+	}
+}
+
+test_a_created_namespace_sees_the_counts_of_every_candidate_tenant if {
+	inp := f.as_user(_namespace("gas-new"), f.user("carol"))
+	_facts(inp, _cluster) == {"counts": {"gas": {"namespaces": 0}, "oil": {"namespaces": 2}}}
+}
+
+test_updates_see_no_counts if {
+	_facts(f.update(f.pod({}), f.pod({})), _cluster) == {"namespace": {"name": "oil-dev", "labels": {"tenantguard.io/tenant": "oil"}}}
+}
+
+test_an_unknown_namespace_sees_nothing if {
+	_facts(f.request("CREATE", object.union(f.pod({}), {"metadata": {"namespace": "nowhere"}})), _cluster) == {}
+}
+
+test_no_replicated_data_means_no_facts if {
+	facts := kubernetes.policy_input.cluster with input as _review(f.request("CREATE", f.pod({})))
+		with data.tenantguard.registry as f.registry
+	facts == {}
+}
+
+test_the_twentieth_pod_passes_and_is_mutated if {
+	response := _mutate(f.request("CREATE", f.pod({})), _cluster)
+	response.allowed
+	response.patchType == "JSONPatch"
+	ops := json.unmarshal(base64.decode(response.patch))
+	{op.path | some op in ops} == {"/spec/priorityClassName", "/spec/priority", "/spec/preemptionPolicy"}
+	_validate(f.request("CREATE", f.pod({"priorityClassName": "tenant-low"})), _cluster) == {"uid": "test", "allowed": true}
+}
+
+test_the_twenty_first_pod_is_denied_with_the_rule_message if {
+	full := json.patch(_cluster, [{"op": "add", "path": "/pods/oil-dev/p11", "value": {}}])
+	response := _validate(f.request("CREATE", f.pod({"priorityClassName": "tenant-low"})), full)
+	not response.allowed
+	response.status.code == 403
+	startswith(response.status.message, "[tenant-quota] tenant \"oil\" already has 20 of its 20 allowed pods")
+}
+
+test_every_denial_is_one_line_sorted if {
+	inp := f.request("CREATE", f.pod({"hostNetwork": true, "priorityClassName": "batch-high"}))
+	lines := split(_validate(inp, _cluster).status.message, "\n")
+	count(lines) == 2
+	lines == sort(lines)
+	startswith(lines[0], "[host-network] ")
+	startswith(lines[1], "[priority-class] ")
+}
+
+test_a_strangers_namespace_claim_is_denied if {
+	inp := f.as_user(_namespace("oil-mine"), f.user("mallory"))
+	response := _validate(inp, _cluster)
+	not response.allowed
+	startswith(response.status.message, "[namespace-ownership] ")
+}
+
+test_warn_and_dryrun_modes_answer_as_the_server_does if {
+	registry := json.patch(f.registry, [{"op": "add", "path": "/settings/enforcement", "value": {"host-network": "warn", "priority-class": "dryrun"}}])
+	inp := f.request("CREATE", f.pod({"hostNetwork": true, "priorityClassName": "batch-high"}))
+	response := kubernetes.validate.response with input as _review(inp)
+		with data.tenantguard.registry as registry
+		with data.kubernetes as _cluster
+	response.allowed
+	count(response.warnings) == 1
+	startswith(response.warnings[0], "[host-network] ")
+	startswith(response.auditAnnotations["dryrun-priority-class"], "[priority-class] ")
+}

@@ -1,0 +1,64 @@
+package tests
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/export"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// TestPoliciesAreCurrent fails when policies/ differs from what `make
+// generate` writes for examples/registry.yaml: a file changed, missing or
+// left over.
+func TestPoliciesAreCurrent(t *testing.T) {
+	snap, err := registry.Load(filepath.Join("..", "examples", "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := export.Bundle(snap, export.BundleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := t.TempDir()
+	if err := export.WriteDir(fresh, b); err != nil {
+		t.Fatal(err)
+	}
+	want, got := files(t, fresh), files(t, filepath.Join("..", "policies", "bundle"))
+	for name, content := range want {
+		if existing, ok := got[name]; !ok {
+			t.Errorf("policies/bundle/%s is missing: run `make generate`", name)
+		} else if !bytes.Equal(existing, content) {
+			t.Errorf("policies/bundle/%s is stale: run `make generate`", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("policies/bundle/%s is left over: run `make generate`", name)
+		}
+	}
+}
+
+// files reads every file under dir by its slash path.
+func files(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		out[filepath.ToSlash(rel)], err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
