@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // opaServer is `opa run --server` serving one bundle on loopback.
@@ -41,12 +41,11 @@ type opaServer struct {
 
 func startOPA(t *testing.T, args ...string) *opaServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := live.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	bin, err := filepath.Abs(filepath.Join("..", "bin", "opa"))
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,6 @@ type BundleOptions struct {
 	// (data.tenantguard.runtime.managers); engine.DefaultManager when empty,
 	// as in the server.
 	Managers []string
-	// Metadata goes into the manifest's metadata.
-	Metadata map[string]any
 	// SigningKey (PEM, or the secret of an HS algorithm) signs the bundle
 	// with SigningAlg (RS256 when empty) as KeyID, as `opa sign` does.
 	SigningKey []byte
@@ -87,7 +85,7 @@ func Bundle(reg *registry.Snapshot, opts BundleOptions) (*bundle.Bundle, error) 
 	}
 	regoVersion := 1
 	b := &bundle.Bundle{
-		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{Root}, RegoVersion: &regoVersion, Metadata: opts.Metadata},
+		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{Root}, RegoVersion: &regoVersion},
 		Data:     data,
 		Modules:  modules,
 	}
