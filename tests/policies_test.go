@@ -13,32 +13,52 @@ import (
 
 // TestPoliciesAreCurrent fails when policies/ differs from what `make
 // generate` writes for examples/registry.yaml: a file changed, missing or
-// left over.
+// left over, for every engine.
 func TestPoliciesAreCurrent(t *testing.T) {
 	snap, err := registry.Load(filepath.Join("..", "examples", "registry.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := export.Bundle(snap, export.BundleOptions{})
-	if err != nil {
-		t.Fatal(err)
+	writers := map[string]func(dir string) error{
+		"bundle": func(dir string) error {
+			b, err := export.Bundle(snap, export.BundleOptions{})
+			if err != nil {
+				return err
+			}
+			return export.WriteDir(dir, b)
+		},
+		"gatekeeper": library(func() (*export.Library, error) { return export.Gatekeeper(snap, export.GatekeeperOptions{}) }),
 	}
-	fresh := t.TempDir()
-	if err := export.WriteDir(fresh, b); err != nil {
-		t.Fatal(err)
+	for engine, write := range writers {
+		t.Run(engine, func(t *testing.T) {
+			fresh := t.TempDir()
+			if err := write(fresh); err != nil {
+				t.Fatal(err)
+			}
+			want, got := files(t, fresh), files(t, filepath.Join("..", "policies", engine))
+			for name, content := range want {
+				if existing, ok := got[name]; !ok {
+					t.Errorf("policies/%s/%s is missing: run `make generate`", engine, name)
+				} else if !bytes.Equal(existing, content) {
+					t.Errorf("policies/%s/%s is stale: run `make generate`", engine, name)
+				}
+			}
+			for name := range got {
+				if _, ok := want[name]; !ok {
+					t.Errorf("policies/%s/%s is left over: run `make generate`", engine, name)
+				}
+			}
+		})
 	}
-	want, got := files(t, fresh), files(t, filepath.Join("..", "policies", "bundle"))
-	for name, content := range want {
-		if existing, ok := got[name]; !ok {
-			t.Errorf("policies/bundle/%s is missing: run `make generate`", name)
-		} else if !bytes.Equal(existing, content) {
-			t.Errorf("policies/bundle/%s is stale: run `make generate`", name)
+}
+
+func library(build func() (*export.Library, error)) func(dir string) error {
+	return func(dir string) error {
+		lib, err := build()
+		if err != nil {
+			return err
 		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("policies/bundle/%s is left over: run `make generate`", name)
-		}
+		return lib.WriteDir(dir)
 	}
 }
 

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenantguard/tenantguard/internal/export"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// libraryFlags are the flags every manifest export shares.
+type libraryFlags struct {
+	registryFile, output string
+}
+
+func (f *libraryFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.registryFile, "registry", "", "the tenant registry (TenantRegistry or its ConfigMap)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "a directory (one file per object, in apply order), FILE.yaml for one stream, or - for stdout")
+}
+
+// run loads the registry, builds the library and writes it with its
+// coverage table; the table goes to stderr when the objects go to stdout.
+func (f *libraryFlags) run(cmd *cobra.Command, engineName string, build func(*registry.Snapshot) (*export.Library, error)) error {
+	if f.registryFile == "" || f.output == "" {
+		return usageErrorf("--registry and -o are required")
+	}
+	snap, err := loadRegistry(f.registryFile)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	lib, err := build(snap)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	report := cmd.OutOrStdout()
+	switch {
+	case f.output == "-":
+		report = cmd.ErrOrStderr()
+		err = lib.WriteYAML(cmd.OutOrStdout())
+	case strings.HasSuffix(f.output, ".yaml") || strings.HasSuffix(f.output, ".yml"):
+		err = writeOutput(f.output, lib.WriteYAML)
+	default:
+		err = lib.WriteDir(f.output)
+	}
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
+	_, _ = fmt.Fprintf(report, "wrote %s: %d objects for %s\n", f.output, len(lib.Objects), engineName)
+	return coverageTable(report, engineName, func(rule string) string { return lib.Coverage[rule] })
+}
+
+func writeOutput(path string, write func(io.Writer) error) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

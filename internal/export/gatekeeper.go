@@ -1,0 +1,281 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/tenantguard/tenantguard/internal/registry"
+	policy "github.com/tenantguard/tenantguard/rego"
+)
+
+// GatekeeperOptions configure Gatekeeper.
+type GatekeeperOptions struct {
+	// Managers are the user names of tenantguard itself, allowed to change
+	// companion resources; engine.DefaultManager when empty.
+	Managers []string
+}
+
+// kindRef is one kind the rules read, with its resource name.
+type kindRef struct{ Group, Kind, Resource string }
+
+// podCarriers are the kinds with a pod spec, as the library routes them
+// (tenantguard.main).
+var podCarriers = []kindRef{
+	{"", "Pod", "pods"},
+	{"", "PodTemplate", "podtemplates"},
+	{"", "ReplicationController", "replicationcontrollers"},
+	{"apps", "ReplicaSet", "replicasets"},
+	{"apps", "Deployment", "deployments"},
+	{"apps", "StatefulSet", "statefulsets"},
+	{"apps", "DaemonSet", "daemonsets"},
+	{"batch", "Job", "jobs"},
+	{"batch", "CronJob", "cronjobs"},
+}
+
+// familyKinds are the kinds each rule family judges; nil means every kind.
+var familyKinds = map[string][]kindRef{
+	"namespaces": {{"", "Namespace", "namespaces"}},
+	"pods":       podCarriers,
+	"priority":   podCarriers,
+	"storage":    append(slices.Clone(podCarriers), kindRef{"", "PersistentVolumeClaim", "persistentvolumeclaims"}),
+	"services":   {{"", "Service", "services"}},
+	"quota":      nil,
+	"managed":    nil,
+}
+
+// gatekeeperLibRoot is where Gatekeeper requires template libraries to live.
+const gatekeeperLibRoot = "lib"
+
+// Gatekeeper builds the Gatekeeper library for reg: a SyncSet replicating
+// what the referential rules read, one ConstraintTemplate per rule family
+// (Rego v1, the whole library renamed under data.lib as a template library,
+// tenantguard.gatekeeper as the adapter) and one Constraint per rule id,
+// named after it, with the registry's enforcement mode as its
+// enforcementAction and the registry as its parameters.
+func Gatekeeper(reg *registry.Snapshot, opts GatekeeperOptions) (*Library, error) {
+	libs, err := gatekeeperLibs()
+	if err != nil {
+		return nil, err
+	}
+	data, err := plainRegistry(reg)
+	if err != nil {
+		return nil, err
+	}
+	sync, unsynced := syncKinds(reg)
+	lib := &Library{Coverage: map[string]string{}}
+	lib.Objects = append(lib.Objects, map[string]any{
+		"apiVersion": "syncset.gatekeeper.sh/v1alpha1",
+		"kind":       "SyncSet",
+		"metadata":   map[string]any{"name": "tenantguard"},
+		"spec":       map[string]any{"gvks": sync},
+	})
+	requires, err := json.Marshal([]any{sync})
+	if err != nil {
+		return nil, err
+	}
+	for _, family := range familyNames() {
+		lib.Objects = append(lib.Objects, constraintTemplate(family, libs, string(requires)))
+	}
+	for _, rule := range registry.RuleIDs {
+		family := families[rule]
+		lib.Objects = append(lib.Objects, map[string]any{
+			"apiVersion": "constraints.gatekeeper.sh/v1beta1",
+			"kind":       gatekeeperKind(family),
+			"metadata":   map[string]any{"name": rule},
+			"spec": map[string]any{
+				"enforcementAction": mode(reg, rule),
+				"match":             map[string]any{"kinds": matchKinds(familyKinds[family])},
+				"parameters": map[string]any{
+					"rules":    []any{rule},
+					"registry": data,
+					"managers": managersOrDefault(opts.Managers),
+				},
+			},
+		})
+		lib.Coverage[rule] = covered + " (the rule library, as template " + gatekeeperKind(family) + ")"
+	}
+	if len(unsynced) > 0 {
+		lib.Coverage["tenant-quota"] += "; add the kinds of " + strings.Join(unsynced, ", ") + " to the SyncSet, they are not built-in resources"
+	}
+	return lib, nil
+}
+
+func familyNames() []string {
+	var out []string
+	for _, f := range families {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// gatekeeperKind is the Constraint kind of a rule family, e.g. TenantguardPods.
+func gatekeeperKind(family string) string {
+	return "Tenantguard" + strings.ToUpper(family[:1]) + family[1:]
+}
+
+func matchKinds(kinds []kindRef) []any {
+	if kinds == nil {
+		return []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}
+	}
+	var groups []string
+	byGroup := map[string][]any{}
+	for _, k := range kinds {
+		if _, ok := byGroup[k.Group]; !ok {
+			groups = append(groups, k.Group)
+		}
+		byGroup[k.Group] = append(byGroup[k.Group], k.Kind)
+	}
+	out := make([]any, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, map[string]any{"apiGroups": []any{g}, "kinds": byGroup[g]})
+	}
+	return out
+}
+
+func constraintTemplate(family string, libs []any, requires string) map[string]any {
+	kind := gatekeeperKind(family)
+	rego := fmt.Sprintf(`package tenantguard.%s
+
+import data.lib.tenantguard.gatekeeper
+
+violation contains {"msg": msg} if some msg in gatekeeper.violations(%q)
+`, family, family)
+	return map[string]any{
+		"apiVersion": "templates.gatekeeper.sh/v1",
+		"kind":       "ConstraintTemplate",
+		"metadata": map[string]any{
+			"name":        strings.ToLower(kind),
+			"annotations": map[string]any{"metadata.gatekeeper.sh/requires-sync-data": requires},
+		},
+		"spec": map[string]any{
+			"crd": map[string]any{"spec": map[string]any{
+				"names": map[string]any{"kind": kind},
+				"validation": map[string]any{
+					"legacySchema": false,
+					"openAPIV3Schema": map[string]any{
+						"type": "object",
+						"properties": map[string]any{
+							"rules":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "the rule ids this Constraint enforces"},
+							"managers": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "user names of tenantguard itself"},
+							"registry": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "the compiled tenant registry"},
+						},
+					},
+				},
+			}},
+			"targets": []any{map[string]any{
+				"target": "admission.k8s.gatekeeper.sh",
+				"code": []any{map[string]any{
+					"engine": "Rego",
+					"source": map[string]any{"version": "v1", "rego": rego, "libs": libs},
+				}},
+			}},
+		},
+	}
+}
+
+// gatekeeperLibs is the library (tests left out) with every package and
+// reference under data.tenantguard moved under data.lib.tenantguard,
+// comments dropped, in a stable order.
+func gatekeeperLibs() ([]any, error) {
+	modules, err := policy.Modules(policy.FS())
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(modules))
+	for path := range modules {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	// Gatekeeper has no room for data of one's own (data.lib holds code
+	// only): what the library reads as data, the adapter passes in the input
+	moves := [][2]ast.Ref{
+		{ast.MustParseRef("data." + Root + ".registry"), ast.MustParseRef("input." + Root + ".registry")},
+		{ast.MustParseRef("data." + Root + ".runtime"), ast.MustParseRef("input." + Root + ".runtime")},
+		{ast.MustParseRef("data.kubernetes"), ast.MustParseRef("input." + Root + ".kubernetes")},
+		{ast.MustParseRef("data." + Root), ast.MustParseRef("data." + gatekeeperLibRoot + "." + Root)},
+	}
+	libs := make([]any, 0, len(paths))
+	for _, path := range paths {
+		module, err := ast.ParseModuleWithOpts(path, modules[path], ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, err
+		}
+		move := func(ref ast.Ref) ast.Ref {
+			for _, m := range moves {
+				if ref.HasPrefix(m[0]) {
+					return m[1].Concat(ref[len(m[0]):])
+				}
+			}
+			return ref
+		}
+		rewritten, err := ast.TransformRefs(module, func(ref ast.Ref) (ast.Value, error) { return move(ref), nil })
+		if err != nil {
+			return nil, err
+		}
+		module = rewritten.(*ast.Module)
+		// the targets of `with` are not among the refs TransformRefs visits
+		ast.WalkWiths(module, func(w *ast.With) bool {
+			if ref, ok := w.Target.Value.(ast.Ref); ok {
+				w.Target.Value = move(ref)
+			}
+			return false
+		})
+		module.Comments = nil
+		module.Annotations = nil
+		src, err := format.AstWithOpts(module, format.Opts{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, fmt.Errorf("formatting %s for Gatekeeper: %w", path, err)
+		}
+		libs = append(libs, string(src))
+	}
+	return libs, nil
+}
+
+// syncKinds are the kinds the referential rules read from Gatekeeper's
+// inventory: namespaces, priority classes and every counted resource of a
+// built-in kind; unsynced lists the counted resources it cannot map to a
+// kind offline (custom resources).
+func syncKinds(reg *registry.Snapshot) (sync []any, unsynced []string) {
+	gvks := []schema.GroupVersionKind{
+		{Version: "v1", Kind: "Namespace"},
+		{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"},
+	}
+	for _, gr := range reg.QuotaResources() {
+		gvk, ok := kindOf(gr)
+		if !ok {
+			unsynced = append(unsynced, gr.String())
+			continue
+		}
+		if !slices.Contains(gvks, gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	for _, gvk := range gvks {
+		sync = append(sync, map[string]any{"groups": []any{gvk.Group}, "versions": []any{gvk.Version}, "kinds": []any{gvk.Kind}})
+	}
+	return sync, unsynced
+}
+
+// kindOf maps a built-in resource to its kind at the group's preferred version.
+func kindOf(gr schema.GroupResource) (schema.GroupVersionKind, bool) {
+	for _, gv := range scheme.Scheme.PrioritizedVersionsForGroup(gr.Group) {
+		for kind := range scheme.Scheme.KnownTypes(gv) {
+			gvk := gv.WithKind(kind)
+			if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource == gr.Resource {
+				return gvk, true
+			}
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}

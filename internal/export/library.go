@@ -1,0 +1,153 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// Library is what an engine export writes: the Kubernetes objects to apply,
+// in order, and how each rule id is covered.
+type Library struct {
+	// Objects are apply-ready manifests, in the order to apply them.
+	Objects []map[string]any
+	// Coverage says, for every rule id of registry.RuleIDs, whether the
+	// engine enforces it ("covered ...") or why not ("not expressible: ...").
+	Coverage map[string]string
+}
+
+// Covers reports whether the library enforces rule.
+func (l *Library) Covers(rule string) bool {
+	return len(l.Coverage[rule]) >= len(covered) && l.Coverage[rule][:len(covered)] == covered
+}
+
+// covered starts the coverage text of an enforced rule.
+const covered = "covered"
+
+// WriteYAML writes the objects as one multi-document YAML stream.
+func (l *Library) WriteYAML(w io.Writer) error {
+	var buf bytes.Buffer
+	for _, obj := range l.Objects {
+		raw, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		buf.WriteString("---\n")
+		buf.Write(raw)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// families maps each rule id to the rule family (Rego package under
+// tenantguard.rules) that decides it.
+var families = map[string]string{
+	"namespace-ownership":    "namespaces",
+	"namespace-prefix":       "namespaces",
+	"protected-namespace":    "namespaces",
+	"namespace-quota":        "namespaces",
+	"tenant-label-immutable": "namespaces",
+	"protected-metadata":     "namespaces",
+	"host-path":              "pods",
+	"host-network":           "pods",
+	"host-namespaces":        "pods",
+	"host-ports":             "pods",
+	"privileged":             "pods",
+	"priority-class":         "priority",
+	"storage-class":          "storage",
+	"service-type":           "services",
+	"external-ips":           "services",
+	"tenant-quota":           "quota",
+	"managed-resource":       "managed",
+}
+
+// mode is a rule's enforcement mode in the registry: deny, warn or dryrun.
+func mode(reg *registry.Snapshot, rule string) string {
+	settings, _ := reg.Data()["settings"].(map[string]any)
+	enforcement, _ := settings["enforcement"].(map[string]any)
+	if m, ok := enforcement[rule].(string); ok && m != "" {
+		return m
+	}
+	return "deny"
+}
+
+// plainRegistry is the registry as the engines read it (registry.Snapshot.Data)
+// in plain JSON types, so that it can be embedded in manifests.
+func plainRegistry(reg *registry.Snapshot) (map[string]any, error) {
+	raw, err := json.Marshal(reg.Data())
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("the registry is not plain JSON: %w", err)
+	}
+	return out, nil
+}
+
+func managersOrDefault(managers []string) []any {
+	if len(managers) == 0 {
+		managers = []string{engine.DefaultManager}
+	}
+	out := make([]any, len(managers))
+	for i, m := range managers {
+		out[i] = m
+	}
+	return out
+}
+
+// WriteDir writes one file per object into dir, named by apply order, kind
+// and name ("03-constrainttemplate-tenantguardpods.yaml"), so that `kubectl
+// apply -f DIR` applies them in order. YAML files of an earlier export that
+// this one lacks are removed; a directory holding anything but YAML files
+// is refused.
+func (l *Library) WriteDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
+			return fmt.Errorf("%s holds %s, which an export did not write; refusing to write into it", dir, e.Name())
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // policy is meant to be read
+		return err
+	}
+	files := map[string][]byte{}
+	for i, obj := range l.Objects {
+		meta, _ := obj["metadata"].(map[string]any)
+		name := fmt.Sprintf("%02d-%s-%s.yaml", i+1, strings.ToLower(fmt.Sprint(obj["kind"])), meta["name"])
+		raw, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		files[name] = raw
+	}
+	for _, e := range entries {
+		if _, keep := files[e.Name()]; !keep {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	for name, raw := range files {
+		path := filepath.Join(dir, name)
+		if existing, err := os.ReadFile(path); err == nil && bytes.Equal(existing, raw) {
+			continue
+		}
+		if err := os.WriteFile(path, raw, 0o644); err != nil { //nolint:gosec // policy is meant to be read
+			return err
+		}
+	}
+	return nil
+}

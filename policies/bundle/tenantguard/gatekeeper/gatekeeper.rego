@@ -1,0 +1,83 @@
+# METADATA
+# title: Gatekeeper adapter
+# description: |
+#   What the ConstraintTemplates of `tenantguard export gatekeeper` call. In a
+#   template the library is renamed under data.lib (Gatekeeper's rule for
+#   libraries), the registry and tenantguard's own user names come from the
+#   Constraint's parameters, and the cluster from Gatekeeper's replicated
+#   inventory (data.inventory, filled by the exported SyncSet) plus
+#   input.review.namespaceObject. The inventory is reshaped as kube-mgmt's
+#   data.kubernetes so that the facts are built by the same rules as for the
+#   OPA bundle.
+package tenantguard.gatekeeper
+
+import data.tenantguard.kubernetes
+import data.tenantguard.rules
+
+_review := object.get(input, "review", {})
+
+# Gatekeeper hands a DELETE's existing object in object too; the API server
+# (and so the rules) send it only as oldObject
+_request := object.union(_review, {"object": null}) if {
+	_review.operation == "DELETE"
+} else := _review
+
+default _inventory := {}
+
+_inventory := data.inventory
+
+_cluster_kinds(group, kind) := {name: obj |
+	some gv, kinds in object.get(_inventory, "cluster", {})
+	_group_of(gv) == group
+	some name, obj in object.get(kinds, kind, {})
+}
+
+_group_of(gv) := "" if not contains(gv, "/")
+
+_group_of(gv) := split(gv, "/")[0] if contains(gv, "/")
+
+_namespace_object := {input.review.namespaceObject.metadata.name: input.review.namespaceObject} if {
+	is_object(input.review.namespaceObject)
+} else := {}
+
+# the objects of the requested kind, by namespace and name, as kube-mgmt
+# replicates them under their resource name
+_objects := {namespace: objects |
+	some namespace, versions in object.get(_inventory, "namespace", {})
+	objects := {name: obj |
+		some gv, kinds in versions
+		_group_of(gv) == object.get(_request.kind, "group", "")
+		some name, obj in object.get(kinds, _request.kind.kind, {})
+	}
+}
+
+_resource := object.get(_request, ["resource", "resource"], "")
+
+_cluster := object.union(
+	{_resource: _objects | not _resource in {"", "namespaces", "priorityclasses"}},
+	{
+		"namespaces": object.union(
+			object.remove(_cluster_kinds("", "Namespace"), object.keys(_namespace_object)),
+			_namespace_object,
+		),
+		"priorityclasses": _cluster_kinds("scheduling.k8s.io", "PriorityClass"),
+	},
+)
+
+_registry := object.get(input, ["parameters", "registry"], {})
+
+_managers := {name: true | some name in object.get(input, ["parameters", "managers"], [])}
+
+# METADATA
+# description: |
+#   The violations of one rule family ("namespaces", "pods", ...) whose rule
+#   ids the Constraint names in parameters.rules, each "[rule-id] sentence".
+violations(family) := {sprintf("[%s] %s", [v.id, v.msg]) |
+	facts := kubernetes.policy_input with input as {"request": _request}
+		with data.kubernetes as _cluster
+		with data.tenantguard.registry as _registry
+	some v in rules[family].violations with input as facts
+		with data.tenantguard.registry as _registry
+		with data.tenantguard.runtime.managers as _managers
+	v.id in object.get(input, ["parameters", "rules"], [])
+}

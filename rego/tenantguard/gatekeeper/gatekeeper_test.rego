@@ -1,0 +1,91 @@
+package tenantguard.gatekeeper_test
+
+import data.tenantguard.fixtures_test as f
+import data.tenantguard.gatekeeper
+
+_ns(name, tenant) := {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"tenantguard.io/tenant": tenant}}}
+
+_pods(n) := {sprintf("p%d", [i]): {"metadata": {"name": sprintf("p%d", [i])}, "status": {"phase": "Running"}} | some i in numbers.range(1, n)}
+
+# Gatekeeper's inventory: oil-dev and oil-prod with 19 running pods and a
+# finished one between them
+_inventory := {
+	"cluster": {"v1": {"Namespace": {"oil-dev": _ns("oil-dev", "oil"), "oil-prod": _ns("oil-prod", "oil")}}},
+	"namespace": {
+		"oil-dev": {"v1": {"Pod": _pods(10)}},
+		"oil-prod": {"v1": {"Pod": object.union(_pods(9), {"done": {"status": {"phase": "Succeeded"}}})}},
+	},
+}
+
+_params(rules) := {"rules": rules, "registry": f.registry, "managers": ["system:serviceaccount:tenantguard-system:tenantguard"]}
+
+# the input Gatekeeper builds from an AdmissionRequest and a Constraint
+_input(inp, rules) := {"review": inp.request, "parameters": _params(rules)}
+
+_violations(family, inp, rules, inventory) := result if {
+	result := gatekeeper.violations(family) with input as _input(inp, rules)
+		with data.inventory as inventory
+}
+
+test_a_pod_is_judged_by_its_namespace_in_the_inventory if {
+	inp := f.request("CREATE", f.pod({"hostNetwork": true}))
+	msgs := _violations("pods", inp, ["host-network"], _inventory)
+	count(msgs) == 1
+	some msg in msgs
+	startswith(msg, `[host-network] hostNetwork is not allowed for pods of tenant "oil"`)
+}
+
+test_only_the_rules_the_constraint_names_are_reported if {
+	inp := f.request("CREATE", f.pod({"hostNetwork": true, "hostPID": true}))
+	msgs := _violations("pods", inp, ["host-namespaces"], _inventory)
+	count(msgs) == 1
+	some msg in msgs
+	startswith(msg, "[host-namespaces] hostPID ")
+}
+
+test_the_review_namespace_object_wins_over_a_stale_inventory if {
+	inp := f.request("CREATE", f.pod({"hostNetwork": true}))
+	review := object.union(inp.request, {"namespaceObject": {"metadata": {"name": "oil-dev", "labels": {}}}})
+	msgs := gatekeeper.violations("pods") with input as {"review": review, "parameters": _params(["host-network"])}
+		with data.inventory as _inventory
+	count(msgs) == 0
+}
+
+test_the_tenant_quota_counts_the_inventory if {
+	inp := f.request("CREATE", f.pod({}))
+	count(_violations("quota", inp, ["tenant-quota"], _inventory)) == 0
+	full := json.patch(_inventory, [{"op": "add", "path": "/namespace/oil-dev/v1/Pod/p11", "value": {}}])
+	msgs := _violations("quota", inp, ["tenant-quota"], full)
+	some msg in msgs
+	startswith(msg, `[tenant-quota] tenant "oil" already has 20 of its 20 allowed pods`)
+}
+
+test_namespaces_are_counted_from_the_inventory if {
+	registry := json.patch(f.registry, [{"op": "replace", "path": "/tenants/oil/namespaceQuota", "value": 2}])
+	inp := f.request_for("", "Namespace", "namespaces", "CREATE", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "oil-third"}})
+	msgs := gatekeeper.violations("namespaces") with input as {"review": inp.request, "parameters": object.union(_params(["namespace-quota"]), {"registry": registry})}
+		with data.inventory as _inventory
+	some msg in msgs
+	startswith(msg, `[namespace-quota] tenant "oil" already has 2 of its 2 allowed namespaces`)
+}
+
+test_a_delete_is_judged_on_the_old_object_only if {
+	companion := {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app.kubernetes.io/managed-by": "tenantguard"}}}
+	inp := f.request("DELETE", companion)
+
+	# Gatekeeper copies oldObject into object on DELETE
+	review := object.union(inp.request, {"object": companion, "oldObject": companion})
+	msgs := gatekeeper.violations("managed") with input as {"review": review, "parameters": _params(["managed-resource"])}
+		with data.inventory as _inventory
+	some msg in msgs
+	contains(msg, "cannot be deleted")
+}
+
+test_tenantguard_itself_may_change_its_companions if {
+	companion := {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app.kubernetes.io/managed-by": "tenantguard"}}}
+	inp := f.as_user(f.request("UPDATE", companion), f.user("system:serviceaccount:tenantguard-system:tenantguard"))
+	review := object.union(inp.request, {"oldObject": companion})
+	msgs := gatekeeper.violations("managed") with input as {"review": review, "parameters": _params(["managed-resource"])}
+		with data.inventory as _inventory
+	count(msgs) == 0
+}

@@ -1,0 +1,277 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+// verdict is a validating decision as rule ids by enforcement mode, each
+// list sorted and without repeats.
+type verdict struct{ Deny, Warn, DryRun []string }
+
+func (v verdict) String() string {
+	return fmt.Sprintf("deny %v warn %v dryrun %v", v.Deny, v.Warn, v.DryRun)
+}
+
+// only keeps the rules an engine claims to cover.
+func (v verdict) only(covers func(string) bool) verdict {
+	keep := func(ids []string) []string {
+		out := []string{}
+		for _, id := range ids {
+			if covers(id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	return verdict{keep(v.Deny), keep(v.Warn), keep(v.DryRun)}
+}
+
+func (v verdict) equal(o verdict) bool {
+	return slices.Equal(v.Deny, o.Deny) && slices.Equal(v.Warn, o.Warn) && slices.Equal(v.DryRun, o.DryRun)
+}
+
+// verdictOf collects rule ids by mode.
+type verdictOf map[string]map[string]bool
+
+func (b verdictOf) add(mode, id string) {
+	if b[mode] == nil {
+		b[mode] = map[string]bool{}
+	}
+	b[mode][id] = true
+}
+
+func (b verdictOf) verdict() verdict {
+	list := func(mode string) []string {
+		out := []string{}
+		for id := range b[mode] {
+			out = append(out, id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return verdict{list("deny"), list("warn"), list("dryrun")}
+}
+
+// ruleOf is the id of a "[rule-id] sentence" message, possibly behind a prefix
+// an engine adds.
+func ruleOf(message string) string {
+	start := strings.Index(message, "[")
+	end := strings.Index(message, "] ")
+	if start < 0 || end < start {
+		return ""
+	}
+	return message[start+1 : end]
+}
+
+// corpusCase is one decidable corpus case as every engine gets it: the
+// request after the embedded engine's mutations (validating admission sees
+// the mutated object) and the cluster the case runs in.
+type corpusCase struct {
+	*fixtures.Case
+	// original is the AdmissionReview before mutation, review after it.
+	original, review []byte
+	request          *admissionv1.AdmissionRequest
+	// objects are the corpus cluster plus the case's own objects.
+	objects []map[string]any
+	// want is the embedded engine's decision; response and patch its answer.
+	want     verdict
+	response admissionv1.AdmissionResponse
+	patch    []byte
+}
+
+// namespaceObject is the namespace of the request among the case's objects.
+func (c *corpusCase) namespaceObject() map[string]any {
+	for _, o := range slices.Backward(c.objects) {
+		meta, _ := o["metadata"].(map[string]any)
+		if o["kind"] == "Namespace" && meta["name"] == c.request.Namespace && c.request.Namespace != "" {
+			return o
+		}
+	}
+	return nil
+}
+
+// judge is one engine of the policy library.
+type judge struct {
+	name string
+	// covers reports whether the engine claims the rule.
+	covers func(rule string) bool
+	// refuses, when set, says why the engine cannot take a case at all; such
+	// cases are counted apart, not compared.
+	refuses func(c *corpusCase) string
+	// load puts the library exported for a registry file in force.
+	load func(t *testing.T, registryFile string)
+	// decide is the engine's decision on a case; problems are differences
+	// beyond rule ids that the engine can be held to (messages, patches).
+	decide func(t *testing.T, c *corpusCase) (got verdict, problems []string)
+}
+
+// loadCorpus decides every decidable case with the embedded engine.
+func loadCorpus(t *testing.T) []*corpusCase {
+	t.Helper()
+	cases, err := fixtures.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := yaml.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := clusterview.LoadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := map[string]*engine.Engine{}
+	var out []*corpusCase
+	for i := range cases {
+		c := &cases[i]
+		if c.Expect.BadInput {
+			continue
+		}
+		body, err := c.Review()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := admission.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := engineFor(t, engines, c.RegistryFile())
+		d, err := eng.Review(t.Context(), req, caseView(t, cluster, c, eng.Registry().TenantLabel()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		review := body
+		if len(d.Patch) > 0 {
+			review = applyToReview(t, body, d.Patch)
+		}
+		var mutated admissionv1.AdmissionReview
+		if err := json.Unmarshal(review, &mutated); err != nil {
+			t.Fatal(err)
+		}
+		want := verdictOf{}
+		for mode, vs := range map[string][]engine.Violation{"deny": d.Deny, "warn": d.Warn, "dryrun": d.DryRun} {
+			for _, v := range vs {
+				want.add(mode, v.ID)
+			}
+		}
+		out = append(out, &corpusCase{
+			Case: c, original: body, review: review, request: mutated.Request,
+			objects: append(slices.Clone(list.Items), c.Objects...),
+			want:    want.verdict(), response: d.Response(req.UID).AdmissionResponse, patch: d.Patch,
+		})
+	}
+	return out
+}
+
+// TestEnginesAgree is the equivalence test of the policy library: every
+// decidable case of the shared corpus goes through the embedded engine and
+// through each exported engine, which must agree with the embedded engine on
+// the rules it claims to cover: the same rule ids broken, in the same
+// enforcement mode. Every rule an engine claims must be broken, with
+// agreement, by at least one case. The counts per engine are logged.
+func TestEnginesAgree(t *testing.T) {
+	corpus := loadCorpus(t)
+	var files []string
+	for _, c := range corpus {
+		if !slices.Contains(files, c.RegistryFile()) {
+			files = append(files, c.RegistryFile())
+		}
+	}
+	var summary []string
+	for _, j := range judges(t) {
+		t.Run(j.name, func(t *testing.T) {
+			agreed, claimed, refused := 0, 0, 0
+			exercised := map[string]bool{}
+			for _, file := range files {
+				j.load(t, file)
+				for _, c := range corpus {
+					if c.RegistryFile() != file {
+						continue
+					}
+					t.Run(c.Name, func(t *testing.T) {
+						if j.refuses != nil {
+							if why := j.refuses(c); why != "" {
+								refused++
+								t.Skipf("%s cannot take this request: %s", j.name, why)
+							}
+						}
+						want := c.want.only(j.covers)
+						got, problems := j.decide(t, c)
+						if !got.equal(want) {
+							problems = append(problems, fmt.Sprintf("%s, engine %s", got, want))
+						}
+						if len(problems) > 0 {
+							t.Errorf("%s disagrees with the engine:\n%s", j.name, strings.Join(problems, "\n"))
+							return
+						}
+						agreed++
+						for _, id := range slices.Concat(want.Deny, want.Warn, want.DryRun) {
+							exercised[id] = true
+						}
+					})
+				}
+			}
+			var missing []string
+			for _, id := range registry.RuleIDs {
+				if j.covers(id) {
+					claimed++
+					if !exercised[id] {
+						missing = append(missing, id)
+					}
+				}
+			}
+			if len(missing) > 0 {
+				t.Errorf("no case broke %v with %s agreeing; the claim is untested", missing, j.name)
+			}
+			summary = append(summary, fmt.Sprintf("%-18s %3d cases, %3d agreements, %2d refused before deciding, %2d of %d rules covered, %2d exercised",
+				j.name, len(corpus), agreed, refused, claimed, len(registry.RuleIDs), len(exercised)))
+		})
+	}
+	t.Logf("engine agreement on the shared corpus:\n%s", strings.Join(summary, "\n"))
+}
+
+func judges(t *testing.T) []judge {
+	return []judge{embeddedJudge(), opaJudge(t), gatekeeperJudge()}
+}
+
+// embeddedJudge holds the engine to the corpus's own expectations, so that
+// the reference the others are compared with is itself checked.
+func embeddedJudge() judge {
+	return judge{
+		name:   "embedded engine",
+		covers: func(string) bool { return true },
+		load:   func(*testing.T, string) {},
+		decide: func(_ *testing.T, c *corpusCase) (verdict, []string) {
+			want := verdictOf{}
+			for mode, ids := range map[string][]string{"deny": c.Expect.Deny, "warn": c.Expect.Warn, "dryrun": c.Expect.DryRun} {
+				for _, id := range ids {
+					want.add(mode, id)
+				}
+			}
+			if got := want.verdict(); !got.equal(c.want) {
+				return c.want, []string{fmt.Sprintf("the corpus expects %s", got)}
+			}
+			return c.want, nil
+		},
+	}
+}

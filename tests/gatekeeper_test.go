@@ -1,0 +1,172 @@
+package tests
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/frameworks/constraint/pkg/apis"
+	templatesv1 "github.com/open-policy-agent/frameworks/constraint/pkg/apis/templates/v1"
+	constraintclient "github.com/open-policy-agent/frameworks/constraint/pkg/client"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/client/drivers/rego"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/client/reviews"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/core/templates"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/target"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tenantguard/tenantguard/internal/export"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// webhookEnforcementPoint is where Gatekeeper's admission webhook reviews.
+const webhookEnforcementPoint = "validation.gatekeeper.sh"
+
+// gatekeeperJudge loads the exported templates and constraints into
+// Gatekeeper's own constraint framework (the Rego driver and Gatekeeper's
+// K8sValidationTarget, as its webhook runs them), replicates the case's
+// cluster into the inventory as the SyncSet would, and reviews the mutated
+// request with its namespace as the webhook does. Messages must be the
+// engine's, sentence for sentence.
+func gatekeeperJudge() judge {
+	var (
+		client *constraintclient.Client
+		lib    *export.Library
+	)
+	return judge{
+		name:   "Gatekeeper",
+		covers: func(rule string) bool { return lib == nil || lib.Covers(rule) },
+		refuses: func(c *corpusCase) string {
+			if c.request.Operation == "DELETE" && len(c.request.OldObject.Raw) == 0 {
+				// API servers send it since Kubernetes 1.15
+				return "a DELETE without oldObject"
+			}
+			return ""
+		},
+		load: func(t *testing.T, registryFile string) {
+			snap, err := registry.Load(registryFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lib, err = export.Gatekeeper(snap, export.GatekeeperOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			client = gatekeeperClient(t, lib)
+		},
+		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+			var added []*unstructured.Unstructured
+			for _, o := range c.objects {
+				u := &unstructured.Unstructured{Object: o}
+				if _, err := client.AddData(t.Context(), u); err != nil {
+					t.Fatal(err)
+				}
+				added = append(added, u)
+			}
+			defer func() {
+				for _, u := range added {
+					if _, err := client.RemoveData(t.Context(), u); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}()
+			review := &target.AugmentedReview{AdmissionRequest: c.request, IsAdmission: true}
+			var opts []reviews.ReviewOpt
+			if ns := c.namespaceObject(); ns != nil {
+				var typed corev1.Namespace
+				convert(t, ns, &typed)
+				review.Namespace = &typed
+				opts = append(opts, reviews.Namespace(ns))
+			}
+			resp, err := client.Review(t.Context(), review, append(opts, reviews.EnforcementPoint(webhookEnforcementPoint))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := verdictOf{}
+			var problems []string
+			for _, r := range resp.Results() {
+				id := ruleOf(r.Msg)
+				v.add(r.EnforcementAction, id)
+				if !c.hasMessage(r.Msg) {
+					problems = append(problems, "message not the engine's: "+r.Msg)
+				}
+			}
+			return v.verdict(), problems
+		},
+	}
+}
+
+// hasMessage reports whether the embedded engine gave the message, as a
+// denial line, a warning or an audit annotation.
+func (c *corpusCase) hasMessage(msg string) bool {
+	if c.response.Result != nil && strings.Contains("\n"+c.response.Result.Message+"\n", "\n"+msg+"\n") {
+		return true
+	}
+	for _, w := range c.response.Warnings {
+		if w == msg {
+			return true
+		}
+	}
+	for _, a := range c.response.AuditAnnotations {
+		if a == msg {
+			return true
+		}
+	}
+	return false
+}
+
+// gatekeeperClient is a constraint framework client with the library's
+// templates and constraints added, as Gatekeeper's controllers add them.
+func gatekeeperClient(t *testing.T, lib *export.Library) *constraintclient.Client {
+	t.Helper()
+	driver, err := rego.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := constraintclient.NewClient(constraintclient.Targets(&target.K8sValidationTarget{}),
+		constraintclient.Driver(driver), constraintclient.EnforcementPoints(webhookEnforcementPoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range lib.Objects {
+		switch obj["kind"] {
+		case "ConstraintTemplate":
+			var versioned templatesv1.ConstraintTemplate
+			convert(t, obj, &versioned)
+			var tmpl templates.ConstraintTemplate
+			if err := gatekeeperScheme.Convert(&versioned, &tmpl, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.AddTemplate(t.Context(), &tmpl); err != nil {
+				t.Fatalf("Gatekeeper refused template %s: %v", tmpl.Name, err)
+			}
+		case "SyncSet":
+		default:
+			if _, err := client.AddConstraint(t.Context(), &unstructured.Unstructured{Object: obj}); err != nil {
+				t.Fatalf("Gatekeeper refused constraint %v: %v", obj["metadata"], err)
+			}
+		}
+	}
+	return client
+}
+
+// gatekeeperScheme converts templates as Gatekeeper's controller does.
+var gatekeeperScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// convert round-trips a manifest through JSON into a typed value.
+func convert(t *testing.T, in, out any) {
+	t.Helper()
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatal(err)
+	}
+}
