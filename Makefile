@@ -55,6 +55,8 @@ review-examples: build ## Offline decisions (tenantguard review) on examples/req
 generate: ## Regenerate policies/ (the exported policy library for examples/registry.yaml)
 	go run ./cmd/tenantguard export bundle --registry examples/registry.yaml -o policies/bundle
 	go run ./cmd/tenantguard export gatekeeper --registry examples/registry.yaml -o policies/gatekeeper > /dev/null
+	go run ./cmd/tenantguard export kyverno --registry examples/registry.yaml -o policies/kyverno > /dev/null
+	go run ./cmd/tenantguard export vap --registry examples/registry.yaml -o policies/vap > /dev/null
 
 .PHONY: test
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing

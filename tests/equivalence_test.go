@@ -251,7 +251,7 @@ func TestEnginesAgree(t *testing.T) {
 }
 
 func judges(t *testing.T) []judge {
-	return []judge{embeddedJudge(), opaJudge(t), gatekeeperJudge()}
+	return []judge{embeddedJudge(), opaJudge(t), gatekeeperJudge(), kyvernoJudge()}
 }
 
 // embeddedJudge holds the engine to the corpus's own expectations, so that

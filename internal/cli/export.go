@@ -21,7 +21,7 @@ func newExportCommand() *cobra.Command {
 		Short: "Write the tenant rules for another policy engine",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newExportBundleCommand(), newExportGatekeeperCommand())
+	cmd.AddCommand(newExportBundleCommand(), newExportGatekeeperCommand(), newExportKyvernoCommand(), newExportVAPCommand())
 	return cmd
 }
 

@@ -1,0 +1,180 @@
+package export
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// celPolicyName is the name of a rule's policy and binding.
+func celPolicyName(rule string) string { return "tenantguard-" + rule }
+
+// validationActions maps an enforcement mode to the actions of a
+// ValidatingAdmissionPolicyBinding or a Kyverno ValidatingPolicy.
+func validationActions(mode string) []any {
+	switch mode {
+	case "warn":
+		return []any{"Warn"}
+	case "dryrun":
+		return []any{"Audit"}
+	default:
+		return []any{"Deny"}
+	}
+}
+
+// celPolicySpec is the spec both engines share: what the rule matches, its
+// variables (registry and managers as given) and its validation.
+func celPolicySpec(r *celRule, tenantLabel, registryExpr, managersExpr string) map[string]any {
+	variables := []any{
+		map[string]any{"name": "registry", "expression": registryExpr},
+		map[string]any{"name": "managers", "expression": managersExpr},
+	}
+	for _, v := range celVariables {
+		if slices.Contains(r.variables, v.name) {
+			variables = append(variables, map[string]any{"name": v.name, "expression": v.expression})
+		}
+	}
+	match := map[string]any{"resourceRules": resourceRules(r)}
+	if r.tenantOnly {
+		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
+			map[string]any{"key": tenantLabel, "operator": "Exists"},
+		}}
+	}
+	return map[string]any{
+		"failurePolicy":    "Fail",
+		"matchConstraints": match,
+		"variables":        variables,
+		"validations": []any{map[string]any{
+			"expression":        r.validation,
+			"messageExpression": r.message,
+			"reason":            "Forbidden",
+		}},
+	}
+}
+
+func resourceRules(r *celRule) []any {
+	ops := make([]any, len(r.operations))
+	for i, op := range r.operations {
+		ops[i] = op
+	}
+	if r.resources == nil {
+		return []any{map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": ops}}
+	}
+	var out []any
+	for _, group := range slices.Sorted(maps.Keys(r.resources)) {
+		resources := make([]any, 0, len(r.resources[group]))
+		for _, res := range r.resources[group] {
+			resources = append(resources, res)
+		}
+		out = append(out, map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "resources": resources, "operations": ops})
+	}
+	return out
+}
+
+// celCoverage is the coverage of a CEL engine: every rule of celRules, and
+// the reasons for the others.
+func celCoverage(as string) map[string]string {
+	out := map[string]string{}
+	for _, r := range celRules {
+		out[r.id] = covered + " (" + as + " " + celPolicyName(r.id) + ")"
+	}
+	for _, id := range registry.RuleIDs {
+		if _, ok := out[id]; !ok {
+			why, ok := celNotExpressible[id]
+			if !ok {
+				why = "not expressible in CEL"
+			}
+			out[id] = why
+		}
+	}
+	return out
+}
+
+// celRegistry is the registry as CEL reads it: plain JSON without nulls,
+// so that a missing list is absent (and read with orValue) rather than null.
+func celRegistry(reg *registry.Snapshot) (map[string]any, error) {
+	data, err := plainRegistry(reg)
+	if err != nil {
+		return nil, err
+	}
+	return withoutNulls(data).(map[string]any), nil
+}
+
+func withoutNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e != nil {
+				out[k] = withoutNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if e != nil {
+				out = append(out, withoutNulls(e))
+			}
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// celLiteral writes plain JSON data as a CEL literal. Every element is
+// wrapped in dyn() so that maps and lists of mixed values stay homogeneous,
+// as the Kubernetes CEL environment requires of literals.
+func celLiteral(v any) string {
+	var b strings.Builder
+	writeCEL(&b, v)
+	return b.String()
+}
+
+func writeCEL(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		b.WriteString("{")
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteString(": dyn(")
+			writeCEL(b, x[k])
+			b.WriteString(")")
+		}
+		b.WriteString("}")
+	case []any:
+		b.WriteString("[")
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("dyn(")
+			writeCEL(b, e)
+			b.WriteString(")")
+		}
+		b.WriteString("]")
+	case string:
+		b.WriteString(strconv.Quote(x))
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			b.WriteString(strconv.FormatInt(int64(x), 10))
+		} else {
+			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+		}
+	case nil:
+		b.WriteString("null")
+	default:
+		panic(fmt.Sprintf("celLiteral: %T is not plain JSON", v))
+	}
+}

@@ -1,0 +1,224 @@
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/tenantguard/tenantguard/internal/export"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// celPolicy is one policy compiled as the API server's
+// ValidatingAdmissionPolicy plugin compiles it.
+type celPolicy struct {
+	rule      string
+	actions   []string
+	spec      admissionregistrationv1.ValidatingAdmissionPolicySpec
+	selector  labels.Selector
+	validator validating.Validator
+}
+
+// compileCELPolicy compiles a policy spec (a ValidatingAdmissionPolicy's or
+// a Kyverno ValidatingPolicy's, which share the fields used here) with the
+// Kubernetes CEL environment, and fails on any expression that does not
+// compile. params is the parameter object for policies with paramKind.
+func compileCELPolicy(t *testing.T, name string, rawSpec map[string]any, actions []string) *celPolicy {
+	t.Helper()
+	p := &celPolicy{rule: strings.TrimPrefix(name, "tenantguard-"), actions: actions, selector: labels.Everything()}
+	convert(t, rawSpec, &p.spec)
+	if ns := p.spec.MatchConstraints.NamespaceSelector; ns != nil {
+		sel, err := metav1.LabelSelectorAsSelector(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.selector = sel
+	}
+	vars := plugincel.OptionalVariableDeclarations{HasParams: p.spec.ParamKind != nil, HasAuthorizer: true}
+	envs := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	compiler, err := plugincel.NewCompositedCompiler(envs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range p.spec.Variables {
+		if r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.StoredExpressions); r.Error != nil {
+			t.Fatalf("%s: variable %s does not compile: %v", name, v.Name, r.Error)
+		}
+	}
+	var validations, messages []plugincel.ExpressionAccessor
+	for _, v := range p.spec.Validations {
+		validations = append(validations, &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason})
+		messages = append(messages, &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression})
+	}
+	// compile each expression alone too, so that an error names it
+	for _, e := range slices.Concat(validations, messages) {
+		if r := compiler.CompileCELExpression(e, vars, environment.StoredExpressions); r.Error != nil {
+			t.Fatalf("%s: %v", name, r.Error)
+		}
+	}
+	p.validator = validating.NewValidator(
+		compiler.CompileCondition(validations, vars, environment.StoredExpressions), nil,
+		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
+		compiler.CompileCondition(messages, plugincel.OptionalVariableDeclarations{HasParams: vars.HasParams}, environment.StoredExpressions),
+		p.spec.FailurePolicy, nil)
+	return p
+}
+
+// matches reports whether the policy's matchConstraints select the request.
+func (p *celPolicy) matches(c *corpusCase) bool {
+	req := c.request
+	resource := req.Resource.Resource
+	if req.SubResource != "" {
+		resource += "/" + req.SubResource
+	}
+	matched := false
+	for _, r := range p.spec.MatchConstraints.ResourceRules {
+		if (slices.Contains(r.APIGroups, "*") || slices.Contains(r.APIGroups, req.Resource.Group)) &&
+			(slices.Contains(r.Resources, resource) || (req.SubResource == "" && slices.Contains(r.Resources, "*"))) &&
+			slices.Contains(r.Operations, admissionregistrationv1.OperationType(req.Operation)) {
+			matched = true
+		}
+	}
+	if !matched || req.Namespace == "" {
+		return matched
+	}
+	ns := c.namespaceObject()
+	var nsLabels map[string]string
+	if ns != nil {
+		meta, _ := ns["metadata"].(map[string]any)
+		raw, _ := meta["labels"].(map[string]any)
+		nsLabels = map[string]string{}
+		for k, v := range raw {
+			nsLabels[k] = fmt.Sprint(v)
+		}
+	}
+	return p.selector.Matches(labels.Set(nsLabels))
+}
+
+// evaluate runs the policy on the case as the API server would, params
+// being the parameter object (nil without paramKind). It returns whether
+// the validation failed and its message.
+func (p *celPolicy) evaluate(t *testing.T, c *corpusCase, params runtime.Object) (failed bool, message string) {
+	t.Helper()
+	req := c.request
+	decode := func(raw []byte) runtime.Object {
+		if len(raw) == 0 {
+			return nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	obj, old := decode(req.Object.Raw), decode(req.OldObject.Raw)
+	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
+	attrs := admission.NewAttributesRecord(obj, old, gvk, req.Namespace, req.Name, gvr, req.SubResource,
+		admission.Operation(req.Operation), nil, false, &user.DefaultInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups})
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
+	var namespace *corev1.Namespace
+	if ns := c.namespaceObject(); ns != nil {
+		namespace = &corev1.Namespace{}
+		convert(t, ns, namespace)
+	}
+	result := p.validator.Validate(t.Context(), gvr, versioned, params, namespace, cel.RuntimeCELCostBudget, nil)
+	for _, d := range result.Decisions {
+		switch d.Evaluation {
+		case validating.EvalError:
+			t.Fatalf("%s: evaluation error: %s", p.rule, d.Message)
+		case validating.EvalDeny:
+			return true, d.Message
+		}
+	}
+	return false, ""
+}
+
+// modeOf maps validationActions to tenantguard's enforcement mode.
+func modeOf(actions []string) string {
+	switch {
+	case slices.Contains(actions, "Deny"):
+		return "deny"
+	case slices.Contains(actions, "Warn"):
+		return "warn"
+	default:
+		return "dryrun"
+	}
+}
+
+// refusesDeleteWithoutOld: API servers send oldObject on DELETE since 1.15;
+// admission policies have nothing else to judge a deletion by.
+func refusesDeleteWithoutOld(c *corpusCase) string {
+	if c.request.Operation == "DELETE" && len(c.request.OldObject.Raw) == 0 {
+		return "a DELETE without oldObject"
+	}
+	return ""
+}
+
+// judgeCEL decides a case with compiled policies.
+func judgeCEL(t *testing.T, c *corpusCase, policies []*celPolicy, params runtime.Object) (verdict, []string) {
+	v := verdictOf{}
+	var problems []string
+	for _, p := range policies {
+		if !p.matches(c) {
+			continue
+		}
+		if failed, msg := p.evaluate(t, c, params); failed {
+			v.add(modeOf(p.actions), p.rule)
+			if !strings.HasPrefix(msg, "["+p.rule+"] ") {
+				problems = append(problems, fmt.Sprintf("%s: message %q does not start with its rule id", p.rule, msg))
+			}
+		}
+	}
+	return v.verdict(), problems
+}
+
+// kyvernoJudge evaluates the exported Kyverno ValidatingPolicies' CEL with
+// the Kubernetes CEL environment and the API server's own policy
+// validator, which Kyverno's CEL engine builds on.
+func kyvernoJudge() judge {
+	var (
+		lib      *export.Library
+		policies []*celPolicy
+	)
+	return judge{
+		name:    "Kyverno (CEL)",
+		covers:  func(rule string) bool { return lib == nil || lib.Covers(rule) },
+		refuses: refusesDeleteWithoutOld,
+		load: func(t *testing.T, registryFile string) {
+			snap, err := registry.Load(registryFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lib, err = export.Kyverno(snap, export.KyvernoOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			policies = nil
+			for _, obj := range lib.Objects {
+				meta, _ := obj["metadata"].(map[string]any)
+				spec, _ := obj["spec"].(map[string]any)
+				var actions []string
+				convert(t, spec["validationActions"], &actions)
+				policies = append(policies, compileCELPolicy(t, fmt.Sprint(meta["name"]), spec, actions))
+			}
+		},
+		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+			return judgeCEL(t, c, policies, nil)
+		},
+	}
+}
