@@ -13,6 +13,7 @@ FUZZTIME              ?= 30s
 # The local control plane for e2e tests and the demo, built from the Go module
 # proxy (tests/tools/*): a few minutes the first time, then cached.
 KUBE_VERSION          ?= v1.37.1
+KYVERNO_VERSION       ?= v1.19.1
 
 BIN      := $(CURDIR)/bin
 CP_BIN   := $(CURDIR)/tests/tools/bin
@@ -62,7 +63,7 @@ generate: ## Regenerate policies/ (the exported policy library for examples/regi
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
+test-go: control-plane kyverno-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
 	go test -race -count=1 ./...
 	$(MAKE) fuzz FUZZTIME=5s
@@ -93,6 +94,14 @@ control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver a
 $(CP_BIN)/kube-apiserver: tests/tools/kube-apiserver/go.mod tests/tools/kube-apiserver/main.go
 	cd tests/tools/kube-apiserver && go build -trimpath -o $@ \
 	  -ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37' .
+
+.PHONY: kyverno-crds
+kyverno-crds: $(CP_BIN)/crds/kyverno-validatingpolicies.yaml ## Fetch Kyverno's ValidatingPolicy CRD from its Go module (pinned) into tests/tools/bin/crds
+
+$(CP_BIN)/crds/kyverno-validatingpolicies.yaml:
+	@mkdir -p $(@D)
+	dir="$$(go mod download -json github.com/kyverno/kyverno@$(KYVERNO_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
+	  cp "$$dir/config/crds/policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml" $@ && chmod u+w $@
 
 $(CP_BIN)/etcd: tests/tools/etcd/go.mod tests/tools/etcd/main.go
 	cd tests/tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ .

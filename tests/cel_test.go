@@ -2,9 +2,12 @@ package tests
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +22,11 @@ import (
 	"k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // celPolicy is one policy compiled as the API server's
@@ -188,10 +193,12 @@ func judgeCEL(t *testing.T, c *corpusCase, policies []*celPolicy, params runtime
 	return v.verdict(), problems
 }
 
-// kyvernoJudge evaluates the exported Kyverno ValidatingPolicies' CEL with
-// the Kubernetes CEL environment and the API server's own policy
-// validator, which Kyverno's CEL engine builds on.
-func kyvernoJudge() judge {
+// kyvernoJudge creates the exported Kyverno ValidatingPolicies on a real
+// API server with Kyverno's own CRD installed (its schema must accept
+// them), then evaluates their CEL on each case with the Kubernetes CEL
+// environment and the API server's own policy validator, which Kyverno's
+// CEL engine builds on.
+func kyvernoJudge(cluster *sharedCluster) judge {
 	var (
 		lib      *export.Library
 		policies []*celPolicy
@@ -208,6 +215,7 @@ func kyvernoJudge() judge {
 			if lib, err = export.Kyverno(snap, export.KyvernoOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			installKyverno(t, cluster.get(t), lib)
 			policies = nil
 			for _, obj := range lib.Objects {
 				meta, _ := obj["metadata"].(map[string]any)
@@ -221,4 +229,54 @@ func kyvernoJudge() judge {
 			return judgeCEL(t, c, policies, nil)
 		},
 	}
+}
+
+// kyvernoCRD is Kyverno's ValidatingPolicy CRD, fetched from its Go module
+// by `make kyverno-crds`.
+var kyvernoCRD = filepath.Join(live.AssetsDir(), "crds", "kyverno-validatingpolicies.yaml")
+
+// installKyverno installs Kyverno's CRD (once) and creates the library's
+// policies on the API server, whose validation of them is the CRD's schema.
+func installKyverno(t *testing.T, vc *vapCluster, lib *export.Library) {
+	t.Helper()
+	gvk := schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"}
+	if _, err := vc.cp.Resource(gvk); err != nil {
+		raw, err := os.ReadFile(kyvernoCRD)
+		if err != nil {
+			t.Fatalf("%v: run `make kyverno-crds`", err)
+		}
+		force := true
+		if _, err := vc.cp.Apply(t.Context(), string(raw), metav1.PatchOptions{FieldManager: "kyverno", Force: &force}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "Kyverno's ValidatingPolicy kind to be served", func() bool {
+			_, err := vc.cp.Resource(gvk)
+			return err == nil
+		})
+		// the schema is no formality: it refuses an unknown action
+		bad := deepCopy(t, lib.Objects[0])
+		bad["metadata"] = map[string]any{"name": "schema-check"}
+		bad["spec"].(map[string]any)["validationActions"] = []any{"Block"}
+		if err := applyObjects(t, vc, bad); err == nil || !strings.Contains(err.Error(), "Block") {
+			t.Fatalf("Kyverno's CRD accepted validationActions [Block]: %v", err)
+		}
+	}
+	if err := applyObjects(t, vc, lib.Objects...); err != nil {
+		t.Fatalf("the API server, with Kyverno's CRD, refused the exported policies: %v", err)
+	}
+}
+
+func applyObjects(t *testing.T, vc *vapCluster, objects ...map[string]any) error {
+	t.Helper()
+	var docs []string
+	for _, o := range objects {
+		raw, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(raw))
+	}
+	force := true
+	_, err := vc.cp.Apply(t.Context(), strings.Join(docs, "\n---\n"), metav1.PatchOptions{FieldManager: "export", Force: &force})
+	return err
 }

@@ -61,7 +61,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	force := true
-	applied, err := serverSideApply(ctx, cp, rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force})
+	applied, err := cp.Apply(ctx, rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force})
 	if err != nil {
 		t.Fatalf("the API server refused the chart: %v", err)
 	}
@@ -95,7 +95,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 	}
 
 	t.Run("an upgrade that applies the chart again keeps the injected CA bundle", func(t *testing.T) {
-		if _, err := serverSideApply(ctx, cp, rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force}); err != nil {
+		if _, err := cp.Apply(ctx, rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force}); err != nil {
 			t.Fatal(err)
 		}
 		v, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})

@@ -45,7 +45,7 @@ items:
 		t.Fatalf("%d documents, want 3 cluster-wide and 5 + 4 namespaced", n)
 	}
 	force := true
-	applied, err := serverSideApply(ctx, cluster.ControlPlane, out.String(), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "generate-test", Force: &force})
+	applied, err := cluster.Apply(ctx, out.String(), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "generate-test", Force: &force})
 	if err != nil {
 		t.Error(err)
 	}

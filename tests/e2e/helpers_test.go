@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,13 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
-
-	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // dryRun sends a request through admission without persisting it.
@@ -105,60 +96,4 @@ func metric(t *testing.T, prefix string) string {
 		}
 	}
 	return ""
-}
-
-// serverSideApply applies every document of multi-document YAML with
-// server-side apply (opts says the field manager, dry run and force) as the
-// administrator of cp, and returns KIND/NAMESPACE/NAME of each document
-// applied and every refusal.
-func serverSideApply(ctx context.Context, cp *live.ControlPlane, text string, opts metav1.PatchOptions) (applied []string, err error) {
-	client, err := dynamic.NewForConfig(cp.Admin)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for doc := range strings.SplitSeq(text, "\n---\n") {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			return nil, err
-		}
-		if obj.Object == nil {
-			continue // a document of comments only
-		}
-		id := obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
-		gvr, err := restMapping(cp, obj)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-			continue
-		}
-		var ri dynamic.ResourceInterface = client.Resource(gvr)
-		if ns := obj.GetNamespace(); ns != "" {
-			ri = client.Resource(gvr).Namespace(ns)
-		}
-		body, err := obj.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, opts); err != nil {
-			errs = append(errs, fmt.Errorf("%s refused: %w", id, err))
-			continue
-		}
-		applied = append(applied, id)
-	}
-	return applied, errors.Join(errs...)
-}
-
-// restMapping is the resource of an object's kind, from discovery.
-func restMapping(cp *live.ControlPlane, obj unstructured.Unstructured) (schema.GroupVersionResource, error) {
-	gvk := obj.GroupVersionKind()
-	resources, err := cp.Client.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	for _, r := range resources.APIResources {
-		if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
-			return gvk.GroupVersion().WithResource(r.Name), nil
-		}
-	}
-	return schema.GroupVersionResource{}, fmt.Errorf("no resource for %s", gvk)
 }

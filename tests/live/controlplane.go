@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,8 +43,9 @@ func AssetsDir() string {
 	return filepath.Join(Root(), "tests", "tools", "bin")
 }
 
-// StartControlPlane starts a control plane; Stop stops it.
-func StartControlPlane(ctx context.Context) (p *ControlPlane, err error) {
+// StartControlPlane starts a control plane; Stop stops it. The API server
+// runs without the admission plugins named in disable.
+func StartControlPlane(ctx context.Context, disable ...string) (p *ControlPlane, err error) {
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
@@ -51,6 +53,9 @@ func StartControlPlane(ctx context.Context) (p *ControlPlane, err error) {
 		}
 	}
 	p = &ControlPlane{env: &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}}
+	if len(disable) > 0 {
+		p.env.ControlPlane.GetAPIServer().Configure().Append("disable-admission-plugins", strings.Join(disable, ","))
+	}
 	if p.Admin, err = p.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}

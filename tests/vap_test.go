@@ -1,0 +1,519 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/tenantguard/tenantguard/internal/export"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/live"
+)
+
+// loaderUser sets up each case's cluster (namespaces, the objects an update
+// or delete acts on); the test adds a matchCondition leaving it out of the
+// policies, the only change it makes to what export vap writes.
+const loaderUser = "tenantguard-test-loader"
+
+// observerSuffix names the extra binding the test adds to every policy with
+// validationActions [Warn]: the API server answers a denied request with
+// its first failed policy only, the observers' warnings name every one.
+const observerSuffix = "-observer"
+
+// warnings records the API server's warnings of one request at a time.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}
+
+// vapCluster is the control plane the exported policies are installed in.
+type vapCluster struct {
+	cp      *live.ControlPlane
+	loader  *dynamic.DynamicClient
+	actions map[string][]string // rule -> validationActions of its exported binding
+	lib     *export.Library
+	labels  map[string]string // namespace -> labels last applied, as JSON
+	loads   int
+}
+
+var observed = regexp.MustCompile(`ValidatingAdmissionPolicy 'tenantguard-([a-z-]+)' with binding 'tenantguard-[a-z-]+` + observerSuffix + `': `)
+
+// vapJudge installs the exported ValidatingAdmissionPolicies, bindings and
+// parameter object into a real kube-apiserver and sends every case through
+// it: the case's namespace labelled as in the case, the object an update or
+// delete acts on created first, then the request itself, dry-run,
+// impersonating the case's user. Requests the API server refuses before
+// validating admission (an object its own validation rejects, a namespace
+// that does not exist) are counted apart.
+func vapJudge(cluster *sharedCluster) judge {
+	var vc *vapCluster
+	return judge{
+		name:   "ValidatingAdmissionPolicy",
+		covers: func(rule string) bool { return vc == nil || vc.lib == nil || vc.lib.Covers(rule) },
+		refuses: func(c *corpusCase) string {
+			if why := refusesDeleteWithoutOld(c); why != "" {
+				return why
+			}
+			if c.request.Operation == "CONNECT" {
+				return "a CONNECT needs a node to connect to"
+			}
+			return ""
+		},
+		load: func(t *testing.T, registryFile string) {
+			vc = cluster.get(t)
+			vc.install(t, registryFile)
+		},
+		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+			return vc.send(t, c)
+		},
+	}
+}
+
+// sharedCluster is the control plane the CEL engines share, started on
+// first use and stopped when the test that made it ends.
+type sharedCluster struct {
+	owner *testing.T
+	vc    *vapCluster
+}
+
+func (s *sharedCluster) get(t *testing.T) *vapCluster {
+	t.Helper()
+	if s.vc == nil {
+		s.vc = startVAPCluster(t, s.owner.Cleanup)
+	}
+	return s.vc
+}
+
+func startVAPCluster(t *testing.T, cleanup func(func())) *vapCluster {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	// PodSecurity and Priority would refuse some corpus pods before the
+	// policies see them; they are the cluster's own rules, not tenantguard's
+	// (StorageObjectInUseProtection adds a finalizer only a controller removes)
+	cp, err := live.StartControlPlane(ctx, "PodSecurity", "Priority", "StorageObjectInUseProtection")
+	if err != nil {
+		t.Fatalf("%v (run `make control-plane`)", err)
+	}
+	cleanup(cp.Stop)
+	// every requester may do anything RBAC-wise: only the policies decide
+	_, err = cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "corpus-requesters"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: loaderUser, Groups: []string{"system:masters", "system:authenticated"}}
+	return &vapCluster{cp: cp, loader: dynamic.NewForConfigOrDie(cfg), labels: map[string]string{}}
+}
+
+// install applies the library for a registry file, with the loader's
+// exemption and the observer bindings, and waits until the API server
+// enforces it: a canary policy reports the parameter object's revision.
+func (vc *vapCluster) install(t *testing.T, registryFile string) {
+	t.Helper()
+	ctx := t.Context()
+	snap, err := registry.Load(registryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vc.lib, err = export.VAP(snap, export.VAPOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vc.loads++
+	token := fmt.Sprintf("load-%d", vc.loads)
+	vc.actions = map[string][]string{}
+	var crd, params []map[string]any
+	var policies []map[string]any
+	for _, obj := range vc.lib.Objects {
+		obj = deepCopy(t, obj)
+		spec, _ := obj["spec"].(map[string]any)
+		switch obj["kind"] {
+		case "CustomResourceDefinition":
+			crd = append(crd, obj)
+		case export.ParamsKind:
+			obj["registry"].(map[string]any)["testRevision"] = token
+			params = append(params, obj)
+		case "ValidatingAdmissionPolicy":
+			spec["matchConditions"] = []any{map[string]any{"name": "not-the-test-loader", "expression": fmt.Sprintf("request.userInfo.username != %q", loaderUser)}}
+			policies = append(policies, obj)
+		case "ValidatingAdmissionPolicyBinding":
+			name := obj["metadata"].(map[string]any)["name"].(string)
+			var actions []string
+			convert(t, spec["validationActions"], &actions)
+			vc.actions[strings.TrimPrefix(name, "tenantguard-")] = actions
+			observer := deepCopy(t, obj)
+			observer["metadata"] = map[string]any{"name": name + observerSuffix}
+			observer["spec"].(map[string]any)["validationActions"] = []any{"Warn"}
+			policies = append(policies, obj, observer)
+		}
+	}
+	policies = append(policies, canaryPolicy()...)
+	vc.apply(t, crd)
+	// the parameter kind is served once its CRD is established
+	gvk := schema.GroupVersionKind{Group: export.ParamsGroup, Version: export.ParamsVersion, Kind: export.ParamsKind}
+	waitFor(t, 30*time.Second, "the parameter kind to be served", func() bool {
+		_, err := vc.cp.Resource(gvk)
+		return err == nil
+	})
+	vc.apply(t, policies)
+	vc.apply(t, params)
+	canary := vc.as("tenantguard-canary", nil)
+	waitFor(t, 30*time.Second, "the policies and parameters to be in force", func() bool {
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "canary"}}}
+		_, _ = canary.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return slices.ContainsFunc(canaryWarnings.take(), func(w string) bool { return strings.Contains(w, "revision "+token) })
+	})
+	// bindings and parameters come through separate informers
+	time.Sleep(time.Second)
+}
+
+var canaryWarnings = &warnings{}
+
+// canaryPolicy fails every namespace request of the canary user with the
+// parameter object's revision: once it reports the newest, the API server
+// has the newest parameters.
+func canaryPolicy() []map[string]any {
+	policy := map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": "test-canary"},
+		"spec": map[string]any{
+			"failurePolicy": "Fail",
+			"paramKind":     map[string]any{"apiVersion": export.ParamsGroup + "/" + export.ParamsVersion, "kind": export.ParamsKind},
+			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+				"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"namespaces"}, "operations": []any{"CREATE"},
+			}}},
+			"matchConditions": []any{map[string]any{"name": "canary", "expression": `request.userInfo.username == "tenantguard-canary"`}},
+			"validations":     []any{map[string]any{"expression": "false", "messageExpression": `"revision " + params.registry.testRevision`}},
+		},
+	}
+	binding := map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": "test-canary"},
+		"spec": map[string]any{
+			"policyName": "test-canary", "validationActions": []any{"Warn"},
+			"paramRef": map[string]any{"name": export.ParamsName, "parameterNotFoundAction": "Deny"},
+		},
+	}
+	return []map[string]any{policy, binding}
+}
+
+func (vc *vapCluster) apply(t *testing.T, objects []map[string]any) {
+	t.Helper()
+	if err := applyObjects(t, vc, objects...); err != nil {
+		t.Fatalf("the API server refused the exported library: %v", err)
+	}
+}
+
+// as is a dynamic client impersonating a requester, recording warnings.
+func (vc *vapCluster) as(user string, groups []string) *dynamic.DynamicClient {
+	cfg := rest.CopyConfig(vc.cp.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	cfg.WarningHandler = canaryWarnings
+	return dynamic.NewForConfigOrDie(cfg)
+}
+
+// send runs one case through the API server.
+func (vc *vapCluster) send(t *testing.T, c *corpusCase) (verdict, []string) {
+	t.Helper()
+	ctx := t.Context()
+	req := c.request
+	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
+	if req.Namespace != "" && !vc.ensureNamespace(t, c) {
+		t.Skipf("namespace %q does not exist in this case; the API server refuses before admission", req.Namespace)
+	}
+	var ri dynamic.ResourceInterface = vc.loader.Resource(gvr)
+	if req.Namespace != "" {
+		ri = vc.loader.Resource(gvr).Namespace(req.Namespace)
+	}
+	var existing *unstructured.Unstructured
+	if len(req.OldObject.Raw) > 0 {
+		existing = vc.putOld(t, ri, gvr, c)
+	}
+	client := vc.as(req.UserInfo.Username, req.UserInfo.Groups)
+	var target dynamic.ResourceInterface = client.Resource(gvr)
+	if req.Namespace != "" {
+		target = client.Resource(gvr).Namespace(req.Namespace)
+	}
+	var obj *unstructured.Unstructured
+	if len(req.Object.Raw) > 0 {
+		obj = &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+			t.Fatal(err)
+		}
+		complete(obj.Object)
+		if req.Namespace != "" {
+			obj.SetNamespace(req.Namespace)
+		}
+	}
+	canaryWarnings.take()
+	dry := []string{metav1.DryRunAll}
+	var err error
+	var sub []string
+	if req.SubResource != "" {
+		sub = []string{req.SubResource}
+	}
+	switch req.Operation {
+	case "CREATE":
+		_, err = target.Create(ctx, obj, metav1.CreateOptions{DryRun: dry}, sub...)
+		if apierrors.IsAlreadyExists(err) {
+			err = nil // storage answers after validating admission let it through
+		}
+	case "UPDATE":
+		obj.SetResourceVersion(existing.GetResourceVersion())
+		obj.SetUID(existing.GetUID())
+		_, err = target.Update(ctx, obj, metav1.UpdateOptions{DryRun: dry}, sub...)
+	case "DELETE":
+		err = target.Delete(ctx, req.Name, metav1.DeleteOptions{DryRun: dry})
+	}
+	// namespaces stay: without a controller manager a deleted one would
+	// stay Terminating and refuse everything created in it
+	if existing != nil && gvr.Resource != "namespaces" {
+		zero := int64(0)
+		if derr := ri.Delete(context.WithoutCancel(ctx), existing.GetName(), metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
+			t.Fatal(derr)
+		}
+	}
+	got := verdictOf{}
+	for _, w := range canaryWarnings.take() {
+		if m := observed.FindStringSubmatch(w); m != nil {
+			got.add(modeOf(vc.actions[m[1]]), m[1])
+		}
+	}
+	v := got.verdict()
+	var problems []string
+	switch {
+	case err == nil && len(v.Deny) > 0:
+		problems = append(problems, "the API server admitted a request that policies in Deny mode failed")
+	case err != nil && !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'tenantguard-"):
+		t.Skipf("the API server refused the request before validating admission: %v", err)
+	case err != nil && !slices.ContainsFunc(v.Deny, func(id string) bool { return strings.Contains(err.Error(), "["+id+"] ") }):
+		problems = append(problems, fmt.Sprintf("denied with %q, which names no rule the observers saw fail in Deny mode", err))
+	}
+	return v, problems
+}
+
+// ensureNamespace gives the request's namespace the labels it has in the
+// case, as the loader; false when the case has no such namespace.
+func (vc *vapCluster) ensureNamespace(t *testing.T, c *corpusCase) bool {
+	t.Helper()
+	ns := c.namespaceObject()
+	if ns == nil {
+		return false
+	}
+	meta, _ := ns["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	raw, err := json.Marshal(labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vc.labels[c.request.Namespace] == string(raw) {
+		return true
+	}
+	vc.putNamespace(t, c.request.Namespace, labels, nil)
+	vc.labels[c.request.Namespace] = string(raw)
+	// the policies read namespaces through the API server's informer
+	time.Sleep(500 * time.Millisecond)
+	return true
+}
+
+// putNamespace sets a namespace's labels and annotations (those the loader
+// set before and not given are removed), creating it if need be.
+func (vc *vapCluster) putNamespace(t *testing.T, name string, labels, annotations map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	meta := map[string]any{"name": name, "labels": labels}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	body, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	out, err := vc.loader.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).
+		Patch(t.Context(), name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "loader", Force: &force})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// putOld makes the object an update or delete acts on exist, as the loader.
+func (vc *vapCluster) putOld(t *testing.T, ri dynamic.ResourceInterface, gvr schema.GroupVersionResource, c *corpusCase) *unstructured.Unstructured {
+	t.Helper()
+	old := &unstructured.Unstructured{}
+	if err := old.UnmarshalJSON(c.request.OldObject.Raw); err != nil {
+		t.Fatal(err)
+	}
+	complete(old.Object)
+	if gvr.Resource == "namespaces" {
+		labels, _ := old.Object["metadata"].(map[string]any)["labels"].(map[string]any)
+		annotations, _ := old.Object["metadata"].(map[string]any)["annotations"].(map[string]any)
+		delete(vc.labels, old.GetName())
+		return vc.putNamespace(t, old.GetName(), labels, annotations)
+	}
+	if c.request.Namespace != "" {
+		old.SetNamespace(c.request.Namespace)
+	}
+	created, err := ri.Create(t.Context(), old, metav1.CreateOptions{})
+	if err != nil {
+		t.Skipf("the object the request acts on cannot be created: %v", err)
+	}
+	return created
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if done() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func deepCopy(t *testing.T, in map[string]any) map[string]any {
+	t.Helper()
+	var out map[string]any
+	convert(t, in, &out)
+	return out
+}
+
+// complete fills in what the API server's validation requires of a corpus
+// object and the rules never read (selectors, template labels, restart
+// policies, claim sizes), so that the request reaches validating admission.
+func complete(obj map[string]any) {
+	kind, _ := obj["kind"].(string)
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	labels := map[string]any{"app": "corpus"}
+	template := func(t map[string]any, restart bool) {
+		meta := ensure(t, "metadata")
+		if meta["labels"] == nil {
+			meta["labels"] = labels
+		}
+		podSpec := ensure(t, "spec")
+		if restart && podSpec["restartPolicy"] == nil {
+			podSpec["restartPolicy"] = "Never"
+		}
+		completePodSpec(podSpec)
+	}
+	switch kind {
+	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet":
+		if spec["selector"] == nil {
+			spec["selector"] = map[string]any{"matchLabels": labels}
+		}
+		template(ensure(spec, "template"), false)
+		if kind == "StatefulSet" {
+			for _, c := range asList(spec["volumeClaimTemplates"]) {
+				completeClaim(ensure(c, "spec"))
+			}
+		}
+	case "ReplicationController":
+		if spec["selector"] == nil {
+			spec["selector"] = labels
+		}
+		template(ensure(spec, "template"), false)
+	case "Job":
+		template(ensure(spec, "template"), true)
+	case "CronJob":
+		if spec["schedule"] == nil {
+			spec["schedule"] = "@daily"
+		}
+		template(ensure(ensure(ensure(spec, "jobTemplate"), "spec"), "template"), true)
+	case "PodTemplate":
+		template(ensure(obj, "template"), false)
+		delete(obj, "spec")
+	case "Pod":
+		completePodSpec(spec)
+	case "PersistentVolumeClaim":
+		completeClaim(spec)
+	case "Service":
+		if spec["ports"] == nil && spec["type"] != "ExternalName" {
+			spec["ports"] = []any{map[string]any{"port": int64(80)}}
+		}
+		if spec["type"] == "ExternalName" && spec["externalName"] == nil {
+			spec["externalName"] = "example.com"
+		}
+	default:
+		if len(spec) == 0 {
+			delete(obj, "spec")
+		}
+	}
+}
+
+func completePodSpec(spec map[string]any) {
+	if spec["containers"] == nil {
+		spec["containers"] = []any{map[string]any{"name": "app", "image": "nginx"}}
+	}
+	for _, v := range asList(spec["volumes"]) {
+		if eph, ok := v["ephemeral"].(map[string]any); ok {
+			if tmpl, ok := eph["volumeClaimTemplate"].(map[string]any); ok {
+				completeClaim(ensure(tmpl, "spec"))
+			}
+		}
+	}
+}
+
+func completeClaim(spec map[string]any) {
+	if spec["accessModes"] == nil {
+		spec["accessModes"] = []any{"ReadWriteOnce"}
+	}
+	if spec["resources"] == nil {
+		spec["resources"] = map[string]any{"requests": map[string]any{"storage": "1Gi"}}
+	}
+}
+
+func ensure(m map[string]any, key string) map[string]any {
+	v, ok := m[key].(map[string]any)
+	if !ok {
+		v = map[string]any{}
+		m[key] = v
+	}
+	return v
+}
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	list, _ := v.([]any)
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
