@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -28,6 +29,10 @@ import (
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
+
+// oldestKubernetes is the oldest Kubernetes whose CEL has what the exported
+// expressions use: two-variable comprehensions (1.33) and list sort (1.34).
+var oldestKubernetes = version.MajorMinor(1, 34)
 
 // celPolicy is one policy compiled as the API server's
 // ValidatingAdmissionPolicy plugin compiles it.
@@ -55,13 +60,15 @@ func compileCELPolicy(t *testing.T, name string, rawSpec map[string]any, actions
 		p.selector = sel
 	}
 	vars := plugincel.OptionalVariableDeclarations{HasParams: p.spec.ParamKind != nil, HasAuthorizer: true}
-	envs := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	// expressions are compiled as a new policy is on the oldest API server the
+	// export supports (docs/policy-library.md)
+	envs := environment.MustBaseEnvSet(oldestKubernetes)
 	compiler, err := plugincel.NewCompositedCompiler(envs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range p.spec.Variables {
-		if r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.StoredExpressions); r.Error != nil {
+		if r := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars, environment.NewExpressions); r.Error != nil {
 			t.Fatalf("%s: variable %s does not compile: %v", name, v.Name, r.Error)
 		}
 	}
@@ -72,14 +79,14 @@ func compileCELPolicy(t *testing.T, name string, rawSpec map[string]any, actions
 	}
 	// compile each expression alone too, so that an error names it
 	for _, e := range slices.Concat(validations, messages) {
-		if r := compiler.CompileCELExpression(e, vars, environment.StoredExpressions); r.Error != nil {
+		if r := compiler.CompileCELExpression(e, vars, environment.NewExpressions); r.Error != nil {
 			t.Fatalf("%s: %v", name, r.Error)
 		}
 	}
 	p.validator = validating.NewValidator(
-		compiler.CompileCondition(validations, vars, environment.StoredExpressions), nil,
-		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
-		compiler.CompileCondition(messages, plugincel.OptionalVariableDeclarations{HasParams: vars.HasParams}, environment.StoredExpressions),
+		compiler.CompileCondition(validations, vars, environment.NewExpressions), nil,
+		compiler.CompileCondition(nil, vars, environment.NewExpressions),
+		compiler.CompileCondition(messages, plugincel.OptionalVariableDeclarations{HasParams: vars.HasParams}, environment.NewExpressions),
 		p.spec.FailurePolicy, nil)
 	return p
 }
