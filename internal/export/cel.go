@@ -27,11 +27,19 @@ type celVariable struct{ name, expression string }
 // uses. "registry" and "managers" are prepended by each engine: from the
 // parameter object for VAP, as literals for Kyverno.
 var celVariables = []celVariable{
+	// maps of the registry, read through orValue: the registry's empty maps
+	// are left out (celRegistry), since a parameter object's empty map does
+	// not evaluate as a map in the API server
+	{"tenants", `variables.registry.?tenants.orValue({})`},
+	{"adminUsers", `variables.registry.?administrators.?users.orValue({})`},
+	{"adminGroups", `variables.registry.?administrators.?groups.orValue({})`},
+	{"ownerUsers", `variables.registry.?owners.?users.orValue({})`},
+	{"ownerGroups", `variables.registry.?owners.?groups.orValue({})`},
 	{"label", `string(variables.registry.settings.tenantLabel)`},
 	{"user", `request.userInfo.username`},
 	{"groups", `request.userInfo.?groups.orValue([])`},
-	{"isAdmin", `variables.user in variables.registry.administrators.users || variables.groups.exists(g, g in variables.registry.administrators.groups)`},
-	{"owned", `variables.registry.tenants.filter(t, (variables.user in variables.registry.owners.users && t in variables.registry.owners.users[variables.user]) || variables.groups.exists(g, g in variables.registry.owners.groups && t in variables.registry.owners.groups[g])).sort()`},
+	{"isAdmin", `variables.user in variables.adminUsers || variables.groups.exists(g, g in variables.adminGroups)`},
+	{"owned", `variables.tenants.filter(t, (variables.user in variables.ownerUsers && t in variables.ownerUsers[variables.user]) || variables.groups.exists(g, g in variables.ownerGroups && t in variables.ownerGroups[g])).sort()`},
 	// namespaces
 	{"newLabels", `object == null ? {} : object.metadata.?labels.orValue({})`},
 	{"oldLabels", `oldObject == null ? {} : oldObject.metadata.?labels.orValue({})`},
@@ -39,16 +47,16 @@ var celVariables = []celVariable{
 	{"oldAnnotations", `oldObject == null ? {} : oldObject.metadata.?annotations.orValue({})`},
 	{"hasNewLabel", `variables.label in variables.newLabels`},
 	{"creating", `request.operation == "CREATE"`},
-	{"prefixCandidates", `variables.registry.tenants.filter(t, request.name.startsWith(t + "-"))`},
+	{"prefixCandidates", `variables.tenants.filter(t, request.name.startsWith(t + "-"))`},
 	{"prefixTenant", `variables.prefixCandidates.filter(t, variables.prefixCandidates.all(u, size(u) <= size(t)))`},
 	{"wanted", `variables.hasNewLabel ? [variables.newLabels[variables.label]] : (size(variables.owned) == 1 ? variables.owned : variables.prefixTenant)`},
 	{"target", `!variables.creating ? [] : (!variables.isAdmin ? variables.wanted : (variables.hasNewLabel ? [variables.newLabels[variables.label]] : []))`},
 	{"ownedText", `size(variables.owned) == 0 ? "none" : variables.owned.join(", ")`},
 	{"metaTenant", `variables.creating ? variables.target : (request.operation != "UPDATE" ? [] : (variables.label in variables.oldLabels ? [variables.oldLabels[variables.label]] : (variables.hasNewLabel ? [variables.newLabels[variables.label]] : [])))`},
-	{"metaConfig", `size(variables.metaTenant) > 0 && variables.metaTenant[0] in variables.registry.tenants ? variables.registry.tenants[variables.metaTenant[0]] : variables.registry.defaultTenant`},
+	{"metaConfig", `size(variables.metaTenant) > 0 && variables.metaTenant[0] in variables.tenants ? variables.tenants[variables.metaTenant[0]] : variables.registry.defaultTenant`},
 	// workloads
 	{"tenant", `namespaceObject == null ? "" : namespaceObject.metadata.?labels.orValue({})[?variables.label].orValue("")`},
-	{"config", `variables.tenant in variables.registry.tenants ? variables.registry.tenants[variables.tenant] : variables.registry.defaultTenant`},
+	{"config", `variables.tenant in variables.tenants ? variables.tenants[variables.tenant] : variables.registry.defaultTenant`},
 	{"spec", specOf("object")},
 	{"oldSpec", specOf("oldObject")},
 	{"podApplies", `variables.tenant != "" && (request.operation == "CREATE" || variables.spec != variables.oldSpec)`},
@@ -82,7 +90,7 @@ var (
 		"apps":  {"deployments", "replicasets", "statefulsets", "daemonsets"},
 		"batch": {"jobs", "cronjobs"},
 	}
-	base          = []string{"label", "user", "groups", "isAdmin", "owned"}
+	base          = []string{"tenants", "adminUsers", "adminGroups", "ownerUsers", "ownerGroups", "label", "user", "groups", "isAdmin", "owned"}
 	namespaceVars = append(slices.Clone(base), "newLabels", "oldLabels", "newAnnotations", "oldAnnotations", "hasNewLabel", "creating", "prefixCandidates", "prefixTenant", "wanted", "target", "ownedText", "metaTenant", "metaConfig")
 	workloadVars  = append(slices.Clone(base), "tenant", "config")
 	podVars       = append(slices.Clone(workloadVars), "spec", "oldSpec", "podApplies", "containers")
@@ -108,7 +116,7 @@ var celRules = []celRule{
 		message: `request.operation == "DELETE" ? "[namespace-ownership] only owners of tenant \"" + string(variables.oldLabels[variables.label]) + "\" and administrators may delete namespace \"" + request.name + "\"; \"" + variables.user + "\" is neither" : ` +
 			`(size(variables.target) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns several tenants (" + variables.ownedText + ") and cannot tell which one namespace \"" + request.name + "\" is for; set the label \"" + variables.label + "\" or start the name with \"<tenant>-\"" : ` +
 			`(size(variables.owned) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns no tenant, so cannot create namespace \"" + request.name + "\" in tenant \"" + string(variables.target[0]) + "\"; ask a platform administrator to add you as an owner" : ` +
-			`(!(variables.target[0] in variables.registry.tenants) ? "[namespace-ownership] tenant \"" + string(variables.target[0]) + "\" does not exist; label \"" + variables.label + "\" must name a tenant you own: " + variables.ownedText : ` +
+			`(!(variables.target[0] in variables.tenants) ? "[namespace-ownership] tenant \"" + string(variables.target[0]) + "\" does not exist; label \"" + variables.label + "\" must name a tenant you own: " + variables.ownedText : ` +
 			`"[namespace-ownership] \"" + variables.user + "\" is not an owner of tenant \"" + string(variables.target[0]) + "\"; allowed: tenants " + variables.ownedText)))`,
 	},
 	{

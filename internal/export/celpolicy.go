@@ -95,8 +95,10 @@ func celCoverage(as string) map[string]string {
 	return out
 }
 
-// celRegistry is the registry as CEL reads it: plain JSON without nulls,
-// so that a missing list is absent (and read with orValue) rather than null.
+// celRegistry is the registry as CEL reads it: plain JSON without nulls and
+// empty maps, so that a missing list or map is absent (and read with
+// orValue). An empty map in a parameter object is not a map to the API
+// server's CEL (`in` on it finds no overload), hence the second.
 func celRegistry(reg *registry.Snapshot) (map[string]any, error) {
 	data, err := plainRegistry(reg)
 	if err != nil {
@@ -110,9 +112,13 @@ func withoutNulls(v any) any {
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range x {
-			if e != nil {
-				out[k] = withoutNulls(e)
+			if e == nil {
+				continue
 			}
+			if m, ok := e.(map[string]any); ok && len(m) == 0 {
+				continue
+			}
+			out[k] = withoutNulls(e)
 		}
 		return out
 	case []any:

@@ -77,8 +77,12 @@ func TestCELLiteralsAreHomogeneous(t *testing.T) {
 	if got != want {
 		t.Errorf("celLiteral = %s\nwant          %s", got, want)
 	}
-	if withoutNulls(map[string]any{"a": nil, "b": []any{nil, "x"}}).(map[string]any)["b"].([]any)[0] != "x" {
-		t.Error("nulls are kept")
+	cleaned := withoutNulls(map[string]any{"a": nil, "b": []any{nil, "x"}, "c": map[string]any{"d": map[string]any{}}}).(map[string]any)
+	if _, ok := cleaned["a"]; ok || cleaned["b"].([]any)[0] != "x" {
+		t.Errorf("nulls are kept: %v", cleaned)
+	}
+	if d := cleaned["c"].(map[string]any); len(d) != 0 {
+		t.Errorf("an empty map is kept, which a parameter object turns into a non-map: %v", cleaned)
 	}
 }
 
