@@ -30,9 +30,10 @@ import (
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
-// oldestKubernetes is the oldest Kubernetes whose CEL has what the exported
-// expressions use: two-variable comprehensions (1.33) and list sort (1.34).
-var oldestKubernetes = version.MajorMinor(1, 34)
+// oldestCompatibility is the CEL compatibility version of the oldest API
+// server the exports support: a 1.33 server compiles new expressions at
+// 1.32, the first with two-variable comprehensions.
+var oldestCompatibility = version.MajorMinor(1, 32)
 
 // celPolicy is one policy compiled as the API server's
 // ValidatingAdmissionPolicy plugin compiles it.
@@ -62,7 +63,7 @@ func compileCELPolicy(t *testing.T, name string, rawSpec map[string]any, actions
 	vars := plugincel.OptionalVariableDeclarations{HasParams: p.spec.ParamKind != nil, HasAuthorizer: true}
 	// expressions are compiled as a new policy is on the oldest API server the
 	// export supports (docs/policy-library.md)
-	envs := environment.MustBaseEnvSet(oldestKubernetes)
+	envs := environment.MustBaseEnvSet(oldestCompatibility)
 	compiler, err := plugincel.NewCompositedCompiler(envs)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +174,9 @@ func modeOf(actions []string) string {
 	}
 }
 
+// deleteWithoutOld is the corpus case of a DELETE without oldObject.
+const deleteWithoutOld = "delete without an old object is judged from the cluster view"
+
 // refusesDeleteWithoutOld: API servers send oldObject on DELETE since 1.15;
 // admission policies have nothing else to judge a deletion by.
 func refusesDeleteWithoutOld(c *corpusCase) string {
@@ -206,14 +210,22 @@ func judgeCEL(t *testing.T, c *corpusCase, policies []*celPolicy, params runtime
 // environment and the API server's own policy validator, which Kyverno's
 // CEL engine builds on.
 func kyvernoJudge(cluster *sharedCluster) judge {
+	return kyvernoCEL(cluster)
+}
+
+// kyvernoJudgeOffline evaluates the policies' CEL without a cluster.
+func kyvernoJudgeOffline() judge { return kyvernoCEL(nil) }
+
+func kyvernoCEL(cluster *sharedCluster) judge {
 	var (
 		lib      *export.Library
 		policies []*celPolicy
 	)
 	return judge{
-		name:    "Kyverno (CEL)",
-		covers:  func(rule string) bool { return lib == nil || lib.Covers(rule) },
-		refuses: refusesDeleteWithoutOld,
+		name:     "Kyverno (CEL)",
+		covers:   func(rule string) bool { return lib == nil || lib.Covers(rule) },
+		refuses:  refusesDeleteWithoutOld,
+		notTaken: []string{deleteWithoutOld},
 		load: func(t *testing.T, registryFile string) {
 			snap, err := registry.Load(registryFile)
 			if err != nil {
@@ -222,7 +234,9 @@ func kyvernoJudge(cluster *sharedCluster) judge {
 			if lib, err = export.Kyverno(snap, export.KyvernoOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			installKyverno(t, cluster.get(t), lib)
+			if cluster != nil {
+				installKyverno(t, cluster.get(t), lib)
+			}
 			policies = nil
 			for _, obj := range lib.Objects {
 				meta, _ := obj["metadata"].(map[string]any)

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -33,10 +34,12 @@ func gatekeeperJudge() judge {
 	var (
 		client *constraintclient.Client
 		lib    *export.Library
+		synced map[schema.GroupVersionKind]bool
 	)
 	return judge{
-		name:   "Gatekeeper",
-		covers: func(rule string) bool { return lib == nil || lib.Covers(rule) },
+		name:     "Gatekeeper",
+		covers:   func(rule string) bool { return lib == nil || lib.Covers(rule) },
+		notTaken: []string{deleteWithoutOld},
 		refuses: func(c *corpusCase) string {
 			if c.request.Operation == "DELETE" && len(c.request.OldObject.Raw) == 0 {
 				// API servers send it since Kubernetes 1.15
@@ -52,12 +55,16 @@ func gatekeeperJudge() judge {
 			if lib, err = export.Gatekeeper(snap, export.GatekeeperOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			synced = syncSetKinds(t, lib)
 			client = gatekeeperClient(t, lib)
 		},
 		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
 			var added []*unstructured.Unstructured
 			for _, o := range c.objects {
 				u := &unstructured.Unstructured{Object: o}
+				if !synced[u.GroupVersionKind()] {
+					continue // not in the SyncSet, so not in Gatekeeper's inventory
+				}
 				if _, err := client.AddData(t.Context(), u); err != nil {
 					t.Fatal(err)
 				}
@@ -94,6 +101,34 @@ func gatekeeperJudge() judge {
 			return v.verdict(), problems
 		},
 	}
+}
+
+// syncSetKinds are the kinds the library's SyncSet replicates.
+func syncSetKinds(t *testing.T, lib *export.Library) map[schema.GroupVersionKind]bool {
+	t.Helper()
+	out := map[schema.GroupVersionKind]bool{}
+	for _, obj := range lib.Objects {
+		if obj["kind"] != "SyncSet" {
+			continue
+		}
+		var spec struct {
+			GVKs []struct{ Groups, Versions, Kinds []string } `json:"gvks"`
+		}
+		convert(t, obj["spec"], &spec)
+		for _, e := range spec.GVKs {
+			for _, g := range e.Groups {
+				for _, v := range e.Versions {
+					for _, k := range e.Kinds {
+						out[schema.GroupVersionKind{Group: g, Version: v, Kind: k}] = true
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the library has no SyncSet")
+	}
+	return out
 }
 
 // hasMessage reports whether the embedded engine gave the message, as a

@@ -65,7 +65,12 @@ type vapCluster struct {
 	loads   int
 }
 
-var observed = regexp.MustCompile(`ValidatingAdmissionPolicy 'tenantguard-([a-z-]+)' with binding 'tenantguard-[a-z-]+` + observerSuffix + `': `)
+// observed and warned match the warnings of an observer binding and of an
+// exported binding in Warn mode: the rule and the message.
+var (
+	observed = regexp.MustCompile(`ValidatingAdmissionPolicy 'tenantguard-([a-z-]+)' with binding 'tenantguard-[a-z-]+` + observerSuffix + `': (.*)$`)
+	warned   = regexp.MustCompile(`ValidatingAdmissionPolicy 'tenantguard-([a-z-]+)' with binding 'tenantguard-[a-z-]+': (.*)$`)
+)
 
 // vapJudge installs the exported ValidatingAdmissionPolicies, bindings and
 // parameter object into a real kube-apiserver and sends every case through
@@ -79,6 +84,13 @@ func vapJudge(cluster *sharedCluster) judge {
 	return judge{
 		name:   "ValidatingAdmissionPolicy",
 		covers: func(rule string) bool { return vc == nil || vc.lib == nil || vc.lib.Covers(rule) },
+		notTaken: []string{
+			deleteWithoutOld,
+			"CONNECT requests carry no object and are allowed",
+			"dot-dot escape from a granted hostPath is denied",             // a path with "..", which API validation refuses
+			"a custom resource kind named Deployment is not a pod carrier", // no such CRD here
+			"resizing a claim is not re-judged",                            // a claim's spec is immutable
+		},
 		refuses: func(c *corpusCase) string {
 			if why := refusesDeleteWithoutOld(c); why != "" {
 				return why
@@ -166,7 +178,8 @@ func (vc *vapCluster) install(t *testing.T, registryFile string) {
 			obj["registry"].(map[string]any)["testRevision"] = token
 			params = append(params, obj)
 		case "ValidatingAdmissionPolicy":
-			spec["matchConditions"] = []any{map[string]any{"name": "not-the-test-loader", "expression": fmt.Sprintf("request.userInfo.username != %q", loaderUser)}}
+			conditions, _ := spec["matchConditions"].([]any)
+			spec["matchConditions"] = append(conditions, map[string]any{"name": "not-the-test-loader", "expression": fmt.Sprintf("request.userInfo.username != %q", loaderUser)})
 			policies = append(policies, obj)
 		case "ValidatingAdmissionPolicyBinding":
 			name := obj["metadata"].(map[string]any)["name"].(string)
@@ -306,13 +319,24 @@ func (vc *vapCluster) send(t *testing.T, c *corpusCase) (verdict, []string) {
 		}
 	}
 	got := verdictOf{}
+	var problems, warnedRules []string
 	for _, w := range canaryWarnings.take() {
 		if m := observed.FindStringSubmatch(w); m != nil {
+			if !strings.HasPrefix(m[2], "["+m[1]+"] ") {
+				problems = append(problems, fmt.Sprintf("%s failed without its rule's message (an evaluation error?): %s", m[1], m[2]))
+				continue
+			}
 			got.add(modeOf(vc.actions[m[1]]), m[1])
+		} else if m := warned.FindStringSubmatch(w); m != nil {
+			warnedRules = append(warnedRules, m[1])
 		}
 	}
 	v := got.verdict()
-	var problems []string
+	// what the API server did in Warn mode, beside what the observers saw
+	slices.Sort(warnedRules)
+	if !slices.Equal(slices.Compact(warnedRules), v.Warn) {
+		problems = append(problems, fmt.Sprintf("the API server warned for %v, the observers saw %v fail in Warn mode", warnedRules, v.Warn))
+	}
 	switch {
 	case err == nil && len(v.Deny) > 0:
 		problems = append(problems, "the API server admitted a request that policies in Deny mode failed")

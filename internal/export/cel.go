@@ -39,7 +39,7 @@ var celVariables = []celVariable{
 	{"user", `request.userInfo.username`},
 	{"groups", `request.userInfo.?groups.orValue([])`},
 	{"isAdmin", `variables.user in variables.adminUsers || variables.groups.exists(g, g in variables.adminGroups)`},
-	{"owned", `variables.tenants.filter(t, (variables.user in variables.ownerUsers && t in variables.ownerUsers[variables.user]) || variables.groups.exists(g, g in variables.ownerGroups && t in variables.ownerGroups[g])).sort()`},
+	{"owned", `variables.tenants.filter(t, (variables.user in variables.ownerUsers && t in variables.ownerUsers[variables.user]) || variables.groups.exists(g, g in variables.ownerGroups && t in variables.ownerGroups[g]))`},
 	// namespaces
 	{"newLabels", `object == null ? {} : object.metadata.?labels.orValue({})`},
 	{"oldLabels", `oldObject == null ? {} : oldObject.metadata.?labels.orValue({})`},
@@ -107,13 +107,19 @@ func withPVCs(m map[string][]string) map[string][]string {
 
 const notAdmin = `!variables.isAdmin`
 
+// unlabelledRefused holds unless an owner creates a tenant namespace without
+// the tenant label. tenantguard's mutating webhook adds the label; without
+// it the namespace would be outside every workload rule, so the exports,
+// which cannot mutate, ask for it instead.
+const unlabelledRefused = `!(variables.creating && ` + notAdmin + ` && !variables.hasNewLabel && size(variables.target) > 0 && variables.target[0] in variables.owned)`
+
 // celRules are the rules CEL can express; the others are listed in
 // celNotExpressible.
 var celRules = []celRule{
 	{
 		id: "namespace-ownership", resources: namespaceResources, operations: createUpdateDelete, variables: namespaceVars,
-		validation: `!(variables.creating && ` + notAdmin + ` && (size(variables.target) > 0 || size(variables.owned) > 0) && !(size(variables.target) > 0 && variables.target[0] in variables.owned)) && !(request.operation == "DELETE" && ` + notAdmin + ` && variables.label in variables.oldLabels && !(variables.oldLabels[variables.label] in variables.owned))`,
-		message: `request.operation == "DELETE" ? "[namespace-ownership] only owners of tenant \"" + string(variables.oldLabels[variables.label]) + "\" and administrators may delete namespace \"" + request.name + "\"; \"" + variables.user + "\" is neither" : ` +
+		validation: `!(variables.creating && ` + notAdmin + ` && (size(variables.target) > 0 || size(variables.owned) > 0) && !(size(variables.target) > 0 && variables.target[0] in variables.owned)) && !(request.operation == "DELETE" && ` + notAdmin + ` && variables.label in variables.oldLabels && !(variables.oldLabels[variables.label] in variables.owned)) && ` + unlabelledRefused,
+		message: `!(` + unlabelledRefused + `) ? "[namespace-ownership] namespace \"" + request.name + "\" is for tenant \"" + string(variables.target[0]) + "\" and must say so: set the label \"" + variables.label + ": " + string(variables.target[0]) + "\" (no tenantguard webhook adds it here)" : request.operation == "DELETE" ? "[namespace-ownership] only owners of tenant \"" + string(variables.oldLabels[variables.label]) + "\" and administrators may delete namespace \"" + request.name + "\"; \"" + variables.user + "\" is neither" : ` +
 			`(size(variables.target) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns several tenants (" + variables.ownedText + ") and cannot tell which one namespace \"" + request.name + "\" is for; set the label \"" + variables.label + "\" or start the name with \"<tenant>-\"" : ` +
 			`(size(variables.owned) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns no tenant, so cannot create namespace \"" + request.name + "\" in tenant \"" + string(variables.target[0]) + "\"; ask a platform administrator to add you as an owner" : ` +
 			`(!(variables.target[0] in variables.tenants) ? "[namespace-ownership] tenant \"" + string(variables.target[0]) + "\" does not exist; label \"" + variables.label + "\" must name a tenant you own: " + variables.ownedText : ` +
@@ -137,7 +143,7 @@ var celRules = []celRule{
 	{
 		id: "protected-metadata", resources: namespaceResources, operations: createUpdate, variables: namespaceVars,
 		validation: `!(` + notAdmin + ` && size(variables.metaTenant) > 0 && (` + metadataChanged("Labels") + ` || ` + metadataChanged("Annotations") + `))`,
-		message:    `"[protected-metadata] protected labels and annotations of namespace \"" + request.name + "\" (" + variables.metaConfig.?protectedLabels.orValue([]).join(", ") + ") cannot be added, changed or removed by \"" + variables.user + "\"; only administrators set them"`,
+		message:    `"[protected-metadata] protected labels and annotations of namespace \"" + request.name + "\" (" + (variables.metaConfig.?protectedLabels.orValue([]) + variables.metaConfig.?protectedAnnotations.orValue([])).join(", ") + ") cannot be added, changed or removed by \"" + variables.user + "\"; only administrators set them"`,
 	},
 	{
 		id: "host-path", resources: podCarrierResources, operations: createUpdate, tenantOnly: true, variables: podVars,

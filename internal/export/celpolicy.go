@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/webhookconfig"
 )
 
 // celPolicyName is the name of a rule's policy and binding.
@@ -45,9 +46,14 @@ func celPolicySpec(r *celRule, tenantLabel, registryExpr, managersExpr string) m
 			map[string]any{"key": tenantLabel, "operator": "Exists"},
 		}}
 	}
+	conditions := make([]any, 0, len(webhookconfig.MatchConditions))
+	for _, c := range webhookconfig.MatchConditions {
+		conditions = append(conditions, map[string]any{"name": c.Name, "expression": c.Expression})
+	}
 	return map[string]any{
 		"failurePolicy":    "Fail",
 		"matchConstraints": match,
+		"matchConditions":  conditions,
 		"variables":        variables,
 		"validations": []any{map[string]any{
 			"expression":        r.validation,
@@ -115,10 +121,11 @@ func withoutNulls(v any) any {
 			if e == nil {
 				continue
 			}
+			e = withoutNulls(e)
 			if m, ok := e.(map[string]any); ok && len(m) == 0 {
 				continue
 			}
-			out[k] = withoutNulls(e)
+			out[k] = e
 		}
 		return out
 	case []any:

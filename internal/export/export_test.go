@@ -77,12 +77,16 @@ func TestCELLiteralsAreHomogeneous(t *testing.T) {
 	if got != want {
 		t.Errorf("celLiteral = %s\nwant          %s", got, want)
 	}
-	cleaned := withoutNulls(map[string]any{"a": nil, "b": []any{nil, "x"}, "c": map[string]any{"d": map[string]any{}}}).(map[string]any)
+	cleaned := withoutNulls(map[string]any{"a": nil, "b": []any{nil, "x"}, "c": map[string]any{"d": map[string]any{}, "e": []any{}}}).(map[string]any)
 	if _, ok := cleaned["a"]; ok || cleaned["b"].([]any)[0] != "x" {
 		t.Errorf("nulls are kept: %v", cleaned)
 	}
-	if d := cleaned["c"].(map[string]any); len(d) != 0 {
+	if c := cleaned["c"].(map[string]any); len(c) != 1 {
 		t.Errorf("an empty map is kept, which a parameter object turns into a non-map: %v", cleaned)
+	}
+	// a map left empty by pruning goes too
+	if _, ok := withoutNulls(map[string]any{"administrators": map[string]any{"users": map[string]any{}}}).(map[string]any)["administrators"]; ok {
+		t.Error("a map emptied by pruning is kept")
 	}
 }
 
@@ -102,10 +106,16 @@ func TestWriteDirReplacesAnEarlierExportOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "01-configmap-x.yaml")); err != nil {
 		t.Error(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := lib.WriteDir(dir); err == nil {
-		t.Error("wrote into a directory holding a file it did not write")
+	for _, foreign := range []string{"README.md", "kustomization.yaml"} {
+		other := t.TempDir()
+		if err := os.WriteFile(filepath.Join(other, foreign), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := lib.WriteDir(other); err == nil {
+			t.Errorf("wrote into a directory holding %s, which it did not write", foreign)
+		}
+		if _, err := os.Stat(filepath.Join(other, foreign)); err != nil {
+			t.Errorf("%s was removed: %v", foreign, err)
+		}
 	}
 }

@@ -77,7 +77,12 @@ func Gatekeeper(reg *registry.Snapshot, opts GatekeeperOptions) (*Library, error
 		"metadata":   map[string]any{"name": "tenantguard"},
 		"spec":       map[string]any{"gvks": sync},
 	})
-	requires, err := json.Marshal([]any{sync})
+	// one requirement per kind: each is needed, none stands in for another
+	requirements := make([]any, len(sync))
+	for i, gvk := range sync {
+		requirements[i] = []any{gvk}
+	}
+	requires, err := json.Marshal(requirements)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +97,7 @@ func Gatekeeper(reg *registry.Snapshot, opts GatekeeperOptions) (*Library, error
 			"metadata":   map[string]any{"name": rule},
 			"spec": map[string]any{
 				"enforcementAction": mode(reg, rule),
-				"match":             map[string]any{"kinds": matchKinds(familyKinds[family])},
+				"match":             gatekeeperMatch(family),
 				"parameters": map[string]any{
 					"rules":    []any{rule},
 					"registry": data,
@@ -101,6 +106,9 @@ func Gatekeeper(reg *registry.Snapshot, opts GatekeeperOptions) (*Library, error
 			},
 		})
 		lib.Coverage[rule] = covered + " (the rule library, as template " + gatekeeperKind(family) + ")"
+		if rule == "namespace-ownership" || rule == "managed-resource" {
+			lib.Coverage[rule] += "; deletions only with Gatekeeper's enableDeleteOperations"
+		}
 	}
 	if len(unsynced) > 0 {
 		lib.Coverage["tenant-quota"] += "; add the kinds of " + strings.Join(unsynced, ", ") + " to the SyncSet, they are not built-in resources"
@@ -122,6 +130,18 @@ func familyNames() []string {
 // gatekeeperKind is the Constraint kind of a rule family, e.g. TenantguardPods.
 func gatekeeperKind(family string) string {
 	return "Tenantguard" + strings.ToUpper(family[:1]) + family[1:]
+}
+
+// gatekeeperMatch is what a family's Constraints match. The families that
+// judge every kind (quota, managed) only judge objects in namespaces, so
+// they match namespaced objects only: a Namespace, whose requests carry
+// its own name as namespace, is the namespaces family's.
+func gatekeeperMatch(family string) map[string]any {
+	match := map[string]any{"kinds": matchKinds(familyKinds[family])}
+	if familyKinds[family] == nil {
+		match["scope"] = "Namespaced"
+	}
+	return match
 }
 
 func matchKinds(kinds []kindRef) []any {

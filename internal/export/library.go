@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -105,18 +106,22 @@ func managersOrDefault(managers []string) []any {
 	return out
 }
 
+// exportFile is the name of a file WriteDir writes.
+var exportFile = regexp.MustCompile(`^[0-9]{2}-[a-z0-9.-]+\.yaml$`)
+
 // WriteDir writes one file per object into dir, named by apply order, kind
 // and name ("03-constrainttemplate-tenantguardpods.yaml"), so that `kubectl
-// apply -f DIR` applies them in order. YAML files of an earlier export that
-// this one lacks are removed; a directory holding anything but YAML files
-// is refused.
+// apply -f DIR` applies them in order. Files of an earlier export that this
+// one lacks are removed; a directory holding any other file (a
+// kustomization.yaml, say) is refused, so that nothing of the user's is
+// removed.
 func (l *Library) WriteDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
+		if e.IsDir() || !exportFile.MatchString(e.Name()) {
 			return fmt.Errorf("%s holds %s, which an export did not write; refusing to write into it", dir, e.Name())
 		}
 	}

@@ -33,9 +33,10 @@ type Options struct {
 // a dead webhook must not stop the control plane or node heartbeats.
 var ExemptNamespaces = []string{"kube-system", "kube-node-lease"}
 
-// matchConditions leave out nodes and the control plane's own identities:
-// they are never tenants, and the cluster must keep working without tenantguard.
-var matchConditions = []admissionregistrationv1.MatchCondition{
+// MatchConditions leave out nodes and the control plane's own identities:
+// they are never tenants, and the cluster must keep working without
+// tenantguard. The exported admission policies carry them too.
+var MatchConditions = []admissionregistrationv1.MatchCondition{
 	{Name: "not-a-node", Expression: `!("system:nodes" in request.userInfo.groups)`},
 	{Name: "not-the-control-plane", Expression: `!(request.userInfo.username in ["system:apiserver", "system:kube-scheduler", "system:kube-controller-manager"])`},
 }
@@ -148,7 +149,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 		return admissionregistrationv1.ValidatingWebhook{
 			Name: name + ".tenantguard.io", ClientConfig: o.client("/validate"), Rules: r,
 			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
-			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: matchConditions,
+			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
 		}
 	}
 	workloads := append(rules(createUpdate, podCarriers), rules(all, companions)...)
@@ -174,7 +175,7 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 		return admissionregistrationv1.MutatingWebhook{
 			Name: name + ".tenantguard.io", ClientConfig: o.client("/mutate"), Rules: r,
 			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
-			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: matchConditions,
+			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
 			ReinvocationPolicy: &never,
 		}
 	}

@@ -12,6 +12,7 @@
 package tenantguard.gatekeeper
 
 import data.tenantguard.kubernetes
+import data.tenantguard.lib.identity
 import data.tenantguard.rules
 
 _review := object.get(input, "review", {})
@@ -68,16 +69,39 @@ _registry := object.get(input, ["parameters", "registry"], {})
 
 _managers := {name: true | some name in object.get(input, ["parameters", "managers"], [])}
 
+_facts := facts if {
+	facts := kubernetes.policy_input with input as {"request": _request}
+		with data.kubernetes as _cluster
+		with data.tenantguard.registry as _registry
+}
+
+_rules := object.get(input, ["parameters", "rules"], [])
+
 # METADATA
 # description: |
 #   The violations of one rule family ("namespaces", "pods", ...) whose rule
 #   ids the Constraint names in parameters.rules, each "[rule-id] sentence".
-violations(family) := {sprintf("[%s] %s", [v.id, v.msg]) |
-	facts := kubernetes.policy_input with input as {"request": _request}
-		with data.kubernetes as _cluster
-		with data.tenantguard.registry as _registry
-	some v in rules[family].violations with input as facts
+violations(family) := _library(family) | _unlabelled(family)
+
+_library(family) := {sprintf("[%s] %s", [v.id, v.msg]) |
+	some v in rules[family].violations with input as _facts
 		with data.tenantguard.registry as _registry
 		with data.tenantguard.runtime.managers as _managers
-	v.id in object.get(input, ["parameters", "rules"], [])
+	v.id in _rules
 }
+
+# tenantguard's mutating webhook labels a namespace an owner creates for
+# their tenant; Gatekeeper validates only, so the label must be set, or the
+# namespace would be outside every workload rule
+_unlabelled("namespaces") := {msg |
+	"namespace-ownership" in _rules
+	_request.operation == "CREATE"
+	label := _registry.settings.tenantLabel
+	not _request.object.metadata.labels[label]
+	tenant := rules.namespaces.target with input as _facts with data.tenantguard.registry as _registry
+	owned := identity.owned_tenants with input as _facts with data.tenantguard.registry as _registry
+	tenant in owned
+	msg := sprintf("[namespace-ownership] namespace %q is for tenant %q and must say so: set the label \"%s: %s\" (no tenantguard webhook adds it here)", [_request.name, tenant, label, tenant])
+}
+
+_unlabelled(family) := set() if family != "namespaces"

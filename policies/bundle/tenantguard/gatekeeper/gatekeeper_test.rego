@@ -89,3 +89,24 @@ test_tenantguard_itself_may_change_its_companions if {
 		with data.inventory as _inventory
 	count(msgs) == 0
 }
+
+_namespace_create(name, labels) := f.request_for("", "Namespace", "namespaces", "CREATE", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+test_an_owner_must_label_her_namespace_where_no_webhook_does if {
+	msgs := gatekeeper.violations("namespaces") with input as {"review": _namespace_create("oil-new", {}).request, "parameters": _params(["namespace-ownership"])}
+		with data.inventory as _inventory
+	msgs == {`[namespace-ownership] namespace "oil-new" is for tenant "oil" and must say so: set the label "tenantguard.io/tenant: oil" (no tenantguard webhook adds it here)`}
+}
+
+test_a_labelled_namespace_of_her_tenant_passes if {
+	msgs := gatekeeper.violations("namespaces") with input as {"review": _namespace_create("oil-new", {"tenantguard.io/tenant": "oil"}).request, "parameters": _params(["namespace-ownership"])}
+		with data.inventory as _inventory
+	count(msgs) == 0
+}
+
+test_a_namespace_outside_tenants_needs_no_label if {
+	inp := f.as_user(_namespace_create("tools", {}), f.user("bob"))
+	msgs := gatekeeper.violations("namespaces") with input as {"review": inp.request, "parameters": _params(["namespace-ownership"])}
+		with data.inventory as _inventory
+	count(msgs) == 0
+}
