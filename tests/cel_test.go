@@ -231,7 +231,7 @@ func kyvernoCEL(cluster *sharedCluster) judge {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if lib, err = export.Kyverno(snap, export.KyvernoOptions{}); err != nil {
+			if lib, err = export.Kyverno(snap, export.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if cluster != nil {

@@ -40,19 +40,14 @@ func gatekeeperJudge() judge {
 		name:     "Gatekeeper",
 		covers:   func(rule string) bool { return lib == nil || lib.Covers(rule) },
 		notTaken: []string{deleteWithoutOld},
-		refuses: func(c *corpusCase) string {
-			if c.request.Operation == "DELETE" && len(c.request.OldObject.Raw) == 0 {
-				// API servers send it since Kubernetes 1.15
-				return "a DELETE without oldObject"
-			}
-			return ""
-		},
+		// Gatekeeper's target refuses a DELETE without oldObject
+		refuses: refusesDeleteWithoutOld,
 		load: func(t *testing.T, registryFile string) {
 			snap, err := registry.Load(registryFile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if lib, err = export.Gatekeeper(snap, export.GatekeeperOptions{}); err != nil {
+			if lib, err = export.Gatekeeper(snap, export.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			synced = syncSetKinds(t, lib)

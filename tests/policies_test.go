@@ -27,9 +27,9 @@ func TestPoliciesAreCurrent(t *testing.T) {
 			}
 			return export.WriteDir(dir, b)
 		},
-		"gatekeeper": library(func() (*export.Library, error) { return export.Gatekeeper(snap, export.GatekeeperOptions{}) }),
-		"kyverno":    library(func() (*export.Library, error) { return export.Kyverno(snap, export.KyvernoOptions{}) }),
-		"vap":        library(func() (*export.Library, error) { return export.VAP(snap, export.VAPOptions{}) }),
+		"gatekeeper": library(func() (*export.Library, error) { return export.Gatekeeper(snap, export.Options{}) }),
+		"kyverno":    library(func() (*export.Library, error) { return export.Kyverno(snap, export.Options{}) }),
+		"vap":        library(func() (*export.Library, error) { return export.VAP(snap, export.Options{}) }),
 	}
 	for engine, write := range writers {
 		t.Run(engine, func(t *testing.T) {

@@ -160,7 +160,7 @@ func (vc *vapCluster) install(t *testing.T, registryFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vc.lib, err = export.VAP(snap, export.VAPOptions{}); err != nil {
+	if vc.lib, err = export.VAP(snap, export.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	vc.loads++

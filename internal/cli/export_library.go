@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -15,11 +16,25 @@ import (
 // libraryFlags are the flags every manifest export shares.
 type libraryFlags struct {
 	registryFile, output string
+	opts                 export.Options
 }
 
-func (f *libraryFlags) bind(cmd *cobra.Command) {
+// newLibraryCommand is an export of manifests for engineName, built by build.
+func newLibraryCommand(use, short, long, engineName string, build func(*registry.Snapshot, export.Options) (*export.Library, error)) *cobra.Command {
+	var f libraryFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd, engineName, func(snap *registry.Snapshot) (*export.Library, error) { return build(snap, f.opts) })
+		},
+	}
 	cmd.Flags().StringVar(&f.registryFile, "registry", "", "the tenant registry (TenantRegistry or its ConfigMap)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "a directory (one file per object, in apply order), FILE.yaml for one stream, or - for stdout")
+	cmd.Flags().StringSliceVar(&f.opts.Managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
+	return cmd
 }
 
 // run loads the registry, builds the library and writes it with its

@@ -23,9 +23,9 @@ func exampleRegistry(t *testing.T) *registry.Snapshot {
 func TestEveryLibraryAccountsForEveryRule(t *testing.T) {
 	snap := exampleRegistry(t)
 	builders := map[string]func() (*Library, error){
-		"gatekeeper": func() (*Library, error) { return Gatekeeper(snap, GatekeeperOptions{}) },
-		"kyverno":    func() (*Library, error) { return Kyverno(snap, KyvernoOptions{}) },
-		"vap":        func() (*Library, error) { return VAP(snap, VAPOptions{}) },
+		"gatekeeper": func() (*Library, error) { return Gatekeeper(snap, Options{}) },
+		"kyverno":    func() (*Library, error) { return Kyverno(snap, Options{}) },
+		"vap":        func() (*Library, error) { return VAP(snap, Options{}) },
 	}
 	for name, build := range builders {
 		t.Run(name, func(t *testing.T) {

@@ -16,13 +16,6 @@ import (
 	policy "github.com/tenantguard/tenantguard/rego"
 )
 
-// GatekeeperOptions configure Gatekeeper.
-type GatekeeperOptions struct {
-	// Managers are the user names of tenantguard itself, allowed to change
-	// companion resources; engine.DefaultManager when empty.
-	Managers []string
-}
-
 // kindRef is one kind the rules read, with its resource name.
 type kindRef struct{ Group, Kind, Resource string }
 
@@ -60,7 +53,7 @@ const gatekeeperLibRoot = "lib"
 // tenantguard.gatekeeper as the adapter) and one Constraint per rule id,
 // named after it, with the registry's enforcement mode as its
 // enforcementAction and the registry as its parameters.
-func Gatekeeper(reg *registry.Snapshot, opts GatekeeperOptions) (*Library, error) {
+func Gatekeeper(reg *registry.Snapshot, opts Options) (*Library, error) {
 	libs, err := gatekeeperLibs()
 	if err != nil {
 		return nil, err

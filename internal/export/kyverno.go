@@ -4,13 +4,6 @@ import (
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
-// KyvernoOptions configure Kyverno.
-type KyvernoOptions struct {
-	// Managers are the user names of tenantguard itself, allowed to change
-	// companion resources; engine.DefaultManager when empty.
-	Managers []string
-}
-
 // Kyverno builds the Kyverno library for reg: one ValidatingPolicy
 // (policies.kyverno.io/v1, Kyverno's CEL policy type) per rule CEL can
 // express, named tenantguard-<rule>, with the registry's enforcement mode
@@ -19,7 +12,7 @@ type KyvernoOptions struct {
 // objects. Background scans are off: the rules judge requests (who sends
 // them, what changes), not stored objects. Autogen is off too: the
 // policies already match every pod controller themselves.
-func Kyverno(reg *registry.Snapshot, opts KyvernoOptions) (*Library, error) {
+func Kyverno(reg *registry.Snapshot, opts Options) (*Library, error) {
 	data, err := celRegistry(reg)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,13 @@ import (
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
+// Options configure the Gatekeeper, Kyverno and VAP exports.
+type Options struct {
+	// Managers are the user names of tenantguard itself, allowed to change
+	// companion resources; engine.DefaultManager when empty.
+	Managers []string
+}
+
 // Library is what an engine export writes: the Kubernetes objects to apply,
 // in order, and how each rule id is covered.
 type Library struct {

@@ -14,13 +14,6 @@ const (
 	ParamsName = "tenantguard"
 )
 
-// VAPOptions configure VAP.
-type VAPOptions struct {
-	// Managers are the user names of tenantguard itself, allowed to change
-	// companion resources; engine.DefaultManager when empty.
-	Managers []string
-}
-
 // VAP builds the ValidatingAdmissionPolicy library for reg: the
 // CustomResourceDefinition of the parameter kind, the parameter object
 // holding the compiled registry, and for every rule CEL can express a
@@ -28,7 +21,7 @@ type VAPOptions struct {
 // follow the registry's enforcement mode (Deny, Warn, Audit for dryrun).
 // The policies read the registry from the parameter object only, so a
 // registry change is one object to update.
-func VAP(reg *registry.Snapshot, opts VAPOptions) (*Library, error) {
+func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
 	data, err := celRegistry(reg)
 	if err != nil {
 		return nil, err
