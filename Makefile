@@ -86,6 +86,7 @@ bench: ## Run the Go benchmarks (figures go to BENCHMARKS.md)
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/
 	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/
 	go test -run '^$$' -bench . -benchmem -count 3 ./generator/
+	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/
 	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/
 
 .PHONY: control-plane

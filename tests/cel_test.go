@@ -49,7 +49,7 @@ type celPolicy struct {
 // a Kyverno ValidatingPolicy's, which share the fields used here) with the
 // Kubernetes CEL environment, and fails on any expression that does not
 // compile. params is the parameter object for policies with paramKind.
-func compileCELPolicy(t *testing.T, name string, rawSpec map[string]any, actions []string) *celPolicy {
+func compileCELPolicy(t testing.TB, name string, rawSpec map[string]any, actions []string) *celPolicy {
 	t.Helper()
 	p := &celPolicy{rule: strings.TrimPrefix(name, "tenantguard-"), actions: actions, selector: labels.Everything()}
 	convert(t, rawSpec, &p.spec)
@@ -126,7 +126,7 @@ func (p *celPolicy) matches(c *corpusCase) bool {
 // evaluate runs the policy on the case as the API server would, params
 // being the parameter object (nil without paramKind). It returns whether
 // the validation failed and its message.
-func (p *celPolicy) evaluate(t *testing.T, c *corpusCase, params runtime.Object) (failed bool, message string) {
+func (p *celPolicy) evaluate(t testing.TB, c *corpusCase, params runtime.Object) (failed bool, message string) {
 	t.Helper()
 	req := c.request
 	decode := func(raw []byte) runtime.Object {
@@ -187,7 +187,7 @@ func refusesDeleteWithoutOld(c *corpusCase) string {
 }
 
 // judgeCEL decides a case with compiled policies.
-func judgeCEL(t *testing.T, c *corpusCase, policies []*celPolicy, params runtime.Object) (verdict, []string) {
+func judgeCEL(t testing.TB, c *corpusCase, policies []*celPolicy, params runtime.Object) (verdict, []string) {
 	v := verdictOf{}
 	var problems []string
 	for _, p := range policies {
@@ -226,7 +226,7 @@ func kyvernoCEL(cluster *sharedCluster) judge {
 		covers:   func(rule string) bool { return lib == nil || lib.Covers(rule) },
 		refuses:  refusesDeleteWithoutOld,
 		notTaken: []string{deleteWithoutOld},
-		load: func(t *testing.T, registryFile string) {
+		load: func(t testing.TB, registryFile string) {
 			snap, err := registry.Load(registryFile)
 			if err != nil {
 				t.Fatal(err)
@@ -246,7 +246,7 @@ func kyvernoCEL(cluster *sharedCluster) judge {
 				policies = append(policies, compileCELPolicy(t, fmt.Sprint(meta["name"]), spec, actions))
 			}
 		},
-		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			return judgeCEL(t, c, policies, nil)
 		},
 	}
@@ -258,7 +258,7 @@ var kyvernoCRD = filepath.Join(live.AssetsDir(), "crds", "kyverno-validatingpoli
 
 // installKyverno installs Kyverno's CRD (once) and creates the library's
 // policies on the API server, whose validation of them is the CRD's schema.
-func installKyverno(t *testing.T, vc *vapCluster, lib *export.Library) {
+func installKyverno(t testing.TB, vc *vapCluster, lib *export.Library) {
 	t.Helper()
 	gvk := schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"}
 	if _, err := vc.cp.Resource(gvk); err != nil {
@@ -287,7 +287,7 @@ func installKyverno(t *testing.T, vc *vapCluster, lib *export.Library) {
 	}
 }
 
-func applyObjects(t *testing.T, vc *vapCluster, objects ...map[string]any) error {
+func applyObjects(t testing.TB, vc *vapCluster, objects ...map[string]any) error {
 	t.Helper()
 	var docs []string
 	for _, o := range objects {

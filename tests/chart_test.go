@@ -23,7 +23,7 @@ import (
 
 var chartDir = filepath.Join("..", "charts", "tenantguard")
 
-func helm(t *testing.T, args ...string) (string, error) {
+func helm(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	bin := filepath.Join("..", "bin", "helm")
 	if _, err := os.Stat(bin); err != nil {
@@ -47,7 +47,7 @@ var registryArg = "registry=" + filepath.Join("..", "examples", "registry.yaml")
 
 // render renders the chart as release tg in tenantguard-system and returns
 // its documents by KIND/NAME.
-func render(t *testing.T, args ...string) map[string]string {
+func render(t testing.TB, args ...string) map[string]string {
 	t.Helper()
 	out, err := helm(t, append([]string{"template", "tg", chartDir, "-n", "tenantguard-system", "--set-file", registryArg}, args...)...)
 	if err != nil {
@@ -57,7 +57,7 @@ func render(t *testing.T, args ...string) map[string]string {
 }
 
 // byKindName splits multi-document YAML into documents by KIND/NAME.
-func byKindName(t *testing.T, text string) map[string]string {
+func byKindName(t testing.TB, text string) map[string]string {
 	t.Helper()
 	docs := map[string]string{}
 	for doc := range strings.SplitSeq(text, "\n---\n") {
@@ -77,7 +77,7 @@ func byKindName(t *testing.T, text string) map[string]string {
 	return docs
 }
 
-func decode(t *testing.T, doc string, into any) {
+func decode(t testing.TB, doc string, into any) {
 	t.Helper()
 	if doc == "" {
 		t.Fatal("no such document")

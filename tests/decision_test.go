@@ -15,7 +15,7 @@ import (
 
 // engineFor compiles one engine per registry file of the corpus; subtests run
 // one after another, so the cache needs no lock.
-func engineFor(t *testing.T, cache map[string]*engine.Engine, file string) *engine.Engine {
+func engineFor(t testing.TB, cache map[string]*engine.Engine, file string) *engine.Engine {
 	t.Helper()
 	if eng, ok := cache[file]; ok {
 		return eng
@@ -33,7 +33,7 @@ func engineFor(t *testing.T, cache map[string]*engine.Engine, file string) *engi
 }
 
 // caseView is the corpus cluster (read once by the caller) plus the case's own objects.
-func caseView(t *testing.T, cluster []clusterview.Object, c *fixtures.Case, label string) *clusterview.View {
+func caseView(t testing.TB, cluster []clusterview.Object, c *fixtures.Case, label string) *clusterview.View {
 	t.Helper()
 	extra, err := c.ExtraObjects()
 	if err != nil {
@@ -95,7 +95,7 @@ func TestCorpusDecisions(t *testing.T) {
 	}
 }
 
-func checkDecision(t *testing.T, c *fixtures.Case, d *engine.Decision) {
+func checkDecision(t testing.TB, c *fixtures.Case, d *engine.Decision) {
 	t.Helper()
 	wantAllowed := c.Expect.Allowed || len(c.Expect.Deny) == 0
 	if d.Allowed != wantAllowed {

@@ -116,15 +116,15 @@ type judge struct {
 	// is known not to take; any other case skipped fails the test.
 	notTaken []string
 	// load puts the library exported for a registry file in force.
-	load func(t *testing.T, registryFile string)
+	load func(t testing.TB, registryFile string)
 	// decide is the engine's decision on a case; problems are differences
 	// beyond rule ids that the engine can be held to (messages, patches).
 	// It skips the test of a case the engine refuses before deciding.
-	decide func(t *testing.T, c *corpusCase) (got verdict, problems []string)
+	decide func(t testing.TB, c *corpusCase) (got verdict, problems []string)
 }
 
 // loadCorpus decides every decidable case with the embedded engine.
-func loadCorpus(t *testing.T) []*corpusCase {
+func loadCorpus(t testing.TB) []*corpusCase {
 	t.Helper()
 	cases, err := fixtures.Load()
 	if err != nil {
@@ -263,7 +263,7 @@ func TestEnginesAgree(t *testing.T) {
 	t.Logf("engine agreement on the shared corpus:\n%s", strings.Join(summary, "\n"))
 }
 
-func judges(t *testing.T) []judge {
+func judges(t testing.TB) []judge {
 	cluster := &sharedCluster{owner: t}
 	return []judge{embeddedJudge(), opaJudge(t), gatekeeperJudge(), kyvernoJudge(cluster), vapJudge(cluster)}
 }
@@ -274,8 +274,8 @@ func embeddedJudge() judge {
 	return judge{
 		name:   "embedded engine",
 		covers: func(string) bool { return true },
-		load:   func(*testing.T, string) {},
-		decide: func(_ *testing.T, c *corpusCase) (verdict, []string) {
+		load:   func(testing.TB, string) {},
+		decide: func(_ testing.TB, c *corpusCase) (verdict, []string) {
 			want := verdictOf{}
 			for mode, ids := range map[string][]string{"deny": c.Expect.Deny, "warn": c.Expect.Warn, "dryrun": c.Expect.DryRun} {
 				for _, id := range ids {

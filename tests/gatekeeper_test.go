@@ -42,7 +42,7 @@ func gatekeeperJudge() judge {
 		notTaken: []string{deleteWithoutOld},
 		// Gatekeeper's target refuses a DELETE without oldObject
 		refuses: refusesDeleteWithoutOld,
-		load: func(t *testing.T, registryFile string) {
+		load: func(t testing.TB, registryFile string) {
 			snap, err := registry.Load(registryFile)
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +53,7 @@ func gatekeeperJudge() judge {
 			synced = syncSetKinds(t, lib)
 			client = gatekeeperClient(t, lib)
 		},
-		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			var added []*unstructured.Unstructured
 			for _, o := range c.objects {
 				u := &unstructured.Unstructured{Object: o}
@@ -99,7 +99,7 @@ func gatekeeperJudge() judge {
 }
 
 // syncSetKinds are the kinds the library's SyncSet replicates.
-func syncSetKinds(t *testing.T, lib *export.Library) map[schema.GroupVersionKind]bool {
+func syncSetKinds(t testing.TB, lib *export.Library) map[schema.GroupVersionKind]bool {
 	t.Helper()
 	out := map[schema.GroupVersionKind]bool{}
 	for _, obj := range lib.Objects {
@@ -147,7 +147,7 @@ func (c *corpusCase) hasMessage(msg string) bool {
 
 // gatekeeperClient is a constraint framework client with the library's
 // templates and constraints added, as Gatekeeper's controllers add them.
-func gatekeeperClient(t *testing.T, lib *export.Library) *constraintclient.Client {
+func gatekeeperClient(t testing.TB, lib *export.Library) *constraintclient.Client {
 	t.Helper()
 	driver, err := rego.New()
 	if err != nil {
@@ -190,7 +190,7 @@ var gatekeeperScheme = func() *runtime.Scheme {
 }()
 
 // convert round-trips a manifest through JSON into a typed value.
-func convert(t *testing.T, in, out any) {
+func convert(t testing.TB, in, out any) {
 	t.Helper()
 	raw, err := json.Marshal(in)
 	if err != nil {

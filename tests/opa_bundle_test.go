@@ -35,7 +35,7 @@ type opaServer struct {
 	http *http.Client
 }
 
-func startOPA(t *testing.T, args ...string) *opaServer {
+func startOPA(t testing.TB, args ...string) *opaServer {
 	t.Helper()
 	port, err := live.FreePort()
 	if err != nil {
@@ -67,7 +67,7 @@ func startOPA(t *testing.T, args ...string) *opaServer {
 }
 
 // do sends body to path and decodes the answer into out.
-func (s *opaServer) do(t *testing.T, method, path string, body []byte, out any) {
+func (s *opaServer) do(t testing.TB, method, path string, body []byte, out any) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *opaServer) do(t *testing.T, method, path string, body []byte, out any) 
 }
 
 // writeBundle exports the bundle of a registry file into dir.
-func writeBundle(t *testing.T, registryFile, file string, opts export.BundleOptions) {
+func writeBundle(t testing.TB, registryFile, file string, opts export.BundleOptions) {
 	t.Helper()
 	snap, err := registry.Load(registryFile)
 	if err != nil {
@@ -111,7 +111,7 @@ func writeBundle(t *testing.T, registryFile, file string, opts export.BundleOpti
 }
 
 // kubeMgmt lays objects out as kube-mgmt replicates them into data.kubernetes.
-func kubeMgmt(t *testing.T, objects []map[string]any) map[string]any {
+func kubeMgmt(t testing.TB, objects []map[string]any) map[string]any {
 	t.Helper()
 	data := map[string]any{}
 	for _, o := range objects {
@@ -150,18 +150,18 @@ func kubeMgmt(t *testing.T, objects []map[string]any) map[string]any {
 // validating entrypoint. Beyond rule ids, its answer must be the embedded
 // engine's to the letter: the status message line for line, warnings,
 // audit annotations and the patch.
-func opaJudge(t *testing.T) judge {
+func opaJudge(t testing.TB) judge {
 	dir := t.TempDir()
 	var srv *opaServer
 	return judge{
 		name:   "OPA bundle",
 		covers: func(string) bool { return true },
-		load: func(t *testing.T, registryFile string) {
+		load: func(t testing.TB, registryFile string) {
 			bundleFile := filepath.Join(dir, fmt.Sprintf("bundle-%d.tar.gz", time.Now().UnixNano()))
 			writeBundle(t, registryFile, bundleFile, export.BundleOptions{})
 			srv = startOPA(t, "--bundle", bundleFile)
 		},
-		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			data, err := json.Marshal(kubeMgmt(t, c.objects))
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +194,7 @@ func opaJudge(t *testing.T) judge {
 }
 
 // applyToReview applies a JSON patch to request.object of an AdmissionReview.
-func applyToReview(t *testing.T, body, patch []byte) []byte {
+func applyToReview(t testing.TB, body, patch []byte) []byte {
 	t.Helper()
 	var review map[string]any
 	if err := json.Unmarshal(body, &review); err != nil {
@@ -297,7 +297,7 @@ func TestOPABundleSignature(t *testing.T) {
 	}
 }
 
-func rsaKey(t *testing.T) (keyPEM, pubPEM []byte) {
+func rsaKey(t testing.TB) (keyPEM, pubPEM []byte) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

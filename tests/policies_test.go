@@ -65,7 +65,7 @@ func library(build func() (*export.Library, error)) func(dir string) error {
 }
 
 // files reads every file under dir by its slash path.
-func files(t *testing.T, dir string) map[string][]byte {
+func files(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -100,11 +100,11 @@ func vapJudge(cluster *sharedCluster) judge {
 			}
 			return ""
 		},
-		load: func(t *testing.T, registryFile string) {
+		load: func(t testing.TB, registryFile string) {
 			vc = cluster.get(t)
 			vc.install(t, registryFile)
 		},
-		decide: func(t *testing.T, c *corpusCase) (verdict, []string) {
+		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			return vc.send(t, c)
 		},
 	}
@@ -113,11 +113,11 @@ func vapJudge(cluster *sharedCluster) judge {
 // sharedCluster is the control plane the CEL engines share, started on
 // first use and stopped when the test that made it ends.
 type sharedCluster struct {
-	owner *testing.T
+	owner testing.TB
 	vc    *vapCluster
 }
 
-func (s *sharedCluster) get(t *testing.T) *vapCluster {
+func (s *sharedCluster) get(t testing.TB) *vapCluster {
 	t.Helper()
 	if s.vc == nil {
 		s.vc = startVAPCluster(t, s.owner.Cleanup)
@@ -125,7 +125,7 @@ func (s *sharedCluster) get(t *testing.T) *vapCluster {
 	return s.vc
 }
 
-func startVAPCluster(t *testing.T, cleanup func(func())) *vapCluster {
+func startVAPCluster(t testing.TB, cleanup func(func())) *vapCluster {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	// PodSecurity and Priority would refuse some corpus pods before the
@@ -153,7 +153,7 @@ func startVAPCluster(t *testing.T, cleanup func(func())) *vapCluster {
 // install applies the library for a registry file, with the loader's
 // exemption and the observer bindings, and waits until the API server
 // enforces it: a canary policy reports the parameter object's revision.
-func (vc *vapCluster) install(t *testing.T, registryFile string) {
+func (vc *vapCluster) install(t testing.TB, registryFile string) {
 	t.Helper()
 	ctx := t.Context()
 	snap, err := registry.Load(registryFile)
@@ -242,7 +242,7 @@ func canaryPolicy() []map[string]any {
 	return []map[string]any{policy, binding}
 }
 
-func (vc *vapCluster) apply(t *testing.T, objects []map[string]any) {
+func (vc *vapCluster) apply(t testing.TB, objects []map[string]any) {
 	t.Helper()
 	if err := applyObjects(t, vc, objects...); err != nil {
 		t.Fatalf("the API server refused the exported library: %v", err)
@@ -258,7 +258,7 @@ func (vc *vapCluster) as(user string, groups []string) *dynamic.DynamicClient {
 }
 
 // send runs one case through the API server.
-func (vc *vapCluster) send(t *testing.T, c *corpusCase) (verdict, []string) {
+func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 	t.Helper()
 	ctx := t.Context()
 	req := c.request
@@ -350,7 +350,7 @@ func (vc *vapCluster) send(t *testing.T, c *corpusCase) (verdict, []string) {
 
 // ensureNamespace gives the request's namespace the labels it has in the
 // case, as the loader; false when the case has no such namespace.
-func (vc *vapCluster) ensureNamespace(t *testing.T, c *corpusCase) bool {
+func (vc *vapCluster) ensureNamespace(t testing.TB, c *corpusCase) bool {
 	t.Helper()
 	ns := c.namespaceObject()
 	if ns == nil {
@@ -374,7 +374,7 @@ func (vc *vapCluster) ensureNamespace(t *testing.T, c *corpusCase) bool {
 
 // putNamespace sets a namespace's labels and annotations (those the loader
 // set before and not given are removed), creating it if need be.
-func (vc *vapCluster) putNamespace(t *testing.T, name string, labels, annotations map[string]any) *unstructured.Unstructured {
+func (vc *vapCluster) putNamespace(t testing.TB, name string, labels, annotations map[string]any) *unstructured.Unstructured {
 	t.Helper()
 	meta := map[string]any{"name": name, "labels": labels}
 	if annotations != nil {
@@ -394,7 +394,7 @@ func (vc *vapCluster) putNamespace(t *testing.T, name string, labels, annotation
 }
 
 // putOld makes the object an update or delete acts on exist, as the loader.
-func (vc *vapCluster) putOld(t *testing.T, ri dynamic.ResourceInterface, gvr schema.GroupVersionResource, c *corpusCase) *unstructured.Unstructured {
+func (vc *vapCluster) putOld(t testing.TB, ri dynamic.ResourceInterface, gvr schema.GroupVersionResource, c *corpusCase) *unstructured.Unstructured {
 	t.Helper()
 	old := &unstructured.Unstructured{}
 	if err := old.UnmarshalJSON(c.request.OldObject.Raw); err != nil {
@@ -417,7 +417,7 @@ func (vc *vapCluster) putOld(t *testing.T, ri dynamic.ResourceInterface, gvr sch
 	return created
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, done func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, done func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if done() {
@@ -427,7 +427,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, done func() bool)
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func deepCopy(t *testing.T, in map[string]any) map[string]any {
+func deepCopy(t testing.TB, in map[string]any) map[string]any {
 	t.Helper()
 	var out map[string]any
 	convert(t, in, &out)
