@@ -130,16 +130,7 @@ func loadCorpus(t testing.TB) []*corpusCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(fixtures.ClusterFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Items []map[string]any `json:"items"`
-	}
-	if err := yaml.Unmarshal(raw, &list); err != nil {
-		t.Fatal(err)
-	}
+	items := clusterItems(t)
 	cluster, err := clusterview.LoadFile(fixtures.ClusterFile())
 	if err != nil {
 		t.Fatal(err)
@@ -180,11 +171,27 @@ func loadCorpus(t testing.TB) []*corpusCase {
 		}
 		out = append(out, &corpusCase{
 			Case: c, original: body, review: review, request: mutated.Request,
-			objects: append(slices.Clone(list.Items), c.Objects...),
+			objects: append(slices.Clone(items), c.Objects...),
 			want:    want.verdict(), response: d.Response(req.UID).AdmissionResponse, patch: d.Patch,
 		})
 	}
 	return out
+}
+
+// clusterItems are the corpus cluster's objects as manifests.
+func clusterItems(t testing.TB) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := yaml.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
 
 // TestEnginesAgree is the equivalence test of the policy library: every

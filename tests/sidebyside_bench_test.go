@@ -68,7 +68,7 @@ func BenchmarkDecisionSideBySide(b *testing.B) {
 		}
 		client := gatekeeperClient(b, lib)
 		synced := syncSetKinds(b, lib)
-		for _, o := range corpus[0].objects[:len(corpus[0].objects)-len(corpus[0].Objects)] {
+		for _, o := range clusterItems(b) {
 			u := &unstructured.Unstructured{Object: o}
 			if synced[u.GroupVersionKind()] {
 				if _, err := client.AddData(b.Context(), u); err != nil {

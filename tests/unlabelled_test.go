@@ -26,9 +26,13 @@ func TestExportsAskForTheLabelTheWebhookAdds(t *testing.T) {
 	}
 	for _, j := range []judge{gatekeeperJudge(), kyvernoJudgeOffline()} {
 		t.Run(j.name, func(t *testing.T) {
+			loaded := ""
 			for _, c := range labelled {
-				t.Run(c.Name, func(t *testing.T) {
+				if c.RegistryFile() != loaded {
 					j.load(t, c.RegistryFile())
+					loaded = c.RegistryFile()
+				}
+				t.Run(c.Name, func(t *testing.T) {
 					var review admissionv1.AdmissionReview
 					if err := json.Unmarshal(c.original, &review); err != nil {
 						t.Fatal(err)

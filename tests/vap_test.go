@@ -206,13 +206,14 @@ func (vc *vapCluster) install(t testing.TB, registryFile string) {
 	waitFor(t, 30*time.Second, "the policies and parameters to be in force", func() bool {
 		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "canary"}}}
 		_, _ = canary.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return slices.ContainsFunc(canaryWarnings.take(), func(w string) bool { return strings.Contains(w, "revision "+token) })
+		return slices.ContainsFunc(apiWarnings.take(), func(w string) bool { return strings.Contains(w, "revision "+token) })
 	})
 	// bindings and parameters come through separate informers
 	time.Sleep(time.Second)
 }
 
-var canaryWarnings = &warnings{}
+// apiWarnings records the API server's warnings to every impersonated client.
+var apiWarnings = &warnings{}
 
 // canaryPolicy fails every namespace request of the canary user with the
 // parameter object's revision: once it reports the newest, the API server
@@ -253,7 +254,7 @@ func (vc *vapCluster) apply(t testing.TB, objects []map[string]any) {
 func (vc *vapCluster) as(user string, groups []string) *dynamic.DynamicClient {
 	cfg := rest.CopyConfig(vc.cp.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	cfg.WarningHandler = canaryWarnings
+	cfg.WarningHandler = apiWarnings
 	return dynamic.NewForConfigOrDie(cfg)
 }
 
@@ -290,7 +291,7 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 			obj.SetNamespace(req.Namespace)
 		}
 	}
-	canaryWarnings.take()
+	apiWarnings.take()
 	dry := []string{metav1.DryRunAll}
 	var err error
 	var sub []string
@@ -320,7 +321,7 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 	}
 	got := verdictOf{}
 	var problems, warnedRules []string
-	for _, w := range canaryWarnings.take() {
+	for _, w := range apiWarnings.take() {
 		if m := observed.FindStringSubmatch(w); m != nil {
 			if !strings.HasPrefix(m[2], "["+m[1]+"] ") {
 				problems = append(problems, fmt.Sprintf("%s failed without its rule's message (an evaluation error?): %s", m[1], m[2]))

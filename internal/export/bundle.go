@@ -15,7 +15,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
-	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	policy "github.com/tenantguard/tenantguard/rego"
 )
@@ -58,19 +57,16 @@ func Bundle(reg *registry.Snapshot, opts BundleOptions) (*bundle.Bundle, error) 
 	}
 	slices.SortFunc(modules, func(a, b bundle.ModuleFile) int { return strings.Compare(a.Path, b.Path) })
 	managers := map[string]any{}
-	if len(opts.Managers) == 0 {
-		opts.Managers = []string{engine.DefaultManager}
-	}
-	for _, m := range opts.Managers {
+	for _, m := range managerNames(opts.Managers) {
 		managers[m] = true
 	}
-	// a round trip through JSON makes the registry plain data
-	raw, err := json.Marshal(map[string]any{Root: map[string]any{"registry": reg.Data(), "runtime": map[string]any{"managers": managers}}})
+	registryData, err := plainRegistry(reg)
 	if err != nil {
 		return nil, err
 	}
-	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
+	data := map[string]any{Root: map[string]any{"registry": registryData, "runtime": map[string]any{"managers": managers}}}
+	raw, err := json.Marshal(data)
+	if err != nil {
 		return nil, err
 	}
 	revision := opts.Revision

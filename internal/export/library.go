@@ -35,7 +35,7 @@ type Library struct {
 
 // Covers reports whether the library enforces rule.
 func (l *Library) Covers(rule string) bool {
-	return len(l.Coverage[rule]) >= len(covered) && l.Coverage[rule][:len(covered)] == covered
+	return strings.HasPrefix(l.Coverage[rule], covered)
 }
 
 // covered starts the coverage text of an enforced rule.
@@ -80,9 +80,7 @@ var families = map[string]string{
 
 // mode is a rule's enforcement mode in the registry: deny, warn or dryrun.
 func mode(reg *registry.Snapshot, rule string) string {
-	settings, _ := reg.Data()["settings"].(map[string]any)
-	enforcement, _ := settings["enforcement"].(map[string]any)
-	if m, ok := enforcement[rule].(string); ok && m != "" {
+	if m := reg.Registry().Settings.Enforcement[rule]; m != "" {
 		return m
 	}
 	return "deny"
@@ -102,12 +100,18 @@ func plainRegistry(reg *registry.Snapshot) (map[string]any, error) {
 	return out, nil
 }
 
-func managersOrDefault(managers []string) []any {
+// managerNames are the given managers, or the server's default user name.
+func managerNames(managers []string) []string {
 	if len(managers) == 0 {
-		managers = []string{engine.DefaultManager}
+		return []string{engine.DefaultManager}
 	}
-	out := make([]any, len(managers))
-	for i, m := range managers {
+	return managers
+}
+
+func managersOrDefault(managers []string) []any {
+	names := managerNames(managers)
+	out := make([]any, len(names))
+	for i, m := range names {
 		out[i] = m
 	}
 	return out
