@@ -8,6 +8,8 @@ OPA_VERSION           ?= v1.22.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION          ?= v4.3.1
 REGO_COVERAGE         ?= 90
+# LOAD_FLAGS are extra flags for `tgload run` (make bench), e.g. -duration 5s
+LOAD_FLAGS            ?=
 FUZZTIME              ?= 30s
 
 # The local control plane for e2e tests and the demo, built from the Go module
@@ -20,6 +22,7 @@ CP_BIN   := $(CURDIR)/tests/tools/bin
 OPA      := $(BIN)/opa
 LINT     := $(BIN)/golangci-lint
 HELM     := $(BIN)/helm
+BENCH_OUT := $(CURDIR)/bench-out
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/tenantguard/tenantguard/internal/cli.Version=$(VERSION)
 
@@ -82,12 +85,23 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	go test ./internal/server/ -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks (figures go to BENCHMARKS.md)
-	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/
-	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/
-	go test -run '^$$' -bench . -benchmem -count 3 ./generator/
-	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/
-	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/
+bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
+	@mkdir -p $(BENCH_OUT) docs/bench
+	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/ | tee $(BENCH_OUT)/engine.txt
+	go test -run '^$$' -bench . -benchmem -count 5 ./internal/admission/ | tee $(BENCH_OUT)/admission.txt
+	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/ | tee $(BENCH_OUT)/server.txt
+	go test -run '^$$' -bench . -benchmem -count 3 ./generator/ | tee $(BENCH_OUT)/generator.txt
+	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/ | tee $(BENCH_OUT)/sidebyside.txt
+	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/ | tee $(BENCH_OUT)/reconcile.txt
+	go run ./tests/load/cmd/tgload run -opa $(OPA) $(LOAD_FLAGS) \
+	  -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -) -json $(BENCH_OUT)/load.json \
+	  -benchmarks BENCHMARKS.md -plot docs/bench/latency.png -profile-dir $(BENCH_OUT)
+
+.PHONY: bench-load
+bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchmarks' last outputs in $(BENCH_OUT) if any
+	@mkdir -p $(BENCH_OUT) docs/bench
+	go run ./tests/load/cmd/tgload run -opa $(OPA) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
+	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
 
 .PHONY: control-plane
 control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver and etcd into tests/tools/bin (cached)
@@ -132,4 +146,4 @@ $(HELM):
 
 .PHONY: clean
 clean: ## Remove build outputs, installed tools and the control-plane binaries
-	rm -rf $(BIN) $(CP_BIN)
+	rm -rf $(BIN) $(CP_BIN) $(BENCH_OUT)

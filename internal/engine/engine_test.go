@@ -98,7 +98,7 @@ func TestAPolicyWithoutTheDecisionShapeFailsClosed(t *testing.T) {
 // registry and cluster view at each size: the cost must not grow with the
 // number of tenants.
 func BenchmarkReview(b *testing.B) {
-	for _, n := range []int{10, 1000} {
+	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
 			eng, err := New(b.Context(), scaleRegistry(b, n), Options{})
 			if err != nil {
@@ -131,5 +131,32 @@ func BenchmarkReviewDenied(b *testing.B) {
 		if err != nil || len(d.Deny) != 3 {
 			b.Fatalf("decision %+v, %v", d, err)
 		}
+	}
+}
+
+// BenchmarkValidateCorpus is one validating decision on the load harness's
+// mixed corpus (pods, Deployments, claims, Services, namespace creates,
+// host-path pods) at 1,000 tenants, 10,000 namespaces and 50,000 pods.
+func BenchmarkValidateCorpus(b *testing.B) {
+	eng, err := New(b.Context(), scaleRegistry(b, 1000), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	view := scaleView(1000)
+	corpus := scale.Corpus(1000, 200)
+	reqs := make([]*admission.Request, len(corpus))
+	for i, c := range corpus {
+		if reqs[i], err = admission.Decode(c.Body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		d, err := eng.Validate(b.Context(), reqs[i], view)
+		if err != nil || d.Allowed != corpus[i].Allowed {
+			b.Fatalf("%s: decision %+v, %v", corpus[i].Kind, d, err)
+		}
+		i = (i + 1) % len(reqs)
 	}
 }

@@ -23,19 +23,32 @@ func Registry(n int) []byte {
 	return []byte(b.String())
 }
 
-// Fill adds namespaces t<i>-ns<j> (labelled with their tenant) and pods to a
-// view, the same calls the informers make: namespaces per tenant, pods per
-// namespace.
-func Fill(v *clusterview.View, tenants, namespaces, pods int) {
+// PriorityClasses are the classes the registry's tenants may use, as the
+// view keeps them.
+var PriorityClasses = map[string]int32{"tenant-low": 1000, "tenant-high": 100000}
+
+// Objects calls yield with every object of the cluster Fill builds: the
+// PriorityClasses, then namespaces t<i>-ns<j> labelled with their tenant,
+// each followed by its pods p<k>.
+func Objects(tenants, namespaces, pods int, yield func(clusterview.Object)) {
+	for name, value := range PriorityClasses {
+		yield(clusterview.Object{Group: "scheduling.k8s.io", Kind: "PriorityClass", Resource: "priorityclasses", Name: name, PriorityClass: &clusterview.PriorityClass{Value: value}})
+	}
 	for i := range tenants {
 		for j := range namespaces {
 			ns := fmt.Sprintf("t%d-ns%d", i, j)
-			v.Upsert(clusterview.Object{Kind: "Namespace", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
+			yield(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
 			for k := range pods {
-				v.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
+				yield(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
 			}
 		}
 	}
+}
+
+// Fill adds the objects of Objects to a view, the same calls the informers
+// make.
+func Fill(v *clusterview.View, tenants, namespaces, pods int) {
+	Objects(tenants, namespaces, pods, v.Upsert)
 }
 
 // Namespaces are the names and tenants of the namespaces Fill creates.

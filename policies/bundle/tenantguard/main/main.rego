@@ -60,12 +60,16 @@ _with_mode(mode) := [violation |
 # description: |
 #   The validating decision: allowed unless a rule in deny mode is broken; the
 #   violations split by enforcement mode, each list sorted.
-decision := {
+decision := _clean if {
+	count(violations) == 0
+} else := {
 	"allowed": count(_with_mode("deny")) == 0,
 	"deny": _with_mode("deny"),
 	"warn": _with_mode("warn"),
 	"dryrun": _with_mode("dryrun"),
 }
+
+_clean := {"allowed": true, "deny": [], "warn": [], "dryrun": []}
 
 # METADATA
 # entrypoint: true

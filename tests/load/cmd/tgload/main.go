@@ -1,0 +1,137 @@
+// Command tgload is tenantguard's load harness (package load): `tgload run`
+// compares tenantguard's webhook with the null webhook and `opa run
+// --server` under load and reports the performance targets; `tgload serve`
+// is the target process it starts.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenantguard/tenantguard/tests/load"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		_, _ = fmt.Fprintln(os.Stderr, "tgload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: tgload run|serve [flags]")
+	}
+	switch args[0] {
+	case "serve":
+		return load.ServeMain(args[1:], stdout)
+	case "run":
+		return bench(args[1:], stdout)
+	}
+	return fmt.Errorf("unknown command %q: run or serve", args[0])
+}
+
+// bench is `tgload run`.
+func bench(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	cfg := load.Config{Log: os.Stderr}
+	fs.StringVar(&cfg.OPA, "opa", "", "opa binary for the classic OPA setup (empty: leave it out)")
+	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
+	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
+	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
+	fs.IntVar(&cfg.Saturate.Workers, "workers", 16, "closed-loop workers")
+	rates := fs.String("rates", "500,1000,2000,3000,4000,6000", "open-loop rates (requests/s)")
+	fs.DurationVar(&cfg.Step, "step", 5*time.Second, "open-loop run length per rate")
+	fs.IntVar(&cfg.OpenWorkers, "open-workers", 256, "most requests in flight in open-loop")
+	micro := fs.String("micro", "", "comma-separated `go test -bench` outputs to include")
+	jsonOut := fs.String("json", "", "write the report as JSON here")
+	benchmarks := fs.String("benchmarks", "", "BENCHMARKS.md whose generated section to rewrite")
+	plotFile := fs.String("plot", "", "write the latency plot (PNG) here")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each served target (TARGET.pprof) here")
+	command := fs.String("command", "make bench", "the command named in the report")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Saturate.Mode = load.Saturated
+	for f := range strings.SplitSeq(*rates, ",") {
+		rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || rate <= 0 {
+			return fmt.Errorf("bad rate %q", f)
+		}
+		cfg.Rates = append(cfg.Rates, rate)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	report, err := load.Bench(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	report.Date = time.Now().Format(time.DateOnly)
+	report.Machine, report.Versions, report.Command = load.Machine(), load.Versions(cfg.OPA), *command
+	if *micro != "" {
+		for f := range strings.SplitSeq(*micro, ",") {
+			ms, err := readMicro(f)
+			if err != nil {
+				return err
+			}
+			report.Micro = append(report.Micro, ms...)
+		}
+	}
+	return write(report, stdout, *jsonOut, *benchmarks, *plotFile)
+}
+
+func readMicro(file string) ([]load.Micro, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return load.ParseMicro(f)
+}
+
+// write prints the summary and writes the JSON, the plot and the
+// BENCHMARKS.md section.
+func write(report *load.Report, stdout io.Writer, jsonOut, benchmarks, plotFile string) error {
+	_, _ = fmt.Fprintln(stdout)
+	report.WriteRuns(stdout)
+	_, _ = fmt.Fprintln(stdout)
+	report.WriteSummary(stdout)
+	if jsonOut != "" {
+		data, err := json.MarshalIndent(report, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(jsonOut, append(data, '\n'), 0o644); err != nil { //nolint:gosec // a report to read
+			return err
+		}
+	}
+	link := ""
+	if plotFile != "" {
+		if err := report.Plot(plotFile); err != nil {
+			return err
+		}
+		link = plotFile
+		if benchmarks != "" {
+			if rel, err := filepath.Rel(filepath.Dir(benchmarks), plotFile); err == nil {
+				link = rel
+			}
+		}
+	}
+	if benchmarks != "" {
+		return load.UpdateBenchmarks(benchmarks, report.Markdown(link))
+	}
+	return nil
+}

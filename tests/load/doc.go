@@ -1,0 +1,12 @@
+// Package load is tenantguard's load harness: it drives admission webhooks
+// over HTTPS with keep-alive on loopback, from a fixed request corpus, in
+// two modes. Saturate is closed-loop: a fixed number of workers send
+// back to back, which gives the saturated throughput. OpenLoop sends at a
+// fixed rate and counts each request's latency from the moment it was due,
+// so a server that falls behind shows its queueing instead of slowing the
+// generator down (no coordinated omission). Latencies go into HDR
+// histograms. Every run is bounded in time and requests.
+//
+// The package also serves the null webhook, the ceiling every figure is
+// compared with: it decodes the AdmissionReview and answers allowed.
+package load

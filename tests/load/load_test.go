@@ -1,0 +1,220 @@
+package load
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// slowWebhook answers allowed after a fixed service time, one request at a
+// time, like a saturated server.
+func slowWebhook(t *testing.T, service time.Duration) *Target {
+	t.Helper()
+	busy := make(chan struct{}, 1)
+	null := NullWebhook()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		busy <- struct{}{}
+		time.Sleep(service)
+		null.ServeHTTP(w, r)
+		<-busy
+	}))
+	t.Cleanup(srv.Close)
+	return &Target{Name: "slow", URL: srv.URL, Client: srv.Client()}
+}
+
+func TestOpenLoopCountsLatencyFromWhenRequestsWereDue(t *testing.T) {
+	// The server takes 20 ms a request, so it answers 50/s. Offered 100/s for
+	// a second, half the requests wait behind the others: the last ones wait
+	// about half a second. Closed-loop, the same server shows 20 ms.
+	target := slowWebhook(t, 20*time.Millisecond)
+	corpus := scale.Corpus(10, 20)
+	closed := Drive(t.Context(), target, corpus, Run{Mode: Saturated, Workers: 1, Duration: time.Second})
+	open := Drive(t.Context(), target, corpus, Run{Mode: OpenLoop, Rate: 100, Workers: 64, Duration: time.Second})
+	if closed.Errors+open.Errors > 0 {
+		t.Fatalf("errors: %s %s", closed.FirstError, open.FirstError)
+	}
+	if closed.Latency.P99 > 200*time.Millisecond {
+		t.Errorf("closed-loop p99 = %s, want about the 20 ms service time", closed.Latency.P99)
+	}
+	if open.Latency.P99 < 300*time.Millisecond {
+		t.Errorf("open-loop p99 = %s, want the queueing behind a server at half the offered rate (about 500 ms)", open.Latency.P99)
+	}
+	if open.Requests < 95 || open.Requests > 101 {
+		t.Errorf("open-loop sent %d requests in a second at 100/s", open.Requests)
+	}
+}
+
+func TestRunsCheckEveryAnswer(t *testing.T) {
+	srv := httptest.NewTLSServer(NullWebhook())
+	t.Cleanup(srv.Close)
+	corpus := scale.Corpus(10, 40)
+	refused := 0
+	for _, c := range corpus {
+		if !c.Allowed {
+			refused++
+		}
+	}
+	// The null webhook allows everything: as a deciding target, every refused
+	// request of the corpus is a wrong answer.
+	target := &Target{Name: "null", URL: srv.URL, Client: srv.Client(), Decides: true}
+	res := Drive(t.Context(), target, corpus, Run{Mode: Saturated, Workers: 2, Duration: 10 * time.Second, MaxRequests: len(corpus)})
+	if res.Requests != int64(len(corpus)) || res.Wrong != int64(refused) || res.Errors != 0 {
+		t.Errorf("%d requests, %d wrong, %d errors; want %d, %d, 0 (%s)", res.Requests, res.Wrong, res.Errors, len(corpus), refused, res.FirstError)
+	}
+
+	// An answer for another request is an error, not an answer.
+	other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"response":{"uid":"someone-else","allowed":true}}`))
+	}))
+	t.Cleanup(other.Close)
+	target = &Target{Name: "other", URL: other.URL, Client: other.Client()}
+	res = Drive(t.Context(), target, corpus, Run{Mode: Saturated, Workers: 1, Duration: 10 * time.Second, MaxRequests: 5})
+	if res.Requests != 5 || res.Errors != 5 || !strings.Contains(res.FirstError, "not the AdmissionReview answer") {
+		t.Errorf("%d requests, %d errors (%s); want 5 errors", res.Requests, res.Errors, res.FirstError)
+	}
+}
+
+func TestTheCorpusExpectsTheEnginesAnswers(t *testing.T) {
+	snap, err := registry.Parse("scale.yaml", scale.Registry(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(t.Context(), snap, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := clusterview.New(registry.DefaultTenantLabel)
+	scale.Fill(view, 10, 10, 2)
+	kinds := map[string]bool{}
+	for _, c := range scale.Corpus(10, 20) {
+		req, err := admission.Decode(c.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := eng.Validate(t.Context(), req, view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != c.Allowed {
+			t.Errorf("%s: engine allowed=%t (%v), corpus expects %t", c.Kind, d.Allowed, d.Deny, c.Allowed)
+		}
+		kinds[c.Kind] = true
+	}
+	if len(kinds) != 6 {
+		t.Errorf("the corpus has %d kinds of request, want 6: %v", len(kinds), kinds)
+	}
+}
+
+func TestParseMicroTakesTheMedianOfEachBenchmark(t *testing.T) {
+	out := `goos: linux
+BenchmarkReview/tenants=10-2   	1000	  600000 ns/op	  122103 B/op	    2464 allocs/op
+BenchmarkReview/tenants=10-2   	1000	  500000 ns/op	  122103 B/op	    2464 allocs/op
+BenchmarkReview/tenants=10-2   	1000	  900000 ns/op	  122103 B/op	    2464 allocs/op
+BenchmarkHTTPS/validate/clients=2-2  20000  175956 ns/op  5683 req/s  263.0 p50-µs
+PASS
+`
+	ms, err := ParseMicro(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].Name != "BenchmarkReview/tenants=10" || ms[0].Runs != 3 || ms[0].Metrics["ns/op"] != 600000 {
+		t.Fatalf("parsed %+v", ms)
+	}
+	if v, ok := metric(ms, "BenchmarkHTTPS/validate/clients=2", "req/s"); !ok || v != 5683 {
+		t.Errorf("req/s = %v, %t", v, ok)
+	}
+}
+
+func TestChecksCompareTheFiguresWithTheTargets(t *testing.T) {
+	r := &Report{
+		Results: []Result{
+			{Target: TargetNull, Mode: Saturated, Throughput: 20000},
+			{Target: TargetTenantguard, Mode: Saturated, Throughput: 12000},
+			{Target: TargetOPA, Mode: Saturated, Throughput: 5000},
+			{Target: TargetNull, Mode: OpenLoop, Rate: 2000, Latency: Percentiles{P99: 2 * time.Millisecond}},
+			{Target: TargetTenantguard, Mode: OpenLoop, Rate: 2000, Latency: Percentiles{P99: 4 * time.Millisecond}},
+		},
+		Targets: map[string]TargetInfo{TargetTenantguard: {PeakRSS: 120, Ready: time.Second}},
+		Micro:   []Micro{{Name: "BenchmarkReview/tenants=10", Metrics: map[string]float64{"ns/op": 100}}},
+	}
+	want := map[string]string{
+		"webhook throughput":  "met",
+		"p99 at 2,000":        "not met",
+		"decision at 10,000":  "missing",
+		"RSS":                 "met",
+		"ready":               "met",
+		"opa run --server":    "not met",
+		"Gatekeeper's engine": "missing",
+	}
+	checks := r.Checks()
+	if len(checks) != len(want) {
+		t.Fatalf("%d checks, want %d", len(checks), len(want))
+	}
+	for _, c := range checks {
+		got := "not met"
+		switch {
+		case c.Missing:
+			got = "missing"
+		case c.Met:
+			got = "met"
+		}
+		for key, w := range want {
+			if strings.Contains(c.Target, key) && got != w {
+				t.Errorf("%s: %s (%s), want %s", c.Target, got, c.Measured, w)
+			}
+		}
+	}
+}
+
+func TestUpdateBenchmarksRewritesOnlyItsSection(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	intro := "# Benchmarks\n\nIntro.\n"
+	old := "\n## Older entry\n\nkept\n"
+	if err := os.WriteFile(file, []byte(intro+old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, figure := range []string{"first", "second"} {
+		r := &Report{Date: figure, Targets: map[string]TargetInfo{}}
+		if err := UpdateBenchmarks(file, r.Markdown("")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(file)
+	doc := string(data)
+	if !strings.HasPrefix(doc, intro) || !strings.HasSuffix(doc, old) || strings.Count(doc, beginMarker) != 1 ||
+		strings.Contains(doc, "first") || !strings.Contains(doc, "## `make bench`, second") {
+		t.Errorf("rewritten document:\n%s", doc)
+	}
+	if err := os.WriteFile(file, []byte(intro+beginMarker+"\n"+old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateBenchmarks(file, "x"); err == nil {
+		t.Error("a document with only one marker was rewritten")
+	}
+}
+
+func TestNullWebhookAnswersAllowedForTheRequestsUID(t *testing.T) {
+	rec := httptest.NewRecorder()
+	body := scale.Corpus(10, 1)[0].Body
+	NullWebhook().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", strings.NewReader(string(body))))
+	var a answer
+	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || a.Response == nil || a.Response.UID != "req-0" || !a.Response.Allowed {
+		t.Errorf("answer %s (%v)", rec.Body.String(), err)
+	}
+	rec = httptest.NewRecorder()
+	NullWebhook().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", strings.NewReader("{}")))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a review without a request got %d", rec.Code)
+	}
+}

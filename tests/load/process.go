@@ -1,0 +1,159 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenantguard/tenantguard/tests/live"
+)
+
+// Process is a target running in its own process, so that its memory is
+// its own and it competes for the cores as a real webhook would.
+type Process struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.Closer
+	logs  *live.SyncBuffer
+	done  chan struct{}
+}
+
+// start runs a command whose stdin stays open for the process's life.
+func start(ctx context.Context, name string, stdout io.Writer, bin string, args ...string) (*Process, error) {
+	cmd := exec.CommandContext(ctx, bin, args...) //nolint:gosec // the harness runs its own binary and the pinned opa
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = stdout, p.logs
+	if stdout == nil {
+		cmd.Stdout = p.logs
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// Memory is a process's resident set size now and at its peak, in MiB,
+// from /proc.
+func (p *Process) Memory() (rss, peak float64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	field := func(name string) float64 {
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, name+":"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+				return kb / 1024
+			}
+		}
+		return 0
+	}
+	return field("VmRSS"), field("VmHWM"), nil
+}
+
+// Stop closes the process's stdin, which ends a served target, and kills it
+// if it has not exited a few seconds later.
+func (p *Process) Stop() {
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// StartServed runs `EXECUTABLE serve ...` (this harness's own binary) and
+// waits for the served target to report it is ready.
+func StartServed(ctx context.Context, target string, certFile, keyFile, cpuProfile string, s Scale) (*Process, Started, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, Started{}, err
+	}
+	out, w := io.Pipe()
+	p, err := start(ctx, target, w, exe, "serve", "-target", target, "-cert", certFile, "-key", keyFile,
+		"-tenants", strconv.Itoa(s.Tenants), "-namespaces", strconv.Itoa(s.Namespaces), "-pods", strconv.Itoa(s.Pods), "-cpuprofile", cpuProfile)
+	if err != nil {
+		return nil, Started{}, err
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case line, ok := <-lines:
+		var st Started
+		if err := json.Unmarshal([]byte(line), &st); !ok || err != nil {
+			p.Stop()
+			return nil, Started{}, fmt.Errorf("%s did not start: %s", target, p.logs.String())
+		}
+		return p, st, nil
+	case <-time.After(5 * time.Minute):
+		p.Stop()
+		return nil, Started{}, fmt.Errorf("%s did not start in 5 minutes: %s", target, p.logs.String())
+	}
+}
+
+// ServeMain is the `serve` subcommand StartServed runs: it serves one
+// target on a loopback port, prints its Started as one JSON line once
+// ready, and exits when its stdin closes.
+func ServeMain(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	target := fs.String("target", "tenantguard", "tenantguard or null")
+	certFile := fs.String("cert", "", "serving certificate (PEM)")
+	keyFile := fs.String("key", "", "its key (PEM)")
+	var s Scale
+	fs.IntVar(&s.Tenants, "tenants", 1000, "tenants in the registry and the view")
+	fs.IntVar(&s.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the served target here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	stopProfile := func() {}
+	defer func() { stopProfile() }()
+	report := func(st Started) {
+		if *cpuProfile != "" {
+			if f, err := os.Create(*cpuProfile); err == nil && pprof.StartCPUProfile(f) == nil {
+				stopProfile = func() { pprof.StopCPUProfile(); _ = f.Close() }
+			}
+		}
+		line, _ := json.Marshal(st)
+		_, _ = fmt.Fprintf(stdout, "%s\n", line)
+	}
+	switch *target {
+	case "tenantguard":
+		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, report)
+	case "null":
+		return ServeNull(ctx, ln, *certFile, *keyFile, report)
+	}
+	return errors.New("unknown target " + *target)
+}

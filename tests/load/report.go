@@ -1,0 +1,215 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Report is everything one `make bench` measured.
+type Report struct {
+	Date    string `json:"date"`
+	Machine string `json:"machine"`
+	// Versions of Go, OPA and what else the figures depend on.
+	Versions string `json:"versions"`
+	Command  string `json:"command"`
+	Scale    Scale  `json:"scale"`
+	Corpus   int    `json:"corpus"`
+	// Results of every run, target by target.
+	Results []Result              `json:"results"`
+	Targets map[string]TargetInfo `json:"targets"`
+	// Micro are the Go benchmarks' medians.
+	Micro []Micro `json:"micro"`
+}
+
+// Check is one target of the performance issue and the figure measured
+// against it.
+type Check struct {
+	Target   string
+	Measured string
+	Met      bool
+	// Missing is set when the figure was not measured in this run.
+	Missing bool
+}
+
+// result finds a target's run.
+func (r *Report) result(target string, mode Mode, rate float64) (Result, bool) {
+	for _, res := range r.Results {
+		if res.Target == target && res.Mode == mode && (mode == Saturated || res.Rate == rate) {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
+// Checks compares the figures with the targets.
+func (r *Report) Checks() []Check {
+	var out []Check
+	add := func(target string, ok bool, met bool, format string, args ...any) {
+		c := Check{Target: target, Missing: !ok, Met: ok && met}
+		if ok {
+			c.Measured = fmt.Sprintf(format, args...)
+		}
+		out = append(out, c)
+	}
+	null, okNull := r.result(TargetNull, Saturated, 0)
+	tg, okTG := r.result(TargetTenantguard, Saturated, 0)
+	opa, okOPA := r.result(TargetOPA, Saturated, 0)
+	ratio := safeRatio(tg.Throughput, null.Throughput)
+	add("webhook throughput ≥ 50% of the null webhook's (saturated)", okNull && okTG, ratio >= 0.5,
+		"%.0f of %.0f req/s: %.0f%%", tg.Throughput, null.Throughput, 100*ratio)
+	nullOpen, okNullOpen := r.result(TargetNull, OpenLoop, 2000)
+	tgOpen, okTGOpen := r.result(TargetTenantguard, OpenLoop, 2000)
+	ratio = safeRatio(float64(tgOpen.Latency.P99), float64(nullOpen.Latency.P99))
+	add("p99 at 2,000 req/s open-loop ≤ 1.5× the null webhook's", okNullOpen && okTGOpen, ratio <= 1.5 && !tgOpen.Behind,
+		"%s vs %s: %.2f×", round(tgOpen.Latency.P99), round(nullOpen.Latency.P99), ratio)
+	small, ok10 := metric(r.Micro, "BenchmarkReview/tenants=10", "ns/op")
+	large, ok10k := metric(r.Micro, "BenchmarkReview/tenants=10000", "ns/op")
+	ratio = safeRatio(large, small)
+	add("decision at 10,000 tenants ≤ 1.2× that at 10", ok10 && ok10k, ratio <= 1.2,
+		"%s vs %s: %.2f×", micros(large), micros(small), ratio)
+	info, okInfo := r.Targets[TargetTenantguard]
+	add("RSS ≤ 150 MiB with the scale view", okInfo, info.PeakRSS <= 150,
+		"%.0f MiB peak (%.0f MiB after the runs)", info.PeakRSS, info.RSS)
+	add("ready ≤ 2 s after the view is synced", okInfo, info.Ready <= 2*time.Second,
+		"%s (view filled in %s)", round(info.Ready), round(info.Sync))
+	ratio = safeRatio(tg.Throughput, opa.Throughput)
+	add("≥ 3× the throughput of `opa run --server` (saturated)", okTG && okOPA, ratio >= 3,
+		"%.0f vs %.0f req/s: %.1f×", tg.Throughput, opa.Throughput, ratio)
+	embedded, okE := metric(r.Micro, "BenchmarkDecisionSideBySide/engine=embedded", "ns/op")
+	gk, okG := metric(r.Micro, "BenchmarkDecisionSideBySide/engine=gatekeeper", "ns/op")
+	ratio = safeRatio(gk, embedded)
+	add("≥ 5× faster per decision than Gatekeeper's engine", okE && okG, ratio >= 5,
+		"%s vs %s: %.1f×", micros(embedded), micros(gk), ratio)
+	return out
+}
+
+func safeRatio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// round shortens a duration for tables.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// micros formats nanoseconds as a rounded duration.
+func micros(ns float64) time.Duration { return round(time.Duration(ns)) }
+
+// WriteSummary writes the targets table: the one table `make bench` prints.
+func (r *Report) WriteSummary(w io.Writer) {
+	_, _ = fmt.Fprintln(w, "| target | measured | met |")
+	_, _ = fmt.Fprintln(w, "| --- | --- | --- |")
+	for _, c := range r.Checks() {
+		met := "no"
+		switch {
+		case c.Missing:
+			c.Measured, met = "not measured in this run", "—"
+		case c.Met:
+			met = "yes"
+		}
+		_, _ = fmt.Fprintf(w, "| %s | %s | %s |\n", c.Target, c.Measured, met)
+	}
+}
+
+// WriteRuns writes every load run as a table.
+func (r *Report) WriteRuns(w io.Writer) {
+	_, _ = fmt.Fprintln(w, "| target | load | requests | errors | wrong | req/s | p50 | p90 | p99 | p99.9 | max |")
+	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, res := range r.Results {
+		load := fmt.Sprintf("saturated, %d workers", res.Workers)
+		if res.Mode == OpenLoop {
+			load = fmt.Sprintf("open-loop %.0f/s", res.Rate)
+			if res.Behind {
+				load += " (behind)"
+			}
+		}
+		l := res.Latency
+		_, _ = fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %s | %s | %s | %s | %s |\n", res.Target, load, res.Requests, res.Errors, res.Wrong,
+			res.Throughput, round(l.P50), round(l.P90), round(l.P99), round(l.P999), round(l.Max))
+	}
+}
+
+// WriteMicro writes the Go benchmarks' medians.
+func (r *Report) WriteMicro(w io.Writer) {
+	_, _ = fmt.Fprintln(w, "| benchmark | runs | time/op | B/op | allocs/op |")
+	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	for _, m := range r.Micro {
+		_, _ = fmt.Fprintf(w, "| `%s` | %d | %s | %.0f | %.0f |\n", m.Name, m.Runs, micros(m.Metrics["ns/op"]), m.Metrics["B/op"], m.Metrics["allocs/op"])
+	}
+}
+
+// Markers delimit the section of BENCHMARKS.md that `make bench` rewrites.
+const (
+	beginMarker = "<!-- make bench: begin (generated, do not edit) -->"
+	endMarker   = "<!-- make bench: end -->"
+)
+
+// Markdown is the generated section of BENCHMARKS.md.
+func (r *Report) Markdown(plot string) string {
+	var b bytes.Buffer
+	_, _ = fmt.Fprintf(&b, "%s\n## `make bench`, %s\n\n", beginMarker, r.Date)
+	_, _ = fmt.Fprintf(&b, "Command: `%s`. Machine: %s. Versions: %s.\n\n", r.Command, r.Machine, r.Versions)
+	_, _ = fmt.Fprintf(&b, "Load: HTTPS with keep-alive on loopback, the load generator on the same cores as the target; "+
+		"each target in its own process, one after the other in one run. Mixed corpus of %d validating "+
+		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
+		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
+		"in tenantguard's view and in OPA's data.kubernetes.\n\n",
+		r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods)
+	b.WriteString("### Targets\n\n")
+	r.WriteSummary(&b)
+	b.WriteString("\n### Load runs\n\n")
+	r.WriteRuns(&b)
+	if plot != "" {
+		_, _ = fmt.Fprintf(&b, "\n![latency percentiles against the offered rate](%s)\n", plot)
+	}
+	b.WriteString("\n### Memory and startup\n\n| target | RSS after the runs | peak RSS |\n| --- | --- | --- |\n")
+	for _, name := range []string{TargetNull, TargetTenantguard, TargetOPA} {
+		if info, ok := r.Targets[name]; ok {
+			_, _ = fmt.Fprintf(&b, "| %s | %.0f MiB | %.0f MiB |\n", name, info.RSS, info.PeakRSS)
+		}
+	}
+	if len(r.Micro) > 0 {
+		b.WriteString("\n### Go benchmarks (medians)\n\n")
+		r.WriteMicro(&b)
+	}
+	b.WriteString(endMarker + "\n")
+	return b.String()
+}
+
+// UpdateBenchmarks replaces the generated section of a BENCHMARKS.md, or
+// inserts it before the first entry.
+func UpdateBenchmarks(file, section string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	doc := string(data)
+	begin, end := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	switch {
+	case begin >= 0 && end > begin:
+		doc = doc[:begin] + section + strings.TrimPrefix(doc[end+len(endMarker):], "\n")
+	case begin >= 0 || end >= 0:
+		return errors.New(file + ": one of the generated section's markers is missing")
+	default:
+		at := strings.Index(doc, "\n## ")
+		if at < 0 {
+			at = len(doc) - 1
+		}
+		doc = doc[:at+1] + section + "\n" + doc[at+1:]
+	}
+	return os.WriteFile(file, []byte(doc), 0o644) //nolint:gosec // a document of the repository
+}

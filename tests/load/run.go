@@ -1,0 +1,203 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// Mode is how a run offers load.
+type Mode string
+
+// The two modes.
+const (
+	// Saturated is closed-loop: workers send back to back.
+	Saturated Mode = "saturated"
+	// OpenLoop sends at a fixed rate whatever the answers' pace.
+	OpenLoop Mode = "open-loop"
+)
+
+// Run bounds and shapes one run.
+type Run struct {
+	Mode Mode
+	// Rate is the offered requests per second (open-loop only).
+	Rate float64
+	// Workers is the number of concurrent senders: the load in closed-loop,
+	// the most requests in flight in open-loop.
+	Workers int
+	// Duration bounds the run.
+	Duration time.Duration
+	// MaxRequests bounds it too; 0 means no bound but the duration.
+	MaxRequests int
+}
+
+// Result is what a run measured.
+type Result struct {
+	Target   string  `json:"target"`
+	Mode     Mode    `json:"mode"`
+	Rate     float64 `json:"rate,omitempty"`
+	Workers  int     `json:"workers"`
+	Requests int64   `json:"requests"`
+	// Errors are failed requests and answers that are not the request's
+	// AdmissionReview; Wrong are answers with the wrong decision.
+	Errors int64 `json:"errors"`
+	Wrong  int64 `json:"wrong"`
+	// FirstError describes the first error or wrong answer.
+	FirstError string `json:"firstError,omitempty"`
+	// Throughput is answered requests per second over the run.
+	Throughput float64 `json:"throughput"`
+	// Latency percentiles: from sending in closed-loop, from when the request
+	// was due in open-loop.
+	Latency Percentiles `json:"latency"`
+	// Behind is set when an open-loop run fell so far behind its schedule
+	// that requests could not even be queued, or were still queued when the
+	// run ended (Unsent): the rate is past saturation, and the latencies are
+	// a lower bound.
+	Behind bool  `json:"behind,omitempty"`
+	Unsent int64 `json:"unsent,omitempty"`
+}
+
+// collector gathers the outcome of a run's requests.
+type collector struct {
+	requests, errors, wrong, unsent atomic.Int64
+	mu                              sync.Mutex
+	first                           string
+	hist                            *hdrhistogram.Histogram
+}
+
+func (c *collector) outcome(err error) {
+	c.requests.Add(1)
+	if err == nil {
+		return
+	}
+	if errors.Is(err, errWrong) {
+		c.wrong.Add(1)
+	} else {
+		c.errors.Add(1)
+	}
+	c.mu.Lock()
+	if c.first == "" {
+		c.first = err.Error()
+	}
+	c.mu.Unlock()
+}
+
+func (c *collector) merge(h *hdrhistogram.Histogram) {
+	c.mu.Lock()
+	c.hist.Merge(h)
+	c.mu.Unlock()
+}
+
+// Drive runs the corpus against a target, in turn from a random-free,
+// fixed order, until the run's bounds or ctx end it.
+func Drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) Result {
+	c := &collector{hist: newHistogram()}
+	ctx, cancel := context.WithTimeout(ctx, r.Duration)
+	defer cancel()
+	var next atomic.Int64
+	take := func() (*scale.Request, bool) {
+		n := next.Add(1) - 1
+		if r.MaxRequests > 0 && n >= int64(r.MaxRequests) {
+			return nil, false
+		}
+		return &corpus[n%int64(len(corpus))], true
+	}
+	start := time.Now()
+	behind := false
+	if r.Mode == OpenLoop {
+		behind = openLoop(ctx, t, r, take, c)
+	} else {
+		closedLoop(ctx, t, r.Workers, take, c)
+	}
+	elapsed := time.Since(start)
+	res := Result{
+		Target: t.Name, Mode: r.Mode, Rate: r.Rate, Workers: r.Workers,
+		Requests: c.requests.Load(), Errors: c.errors.Load(), Wrong: c.wrong.Load(), FirstError: c.first,
+		Latency: percentiles(c.hist), Unsent: c.unsent.Load(),
+	}
+	res.Behind = behind || res.Unsent > 0
+	res.Throughput = float64(res.Requests-res.Errors) / elapsed.Seconds()
+	return res
+}
+
+// closedLoop has workers send back to back.
+func closedLoop(ctx context.Context, t *Target, workers int, take func() (*scale.Request, bool), c *collector) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			h := newHistogram()
+			defer c.merge(h)
+			for ctx.Err() == nil {
+				req, ok := take()
+				if !ok {
+					return
+				}
+				t0 := time.Now()
+				c.outcome(t.send(req))
+				record(h, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop schedules a request every 1/rate seconds and hands it to the
+// workers with the time it was due; a request's latency runs from then. It
+// reports whether the backlog overflowed.
+func openLoop(ctx context.Context, t *Target, r Run, take func() (*scale.Request, bool), c *collector) bool {
+	type job struct {
+		req *scale.Request
+		due time.Time
+	}
+	jobs := make(chan job, max(1024, int(r.Rate)))
+	var wg sync.WaitGroup
+	for range r.Workers {
+		wg.Go(func() {
+			h := newHistogram()
+			defer c.merge(h)
+			for j := range jobs {
+				if ctx.Err() != nil {
+					c.unsent.Add(1)
+					continue
+				}
+				c.outcome(t.send(j.req))
+				record(h, time.Since(j.due))
+			}
+		})
+	}
+	interval := time.Duration(float64(time.Second) / r.Rate)
+	start := time.Now()
+	behind := false
+schedule:
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			select {
+			case <-ctx.Done():
+				break schedule
+			case <-time.After(wait):
+			}
+		} else if ctx.Err() != nil {
+			break
+		}
+		req, ok := take()
+		if !ok {
+			break
+		}
+		select {
+		case jobs <- job{req, due}:
+		default:
+			behind = true
+			break schedule
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return behind
+}

@@ -1,0 +1,87 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/server"
+	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// Scale is the size of the cluster a target holds.
+type Scale struct {
+	Tenants, Namespaces, Pods int
+}
+
+// Started is what a served target reports once it is ready.
+type Started struct {
+	// Addr is the HTTPS address.
+	Addr string `json:"addr"`
+	// Sync is how long the cluster view took to fill, the way the informers
+	// fill it after their initial list.
+	Sync time.Duration `json:"sync"`
+	// Ready is how long after the view was filled the server was ready:
+	// policy compiled, registry loaded, listening.
+	Ready time.Duration `json:"ready"`
+}
+
+// ServeTenantguard runs tenantguard's admission server on ln with the
+// embedded policy, the scale registry and a view filled with the scale
+// cluster, and reports through started once it answers /readyz. It returns
+// when ctx ends.
+func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, started func(Started)) error {
+	t0 := time.Now()
+	view := clusterview.New(registry.DefaultTenantLabel)
+	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
+	synced := time.Now()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store := state.New(view, state.Options{Logger: log})
+	if err := store.LoadPolicy(ctx, "embedded", nil); err != nil {
+		return err
+	}
+	if err := store.LoadRegistry(ctx, "scale", scale.Registry(s.Tenants)); err != nil {
+		return err
+	}
+	srv, err := server.New(store, metrics.New(), log, server.Options{CertFile: certFile, KeyFile: keyFile})
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	if err := srv.Ready(); err != nil {
+		return err
+	}
+	started(Started{Addr: ln.Addr().String(), Sync: synced.Sub(t0), Ready: time.Since(synced)})
+	return <-served
+}
+
+// ServeNull runs the null webhook on ln over TLS, the way tenantguard's
+// server listens, until ctx ends.
+func ServeNull(ctx context.Context, ln net.Listener, certFile, keyFile string, started func(Started)) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: NullWebhook(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	started(Started{Addr: ln.Addr().String()})
+	err = srv.Serve(tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}))
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serving: %w", err)
+}

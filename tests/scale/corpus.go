@@ -1,0 +1,79 @@
+package scale
+
+import "fmt"
+
+// Request is one AdmissionReview of the mixed corpus, as the API server
+// sends it to the validating webhook (after the mutating one), and the
+// answer every correct engine gives.
+type Request struct {
+	// Kind names the shape of the request ("pod", "deployment", ...).
+	Kind string
+	// UID is the request's uid, which the answer must repeat.
+	UID string
+	// Body is the AdmissionReview.
+	Body []byte
+	// Allowed is the expected answer.
+	Allowed bool
+}
+
+// shape is one kind of request of the mixed corpus: how many of every
+// corpusShare requests it makes, and its body for tenant i.
+type shape struct {
+	kind    string
+	share   int
+	allowed bool
+	body    func(uid string, tenant int) []byte
+}
+
+// The mixed corpus, per 20 requests: 8 pods, 4 Deployments, 2 claims, 2
+// Services, 2 namespace creates (refused: every tenant's 10 namespaces
+// exist) and 2 pods asking for a host path (refused).
+var shapes = []shape{
+	{"pod", 8, true, func(uid string, i int) []byte {
+		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, podSpecWithClass))
+	}},
+	{"deployment", 4, true, func(uid string, i int) []byte {
+		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, podSpecWithClass))
+	}},
+	{"persistentvolumeclaim", 2, true, func(uid string, i int) []byte {
+		return review(uid, i, "", "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
+	}},
+	{"service", 2, true, func(uid string, i int) []byte {
+		return review(uid, i, "", "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i))
+	}},
+	{"namespace", 2, false, func(uid string, i int) []byte {
+		return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"name":"t%[2]d-extra","operation":"CREATE","userInfo":{"username":"u%[2]d","groups":["g%[2]d","system:authenticated"]},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t%[2]d-extra","labels":{"tenantguard.io/tenant":"t%[2]d"}}}}}`, uid, i)
+	}},
+	{"pod-hostpath", 2, false, func(uid string, i int) []byte {
+		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
+	}},
+}
+
+// podSpecWithClass is PodSpec as the mutating webhook leaves it: with the
+// tenant's default PriorityClass.
+const podSpecWithClass = `{"priorityClassName":"tenant-low","containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m"}}}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+
+// review wraps a namespaced object (API version v1 of its group) created by tenant i's owner in namespace
+// t<i>-ns3 into an AdmissionReview.
+func review(uid string, i int, group, kind, resource, object string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":%[2]q,"version":"v1","kind":%[3]q},"resource":{"group":%[2]q,"version":"v1","resource":%[4]q},"namespace":"t%[5]d-ns3","operation":"CREATE","userInfo":{"username":"u%[5]d","groups":["g%[5]d","system:authenticated"]},"object":%[6]s}}`, uid, group, kind, resource, i, object)
+}
+
+// Corpus is n requests of the mixed corpus, spread over the registry's
+// tenants in turn; the same arguments give the same corpus.
+func Corpus(tenants, n int) []Request {
+	var cycle []shape
+	for _, s := range shapes {
+		for range s.share {
+			cycle = append(cycle, s)
+		}
+	}
+	out := make([]Request, n)
+	for k := range out {
+		s := cycle[k%len(cycle)]
+		tenant := (k * 7919) % tenants
+		uid := fmt.Sprintf("req-%d", k)
+		out[k] = Request{Kind: s.kind, UID: uid, Body: s.body(uid, tenant), Allowed: s.allowed}
+	}
+	return out
+}
