@@ -41,9 +41,10 @@ type Config struct {
 
 // TargetInfo is what a target's process cost.
 type TargetInfo struct {
-	// RSS after the runs and its peak, in MiB.
-	RSS     float64 `json:"rssMiB"`
-	PeakRSS float64 `json:"peakRssMiB"`
+	// RSS after the saturated run, after all runs, and its peak, in MiB.
+	SaturatedRSS float64 `json:"saturatedRssMiB"`
+	RSS          float64 `json:"rssMiB"`
+	PeakRSS      float64 `json:"peakRssMiB"`
 	// Sync and Ready are tenantguard's startup (see Started).
 	Sync  time.Duration `json:"sync,omitempty"`
 	Ready time.Duration `json:"ready,omitempty"`
@@ -107,7 +108,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		results, err := loadTarget(ctx, cfg, target, corpus)
+		results, err := loadTarget(ctx, cfg, target, corpus, func() { info.SaturatedRSS, _, _ = p.Memory() })
 		if err == nil {
 			info.RSS, info.PeakRSS, err = p.Memory()
 		}
@@ -121,8 +122,9 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	return report, nil
 }
 
-// loadTarget warms a target up, then runs it saturated and at every rate.
-func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request) ([]Result, error) {
+// loadTarget warms a target up, then runs it saturated and at every rate;
+// afterSaturated runs once the saturated run is over.
+func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request, afterSaturated func()) ([]Result, error) {
 	warm := Drive(ctx, t, corpus, Run{Mode: Saturated, Workers: cfg.Saturate.Workers, Duration: cfg.Warmup})
 	if warm.Errors+warm.Wrong > 0 {
 		return nil, fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, warm.Errors, warm.Wrong, warm.FirstError)
@@ -134,6 +136,9 @@ func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Reque
 	}
 	for _, r := range runs {
 		res := Drive(ctx, t, corpus, r)
+		if r.Mode == Saturated {
+			afterSaturated()
+		}
 		_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", t.Name, res.Summary())
 		out = append(out, res)
 	}

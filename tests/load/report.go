@@ -74,7 +74,7 @@ func (r *Report) Checks() []Check {
 		"%s vs %s: %.2f×", micros(large), micros(small), ratio)
 	info, okInfo := r.Targets[TargetTenantguard]
 	add("RSS ≤ 150 MiB with the scale view", okInfo, info.PeakRSS <= 150,
-		"%.0f MiB peak (%.0f MiB after the runs)", info.PeakRSS, info.RSS)
+		"%.0f MiB peak over every run (%.0f MiB after the saturated run)", info.PeakRSS, info.SaturatedRSS)
 	add("ready ≤ 2 s after the view is synced", okInfo, info.Ready <= 2*time.Second,
 		"%s (view filled in %s)", round(info.Ready), round(info.Sync))
 	ratio = safeRatio(tg.Throughput, opa.Throughput)
@@ -176,10 +176,10 @@ func (r *Report) Markdown(plot string) string {
 	if plot != "" {
 		_, _ = fmt.Fprintf(&b, "\n![latency percentiles against the offered rate](%s)\n", plot)
 	}
-	b.WriteString("\n### Memory and startup\n\n| target | RSS after the runs | peak RSS |\n| --- | --- | --- |\n")
+	b.WriteString("\n### Memory\n\n| target | RSS after the saturated run | after every run | peak |\n| --- | --- | --- | --- |\n")
 	for _, name := range []string{TargetNull, TargetTenantguard, TargetOPA} {
 		if info, ok := r.Targets[name]; ok {
-			_, _ = fmt.Fprintf(&b, "| %s | %.0f MiB | %.0f MiB |\n", name, info.RSS, info.PeakRSS)
+			_, _ = fmt.Fprintf(&b, "| %s | %.0f MiB | %.0f MiB | %.0f MiB |\n", name, info.SaturatedRSS, info.RSS, info.PeakRSS)
 		}
 	}
 	if len(r.Micro) > 0 {

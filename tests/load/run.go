@@ -156,13 +156,17 @@ func openLoop(ctx context.Context, t *Target, r Run, take func() (*scale.Request
 		due time.Time
 	}
 	jobs := make(chan job, max(1024, int(r.Rate)))
+	// Requests still queued a grace period after the schedule ends are not
+	// sent: past saturation the queue would take long to drain.
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Duration+max(time.Second, r.Duration/5))
+	defer cancel()
 	var wg sync.WaitGroup
 	for range r.Workers {
 		wg.Go(func() {
 			h := newHistogram()
 			defer c.merge(h)
 			for j := range jobs {
-				if ctx.Err() != nil {
+				if drain.Err() != nil {
 					c.unsent.Add(1)
 					continue
 				}
