@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/policydir"
+	"github.com/tenantguard/tenantguard/internal/quotaledger"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/server"
@@ -39,7 +41,15 @@ type serveOptions struct {
 	leaderNamespace   string
 	tlsSecret         string
 	rotation          certrotate.Options
+	quotaMode         string
+	reservationTTL    time.Duration
 }
+
+// The quota modes of serve --quota-mode.
+const (
+	quotaLocal  = "local"
+	quotaStrict = "strict"
+)
 
 func newServeCommand() *cobra.Command {
 	o := &serveOptions{}
@@ -74,6 +84,8 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.quotaSyncTimeout, "quota-sync-timeout", 30*time.Second, "how long a registry that counts a new resource waits for its informer before it is refused")
+	f.StringVar(&o.quotaMode, "quota-mode", quotaLocal, "how creates counted against tenant quotas are reserved while decided: local (in this replica's memory; exact within a replica, a burst spread over R replicas faster than the informers can overshoot by up to R-1 times the room left) or strict (a per-tenant ledger ConfigMap in the registry's namespace, written with optimistic concurrency; exact across replicas, two API calls per counted create)")
+	f.DurationVar(&o.reservationTTL, "quota-reservation-ttl", engine.DefaultReservationTTL, "how long an admitted create holds its place in its tenant's count until the informer sees it")
 	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
 	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
 	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
@@ -98,6 +110,12 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err := o.rotation.Validity.Check(); err != nil {
 			return usageErrorf("--tls-ca-validity, --tls-cert-validity: %v", err)
 		}
+	}
+	if o.quotaMode != quotaLocal && o.quotaMode != quotaStrict {
+		return usageErrorf("--quota-mode must be %s or %s, got %q", quotaLocal, quotaStrict, o.quotaMode)
+	}
+	if o.reservationTTL < 30*time.Second {
+		return usageErrorf("--quota-reservation-ttl must be at least 30s (the longest a decision can take), got %s", o.reservationTTL)
 	}
 	namespace, name, ok := strings.Cut(o.registryConfigMap, "/")
 	if !ok || namespace == "" || name == "" {
@@ -160,6 +178,14 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 			return &ExitError{Code: 1, Err: err}
 		}
 		o.server.GetCertificate = rotator.GetCertificate
+	}
+	o.server.Ledger = engine.LocalLedger{View: store.View(), TTL: o.reservationTTL}
+	if o.quotaMode == quotaStrict {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
+		o.server.Ledger = quotaledger.New(client, namespace, store.View(), o.reservationTTL)
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval

@@ -1,8 +1,10 @@
 package clusterview
 
 import (
+	"context"
 	"maps"
 	"sync"
+	"time"
 )
 
 // NamespacesKey is the count key of a tenant's namespaces.
@@ -44,6 +46,12 @@ type View struct {
 	perNamespace    map[string]map[string]int
 	perTenant       map[string]map[string]int
 	priorityClasses map[string]PriorityClass
+	// reserved holds the creates being decided or admitted and not seen
+	// yet; pending counts them by tenant and quota key (reserve.go).
+	reserved   map[objectKey]*reservation
+	pending    map[string]map[string]int
+	nextExpiry time.Time
+	now        func() time.Time
 }
 
 // New returns an empty view that assigns namespaces to tenants by tenantLabel.
@@ -55,6 +63,9 @@ func New(tenantLabel string) *View {
 		perNamespace:    map[string]map[string]int{},
 		perTenant:       map[string]map[string]int{},
 		priorityClasses: map[string]PriorityClass{},
+		reserved:        map[objectKey]*reservation{},
+		pending:         map[string]map[string]int{},
+		now:             time.Now,
 	}
 }
 
@@ -67,17 +78,21 @@ func QuotaKey(group, resource string) string {
 	return "count/" + resource + "." + group
 }
 
-// Upsert adds or updates an object. Repeated upserts of the same object count once.
+// Upsert adds or updates an object. Repeated upserts of the same object
+// count once. An object seen takes over its create's reservation, in the
+// same step, so that it is never counted zero times.
 func (v *View) Upsert(o Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
 		v.upsertNamespace(o.Name, o.Labels)
+		v.unreserve(objectKey{NamespacesKey, "", o.Name})
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
 		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
+		v.unreserve(k)
 		if _, seen := v.objects[k]; seen {
 			return
 		}
@@ -168,11 +183,12 @@ func (v *View) NamespaceLabels(name string) (labels map[string]string, ok bool) 
 	return labels, ok
 }
 
-// Count returns how many objects of a quota key a tenant has.
+// Count returns how many objects of a quota key a tenant has: the objects
+// seen and the creates reserved (admitted or being decided, not seen yet).
 func (v *View) Count(tenant, key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.perTenant[tenant][key]
+	return v.perTenant[tenant][key] + v.pending[tenant][key]
 }
 
 // PriorityClass returns a PriorityClass by name.
@@ -195,5 +211,23 @@ func (v *View) SetTenantLabel(label string) {
 	v.perTenant = map[string]map[string]int{}
 	for name := range v.namespaces {
 		v.moveNamespace(name, "", v.tenantOf(name))
+	}
+}
+
+// WaitNamespace waits until the view has seen a namespace or ctx is done,
+// and reports whether it has. A namespace created a moment ago reaches the
+// view a little after the API server starts admitting requests in it.
+func (v *View) WaitNamespace(ctx context.Context, name string) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, ok := v.NamespaceLabels(name); ok {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -26,7 +27,7 @@ func (in *input) value() (ast.Value, error) {
 	return v, nil
 }
 
-func (e *Engine) input(req *admission.Request, view *clusterview.View) *input {
+func (e *Engine) input(req *admission.Request, view *clusterview.View, counts map[string]int) *input {
 	groups := make([]any, len(req.UserInfo.Groups))
 	for i, g := range req.UserInfo.Groups {
 		groups[i] = g
@@ -47,7 +48,7 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View) *input {
 	if req.OldObject != nil {
 		r["oldObject"] = trimObject(req.OldObject)
 	}
-	return &input{request: r, cluster: e.facts(req, view)}
+	return &input{request: r, cluster: e.facts(req, view, counts)}
 }
 
 // trimObject drops metadata.managedFields, often the largest part of an
@@ -76,17 +77,17 @@ func trimObject(obj map[string]any) map[string]any {
 
 // facts gathers the cluster facts one request's rules read: the labels of its
 // namespace, the tenant counts that could be exceeded, and the default
-// PriorityClass of a created Pod. Lookups are by key, never scans.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View) map[string]any {
+// PriorityClass of a created Pod. Lookups are by key, never scans. counts,
+// when not nil, are the counts of the request's quota key (from a
+// reservation); otherwise they are read from the view.
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, counts map[string]int) map[string]any {
 	cluster := map[string]any{}
-	label := e.registry.TenantLabel()
-	creating := req.Operation == admissionv1.Create && req.SubResource == ""
+	if key, tenants := e.counted(req, view); key != "" {
+		cluster["counts"] = countFacts(key, tenants, counts, view)
+	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		if labels, ok := view.NamespaceLabels(req.Name); ok {
 			cluster["namespace"] = namespaceFacts(req.Name, labels)
-		}
-		if creating {
-			cluster["counts"] = e.namespaceCounts(req, view)
 		}
 		return cluster
 	}
@@ -98,14 +99,9 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View) map[strin
 		return cluster
 	}
 	cluster["namespace"] = namespaceFacts(req.Namespace, labels)
-	tenantName := labels[label]
-	tenant, known := e.registry.Tenant(tenantName)
-	if !known || !creating {
+	tenant, known := e.registry.Tenant(labels[e.registry.TenantLabel()])
+	if !known || !creating(req) {
 		return cluster
-	}
-	key := clusterview.QuotaKey(req.Resource.Group, req.Resource.Resource)
-	if _, limited := tenant.Quotas[key]; limited {
-		cluster["counts"] = map[string]any{tenantName: map[string]any{key: view.Count(tenantName, key)}}
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Pod" && tenant.PriorityClasses != nil && tenant.PriorityClasses.Default != "" {
 		if pc, ok := view.PriorityClass(tenant.PriorityClasses.Default); ok {
@@ -119,25 +115,64 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View) map[strin
 	return cluster
 }
 
-// namespaceCounts returns the namespace counts of every tenant a created
-// namespace could be meant for: the requester's, the labelled and the prefixed one.
-func (e *Engine) namespaceCounts(req *admission.Request, view *clusterview.View) map[string]any {
-	candidates := e.registry.OwnedBy(req.UserInfo.Username, req.UserInfo.Groups)
-	if metadata, ok := req.Object["metadata"].(map[string]any); ok {
-		if labels, ok := metadata["labels"].(map[string]any); ok {
-			if t, ok := labels[e.registry.TenantLabel()].(string); ok {
-				candidates = append(candidates, t)
+// creating reports whether a request creates an object (not a subresource).
+func creating(req *admission.Request) bool {
+	return req.Operation == admissionv1.Create && req.SubResource == ""
+}
+
+// counted returns what a create counts against: the quota key and the
+// tenants whose count it could exceed, sorted. For a namespace, those are
+// every tenant it could be meant for: the requester's, the labelled and the
+// prefixed one. key is "" when no count applies.
+func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key string, tenants []string) {
+	if !creating(req) {
+		return "", nil
+	}
+	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+		candidates := e.registry.OwnedBy(req.UserInfo.Username, req.UserInfo.Groups)
+		if metadata, ok := req.Object["metadata"].(map[string]any); ok {
+			if labels, ok := metadata["labels"].(map[string]any); ok {
+				if t, ok := labels[e.registry.TenantLabel()].(string); ok {
+					candidates = append(candidates, t)
+				}
 			}
 		}
+		if t, ok := e.registry.PrefixTenant(req.Name); ok {
+			candidates = append(candidates, t)
+		}
+		slices.Sort(candidates)
+		return clusterview.NamespacesKey, slices.Compact(candidates)
 	}
-	if t, ok := e.registry.PrefixTenant(req.Name); ok {
-		candidates = append(candidates, t)
+	if req.Namespace == "" {
+		return "", nil
 	}
-	counts := make(map[string]any, len(candidates))
-	for _, t := range candidates {
-		counts[t] = map[string]any{clusterview.NamespacesKey: view.Count(t, clusterview.NamespacesKey)}
+	labels, ok := view.NamespaceLabels(req.Namespace)
+	if !ok {
+		return "", nil
 	}
-	return counts
+	name := labels[e.registry.TenantLabel()]
+	tenant, known := e.registry.Tenant(name)
+	if !known {
+		return "", nil
+	}
+	key = clusterview.QuotaKey(req.Resource.Group, req.Resource.Resource)
+	if _, limited := tenant.Quotas[key]; !limited {
+		return "", nil
+	}
+	return key, []string{name}
+}
+
+// countFacts is cluster.counts: tenant -> key -> count.
+func countFacts(key string, tenants []string, counts map[string]int, view *clusterview.View) map[string]any {
+	facts := make(map[string]any, len(tenants))
+	for _, t := range tenants {
+		n, ok := counts[t]
+		if !ok {
+			n = view.Count(t, key)
+		}
+		facts[t] = map[string]any{key: n}
+	}
+	return facts
 }
 
 func namespaceFacts(name string, labels map[string]string) map[string]any {

@@ -38,7 +38,7 @@ type Decision struct {
 // is converted to an OPA value once, and again only when a patch changed the
 // object.
 func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
-	in := e.input(req, view)
+	in := e.input(req, view, nil)
 	value, err := in.value()
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clust
 // Mutate answers the mutating webhook: the JSON patch of the mutations, nil
 // when there are none. It never denies; the validating webhook does.
 func (e *Engine) Mutate(ctx context.Context, req *admission.Request, view *clusterview.View) ([]byte, error) {
-	value, err := e.input(req, view).value()
+	value, err := e.input(req, view, nil).value()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,13 @@ func (e *Engine) Mutate(ctx context.Context, req *admission.Request, view *clust
 // Validate answers the validating webhook: the decision on the request's
 // object as it is (the API server has already applied the mutations).
 func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
-	value, err := e.input(req, view).value()
+	return e.validate(ctx, req, view, nil)
+}
+
+// validate decides with the given counts of the request's quota key, or
+// with the view's when counts is nil.
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, counts map[string]int) (*Decision, error) {
+	value, err := e.input(req, view, counts).value()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -38,9 +39,13 @@ const (
 type handler struct {
 	webhook string
 	store   *state.Store
-	metrics *metrics.Metrics
-	log     *slog.Logger
-	maxBody int64
+	ledger  engine.Ledger
+	// namespaceWait is how long a request in a namespace the view has not
+	// seen yet waits for the informer before it is refused.
+	namespaceWait time.Duration
+	metrics       *metrics.Metrics
+	log           *slog.Logger
+	maxBody       int64
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +115,11 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 		return h.internal(req, errors.New("no tenant registry is loaded yet"))
 	}
 	view := h.store.View()
+	if h.webhook == WebhookValidate && req.Namespace != "" && !h.namespaceSeen(ctx, view, req.Namespace) {
+		// Deciding without the namespace's labels would not know its
+		// tenant, and would let through what the tenant's rules refuse.
+		return h.internal(req, fmt.Errorf("namespace %q is not in tenantguard's view of the cluster yet; retry in a moment", req.Namespace))
+	}
 	if h.webhook == WebhookMutate {
 		patch, err := e.Mutate(ctx, req, view)
 		if err != nil {
@@ -117,7 +127,7 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 		}
 		return admission.Allowed(req.UID).WithPatch(patch), metrics.DecisionAllowed
 	}
-	d, err := e.Validate(ctx, req, view)
+	d, err := e.Admit(ctx, req, view, h.ledger)
 	if err != nil {
 		return h.internal(req, err)
 	}
@@ -126,6 +136,13 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 		return d.Response(req.UID), metrics.DecisionDenied
 	}
 	return d.Response(req.UID), metrics.DecisionAllowed
+}
+
+// namespaceSeen waits a little for a namespace the view has not seen.
+func (h *handler) namespaceSeen(ctx context.Context, view *clusterview.View, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, h.namespaceWait)
+	defer cancel()
+	return view.WaitNamespace(ctx, name)
 }
 
 func (h *handler) internal(req *admission.Request, err error) (*admission.Response, string) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
@@ -60,6 +64,22 @@ func TestBadInputIsRefusedWith400(t *testing.T) {
 	}
 }
 
+// alone is the local ledger giving every place back once decided: the
+// corpus's cases are each decided on their own, not as a series of creates.
+type alone struct{ engine.LocalLedger }
+
+func (l alone) Reserve(ctx context.Context, c clusterview.Claim, tenants []string) (map[string]int, engine.Hold, error) {
+	counts, hold, err := l.LocalLedger.Reserve(ctx, c, tenants)
+	return counts, releasing{hold}, err
+}
+
+type releasing struct{ engine.Hold }
+
+func (h releasing) Keep(context.Context) error {
+	h.Release()
+	return nil
+}
+
 // TestWebhooksAgreeWithTheCorpus sends every corpus case through /mutate,
 // applies the patch as the API server would, then through /validate.
 func TestWebhooksAgreeWithTheCorpus(t *testing.T) {
@@ -75,7 +95,8 @@ func TestWebhooksAgreeWithTheCorpus(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			srv := servers[c.RegistryFile()]
 			if srv == nil {
-				srv, _ = newServer(t, newStore(t, c.RegistryFile(), nil), Options{})
+				store := newStore(t, c.RegistryFile(), nil)
+				srv, _ = newServer(t, store, Options{Ledger: alone{engine.LocalLedger{View: store.View()}}})
 				servers[c.RegistryFile()] = srv
 			}
 			body := review(t, c)
@@ -213,6 +234,40 @@ func TestRequestTimeoutFollowsTheAPIServer(t *testing.T) {
 			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/validate"+tt.query, nil)
 			if got := requestTimeout(r).String(); got != tt.want {
 				t.Errorf("timeout %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt: a tenant
+// namespace created a moment ago may not have reached the view; deciding
+// without its labels would not know its tenant and would let a hostNetwork
+// pod through. The request waits for the namespace, and is refused with a
+// retryable reason if it does not arrive.
+func TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt(t *testing.T) {
+	const ns = "oil-brand-new"
+	body := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"lag","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"` + ns + `","name":"p","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"` + ns + `"},"spec":{"hostNetwork":true,"containers":[{"name":"c","image":"i"}]}}}}`)
+	tests := []struct {
+		name    string
+		arrives bool
+		want    string
+	}{
+		{"the namespace arriving during the wait decides by its tenant's rules", true, "[host-network]"},
+		{"the namespace not arriving refuses the request, to be retried", false, "[internal] tenantguard could not decide this request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
+			srv, _ := newServer(t, store, Options{NamespaceWait: 300 * time.Millisecond})
+			if tt.arrives {
+				time.AfterFunc(50*time.Millisecond, func() {
+					store.View().Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{"tenantguard.io/tenant": "oil"}})
+				})
+			}
+			status, out := post(t, srv.Handler(), "/validate", "application/json", body)
+			resp := answer(t, out)
+			if status != http.StatusOK || resp.Allowed || resp.Result == nil || !strings.HasPrefix(resp.Result.Message, tt.want) {
+				t.Fatalf("%d allowed=%v %+v, want a denial starting %q", status, resp.Allowed, resp.Result, tt.want)
 			}
 		})
 	}

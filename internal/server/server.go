@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
 )
@@ -35,6 +36,12 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Synced reports whether the cluster view is complete; nil means it is.
 	Synced func() error
+	// NamespaceWait is how long a request in a namespace the view has not
+	// seen yet waits for it before it is refused; 2 s by default.
+	NamespaceWait time.Duration
+	// Ledger holds the places of creates counted against tenant quotas
+	// while they are decided; nil is engine.LocalLedger on the store's view.
+	Ledger engine.Ledger
 }
 
 // Server is the admission server.
@@ -62,6 +69,12 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 20 * time.Second
 	}
+	if opts.NamespaceWait == 0 {
+		opts.NamespaceWait = 2 * time.Second
+	}
+	if opts.Ledger == nil {
+		opts.Ledger = engine.LocalLedger{View: store.View()}
+	}
 	s := &Server{opts: opts, store: store, metrics: m, log: log}
 	if opts.GetCertificate != nil && (opts.CertFile != "" || opts.KeyFile != "") {
 		return nil, errors.New("a certificate source and certificate files are exclusive")
@@ -75,7 +88,7 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 	}
 	s.mux = http.NewServeMux()
 	for _, webhook := range []string{WebhookValidate, WebhookMutate} {
-		s.mux.Handle("/"+webhook, &handler{webhook: webhook, store: store, metrics: m, log: log, maxBody: opts.MaxBodyBytes})
+		s.mux.Handle("/"+webhook, &handler{webhook: webhook, store: store, ledger: opts.Ledger, namespaceWait: opts.NamespaceWait, metrics: m, log: log, maxBody: opts.MaxBodyBytes})
 	}
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusOK, "ok") })
 	s.mux.HandleFunc("/readyz", s.readyz)

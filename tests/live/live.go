@@ -52,6 +52,9 @@ type Cluster struct {
 	cancel context.CancelFunc
 	served chan int
 	dir    string
+	// CertFile and KeyFile are the serving certificate of every replica
+	// (for 127.0.0.1 and localhost), signed by the webhooks' caBundle.
+	CertFile, KeyFile string
 	// serveArgs are the flags every replica shares (kubeconfig, TLS, registry).
 	serveArgs []string
 }
@@ -68,8 +71,8 @@ type Options struct {
 }
 
 // Start brings everything up; Stop tears it down.
-func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	c = &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1)}
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	c := &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1)}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -88,11 +91,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	certFile, keyFile, err := ca.WriteServing(c.dir, "127.0.0.1", "localhost")
-	if err != nil {
+	if c.CertFile, c.KeyFile, err = ca.WriteServing(c.dir, "127.0.0.1", "localhost"); err != nil {
 		return nil, err
 	}
-	if err := c.serve(ctx, certFile, keyFile, ca.PEM, opts); err != nil {
+	if err := c.serve(ctx, c.CertFile, c.KeyFile, ca.PEM, opts); err != nil {
 		return nil, err
 	}
 	return c, c.installWebhooks(ctx, ca.PEM)
@@ -229,8 +231,9 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 // Replica runs another `tenantguard serve` with the same identity and
 // registry on its own port, as a separate process of the binary built from
 // this tree (replicas are separate processes in a cluster too), until stop
-// is called; it returns the replica's base URL and logs.
-func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer, stop func(), err error) {
+// is called; it returns the replica's base URL and logs. args are extra
+// `tenantguard serve` flags.
+func (c *Cluster) Replica(ctx context.Context, args ...string) (baseURL string, logs *SyncBuffer, stop func(), err error) {
 	bin, err := Binary(ctx, c.dir)
 	if err != nil {
 		return "", nil, nil, err
@@ -240,7 +243,8 @@ func (c *Cluster) Replica(ctx context.Context) (baseURL string, logs *SyncBuffer
 		return "", nil, nil, err
 	}
 	logs = &SyncBuffer{}
-	cmd := exec.CommandContext(ctx, bin, append(slices.Clone(c.serveArgs), "--addr", fmt.Sprintf("127.0.0.1:%d", port))...) //nolint:gosec // the binary just built, with the harness's own flags
+	args = append(append(slices.Clone(c.serveArgs), args...), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd := exec.CommandContext(ctx, bin, args...) //nolint:gosec // the binary just built, with the harness's own flags
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		return "", nil, nil, err

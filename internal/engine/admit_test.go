@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// roomFor is tenant t0 with 200 - room pods counted (quota: 200 pods).
+func roomFor(room int) *clusterview.View {
+	v := clusterview.New("tenantguard.io/tenant")
+	scale.Fill(v, 1, 10, (200-room)/10)
+	return v
+}
+
+func TestABurstOfFiftyCreatesAgainstRoomForTenAdmitsExactlyTen(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := roomFor(10)
+	ledger := LocalLedger{View: view}
+	var wg sync.WaitGroup
+	decisions := make([]*Decision, 50)
+	errs := make([]error, 50)
+	for i := range decisions {
+		wg.Go(func() {
+			req := podCreate(t, 0, podSpec)
+			req.Name = fmt.Sprintf("burst-%d", i)
+			decisions[i], errs[i] = e.Admit(t.Context(), req, view, ledger)
+		})
+	}
+	wg.Wait()
+	admitted := 0
+	for i, d := range decisions {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if d.Allowed {
+			admitted++
+			continue
+		}
+		if len(d.Deny) != 1 || d.Deny[0].ID != "tenant-quota" {
+			t.Fatalf("create %d refused with %v, want only tenant-quota", i, d.Deny)
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d of 50 creates admitted, want 10", admitted)
+	}
+	if got := view.Reserved("t0", "pods"); got != 10 {
+		t.Fatalf("%d places held after the burst, want the 10 admitted", got)
+	}
+}
+
+func TestOnlyCountedCreatesThatAreStoredReserve(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	tests := []struct {
+		name    string
+		spec    string
+		dryRun  bool
+		allowed bool
+		held    int
+	}{
+		{"an admitted create holds its place", podSpec, false, true, 1},
+		{"a dry-run create holds nothing", podSpec, true, true, 0},
+		{"a create refused by another rule gives its place back", strings.Replace(podSpec, `"containers"`, `"hostNetwork":true,"containers"`, 1), false, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			view := roomFor(10)
+			req := podCreate(t, 0, tt.spec)
+			if tt.dryRun {
+				req.DryRun = &yes
+			}
+			d, err := e.Admit(t.Context(), req, view, LocalLedger{View: view})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != tt.allowed {
+				t.Fatalf("allowed %v, want %v (%v)", d.Allowed, tt.allowed, d.Deny)
+			}
+			if got := view.Reserved("t0", "pods"); got != tt.held {
+				t.Fatalf("%d places held, want %d", got, tt.held)
+			}
+		})
+	}
+}
+
+// staleOnce is a ledger whose first Keep finds the counts changed, as when
+// another replica admitted a create first.
+type staleOnce struct {
+	LocalLedger
+	mu       sync.Mutex
+	reserves int
+}
+
+func (l *staleOnce) Reserve(ctx context.Context, c clusterview.Claim, tenants []string) (map[string]int, Hold, error) {
+	counts, hold, err := l.LocalLedger.Reserve(ctx, c, tenants)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reserves++
+	if l.reserves == 1 {
+		return counts, staleHold{hold}, err
+	}
+	return counts, hold, err
+}
+
+type staleHold struct{ Hold }
+
+func (staleHold) Keep(context.Context) error { return ErrStale }
+
+func TestACreateDecidedOnStaleCountsIsDecidedAgain(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := roomFor(10)
+	ledger := &staleOnce{LocalLedger: LocalLedger{View: view}}
+	d, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger)
+	if err != nil || !d.Allowed {
+		t.Fatalf("allowed %v, error %v; want allowed", d != nil && d.Allowed, err)
+	}
+	if ledger.reserves != 2 {
+		t.Fatalf("%d reservations, want 2 (the stale one and the retry)", ledger.reserves)
+	}
+	if got := view.Reserved("t0", "pods"); got != 1 {
+		t.Fatalf("%d places held, want 1", got)
+	}
+}
