@@ -195,7 +195,7 @@ var celRules = []celRule{
 	},
 	{
 		id: "managed-resource", resources: nil, operations: createUpdateDelete, tenantOnly: true, variables: workloadVars,
-		validation: `!(variables.tenant != "" && (` + managedBy("object") + ` || ` + managedBy("oldObject") + `) && !(variables.isAdmin || variables.user in variables.managers || (variables.user.startsWith("system:") && !variables.user.startsWith("system:serviceaccount:")) || variables.user.startsWith("system:serviceaccount:kube-system:")))`,
+		validation: `!(variables.tenant != "" && (` + managedBy("object") + ` || ` + managedBy("oldObject") + `) && !(variables.isAdmin || variables.user in variables.managers || variables.user in ["system:apiserver", "system:kube-controller-manager", "system:kube-scheduler"] || variables.user.startsWith("system:serviceaccount:kube-system:")))`,
 		message:    `"[managed-resource] " + request.kind.kind + " \"" + request.name + "\" is managed by tenantguard and cannot be " + {"CREATE": "created", "UPDATE": "changed", "DELETE": "deleted"}[request.operation] + " by \"" + variables.user + "\"; change the tenant registry instead"`,
 	},
 }

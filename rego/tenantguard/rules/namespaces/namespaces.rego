@@ -135,14 +135,21 @@ violations contains {"id": "protected-metadata", "msg": msg} if {
 	not identity.is_admin
 	tenant := _metadata_tenant
 	some field, list in {"labels": "protectedLabels", "annotations": "protectedAnnotations"}
-	before := object.get(_old, ["metadata", field], {})
-	after := object.get(_new, ["metadata", field], {})
+	before := _metadata_map(_old, field)
+	after := _metadata_map(_new, field)
 	some key in ({k | some k, _ in before} | {k | some k, _ in after})
 	key != _label
 	object.get(before, key, null) != object.get(after, key, null)
 	_protected(tenancy.config(tenant)[list], key)
 	msg := sprintf("%s %q of namespace %q is protected and cannot be %s by %q; only administrators set it", [trim_suffix(field, "s"), key, _name, _change_text(object.get(before, key, null), object.get(after, key, null)), _user])
 }
+
+# _metadata_map is metadata.labels or metadata.annotations of an object,
+# {} when absent or not a map (null clears every entry).
+_metadata_map(obj, field) := m if {
+	m := object.get(obj, ["metadata", field], {})
+	is_object(m)
+} else := {}
 
 # METADATA
 # description: JSON patch operations labelling a namespace created by an owner with its tenant.

@@ -41,12 +41,13 @@ is_manager if data.tenantguard.runtime.managers[username]
 
 # METADATA
 # description: |
-#   The requester is a control-plane component: a system: user that is not a
-#   service account, or a service account of kube-system (garbage collector,
-#   namespace controller). Tenants cannot authenticate as either.
-is_control_plane if {
-	startswith(username, "system:")
-	not startswith(username, "system:serviceaccount:")
-}
+#   The requester is a control-plane component: the API server, the
+#   controller manager or the scheduler, or a service account of kube-system
+#   (garbage collector, namespace controller). Tenants cannot authenticate as
+#   any of them. Other system: users are not trusted: system:anonymous is
+#   what an unauthenticated request is, and a tenant may bind roles to it.
+is_control_plane if username in _control_plane_users
 
 is_control_plane if startswith(username, "system:serviceaccount:kube-system:")
+
+_control_plane_users := {"system:apiserver", "system:kube-controller-manager", "system:kube-scheduler"}

@@ -41,7 +41,7 @@ test_control_plane_identities if {
 	every name in ["system:kube-controller-manager", "system:serviceaccount:kube-system:namespace-controller"] {
 		identity.is_control_plane with input as _input({"username": name})
 	}
-	every name in ["alice", "system:serviceaccount:oil-dev:default", ""] {
+	every name in ["alice", "system:serviceaccount:oil-dev:default", "", "system:anonymous", "system:kube-proxy", "system:node:worker-1", "system:kube-controller-manager-lookalike"] {
 		not identity.is_control_plane with input as _input({"username": name})
 	}
 }

@@ -162,6 +162,14 @@ test_protected_annotations_are_protected if {
 	{v.msg | some v in vs} == {"annotation \"scheduler.alpha.kubernetes.io/node-selector\" of namespace \"oil-dev\" is protected and cannot be added by \"alice\"; only administrators set it"}
 }
 
+test_protected_annotations_cleared_by_null_are_removed if {
+	registry := json.patch(f.registry, [{"op": "replace", "path": "/tenants/oil/protectedAnnotations", "value": ["scheduler.alpha.kubernetes.io/node-selector"]}])
+	old := object.union(_ns("oil-dev", _oil), {"metadata": {"annotations": {"scheduler.alpha.kubernetes.io/node-selector": "pool=a"}}})
+	new := object.union(_ns("oil-dev", _oil), {"metadata": {"annotations": null}})
+	vs := namespaces.violations with input as _update(old, new, _alice) with data.tenantguard.registry as registry
+	{v.msg | some v in vs} == {"annotation \"scheduler.alpha.kubernetes.io/node-selector\" of namespace \"oil-dev\" is protected and cannot be removed by \"alice\"; only administrators set it"}
+}
+
 test_owner_deletes_own_namespace if {
 	count(_ids(_delete(_ns("oil-dev", _oil), _alice))) == 0
 }
