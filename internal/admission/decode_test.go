@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 const podReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"oil-dev","operation":"CREATE","userInfo":{"username":"alice"},"object":{"kind":"Pod","spec":{"priority":12345678901234567}}}}`
@@ -94,6 +96,15 @@ func TestResponsesCarryEveryReasonPatchAndWarning(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
+	cases, err := fixtures.Load()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cases {
+		if body, err := c.Review(); err == nil {
+			f.Add(body)
+		}
+	}
 	f.Add([]byte(podReview))
 	f.Add([]byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest: {uid: u}\n"))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":null}}`))

@@ -173,6 +173,17 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(example)
+	seeds, err := filepath.Glob(filepath.Join("..", "..", "tests", "fixtures", "registry*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range seeds {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants: [{name: a, quotas: {pods: 1}}]\n"))
 	f.Add([]byte("kind: ConfigMap\ndata: {tenants.yaml: 'kind: x'}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
