@@ -84,6 +84,11 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		name = "uid:" + string(req.UID)
 	}
 	claim := clusterview.Claim{Key: key, Namespace: req.Namespace, Name: name}
+	if key == clusterview.NamespacesKey {
+		// The API server sends a Namespace's own name as its namespace;
+		// the view knows namespaces by name alone.
+		claim.Namespace = ""
+	}
 	for {
 		d, err := e.admitOnce(ctx, req, view, ledger, claim, tenants)
 		if !errors.Is(err, ErrStale) {

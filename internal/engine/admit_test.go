@@ -7,14 +7,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
 
-// roomFor is tenant t0 with 200 - room pods counted (quota: 200 pods).
-func roomFor(room int) *clusterview.View {
+// roomForTen is tenant t0 with 190 pods counted (quota: 200 pods) and its
+// 10 namespaces (quota: 10).
+func roomForTen() *clusterview.View {
 	v := clusterview.New("tenantguard.io/tenant")
-	scale.Fill(v, 1, 10, (200-room)/10)
+	scale.Fill(v, 1, 10, 19)
 	return v
 }
 
@@ -23,7 +25,7 @@ func TestABurstOfFiftyCreatesAgainstRoomForTenAdmitsExactlyTen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := roomFor(10)
+	view := roomForTen()
 	ledger := LocalLedger{View: view}
 	var wg sync.WaitGroup
 	decisions := make([]*Decision, 50)
@@ -76,7 +78,7 @@ func TestOnlyCountedCreatesThatAreStoredReserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			view := roomFor(10)
+			view := roomForTen()
 			req := podCreate(t, 0, tt.spec)
 			if tt.dryRun {
 				req.DryRun = &yes
@@ -123,7 +125,7 @@ func TestACreateDecidedOnStaleCountsIsDecidedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := roomFor(10)
+	view := roomForTen()
 	ledger := &staleOnce{LocalLedger: LocalLedger{View: view}}
 	d, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger)
 	if err != nil || !d.Allowed {
@@ -134,5 +136,35 @@ func TestACreateDecidedOnStaleCountsIsDecidedAgain(t *testing.T) {
 	}
 	if got := view.Reserved("t0", "pods"); got != 1 {
 		t.Fatalf("%d places held, want 1", got)
+	}
+}
+
+func TestAnAdmittedNamespaceGivesItsPlaceToTheNamespaceSeen(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := roomForTen()
+	// As the API server sends it: request.namespace is the namespace's name.
+	req, err := admission.Decode([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"n","kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"namespace":"t0-new","name":"t0-new","operation":"CREATE","userInfo":{"username":"u0"},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t0-new","labels":{"tenantguard.io/tenant":"t0"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := view.Count("t0", clusterview.NamespacesKey)
+	d, err := e.Admit(t.Context(), req, view, LocalLedger{View: view})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed {
+		t.Fatalf("t0 has its 10 namespaces; the 11th was allowed")
+	}
+	// Room for one more namespace, then the namespace arrives.
+	view.Delete(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "t0-ns9"})
+	if d, err = e.Admit(t.Context(), req, view, LocalLedger{View: view}); err != nil || !d.Allowed {
+		t.Fatalf("allowed %v, error %v, deny %v", d != nil && d.Allowed, err, d)
+	}
+	view.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "t0-new", Labels: map[string]string{"tenantguard.io/tenant": "t0"}})
+	if got := view.Count("t0", clusterview.NamespacesKey); got != before {
+		t.Fatalf("t0 counts %d namespaces, want %d: the namespace seen must take over its place", got, before)
 	}
 }

@@ -115,7 +115,10 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 		return h.internal(req, errors.New("no tenant registry is loaded yet"))
 	}
 	view := h.store.View()
-	if h.webhook == WebhookValidate && req.Namespace != "" && !h.namespaceSeen(ctx, view, req.Namespace) {
+	// The API server sets a Namespace request's namespace to its own name:
+	// only objects in a namespace wait for it.
+	inNamespace := req.Namespace != "" && (req.Kind.Group != "" || req.Kind.Kind != "Namespace")
+	if h.webhook == WebhookValidate && inNamespace && !h.namespaceSeen(ctx, view, req.Namespace) {
 		// Deciding without the namespace's labels would not know its
 		// tenant, and would let through what the tenant's rules refuse.
 		return h.internal(req, fmt.Errorf("namespace %q is not in tenantguard's view of the cluster yet; retry in a moment", req.Namespace))

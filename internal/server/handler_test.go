@@ -255,6 +255,14 @@ func TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt(t *testing.T) {
 		{"the namespace arriving during the wait decides by its tenant's rules", true, "[host-network]"},
 		{"the namespace not arriving refuses the request, to be retried", false, "[internal] tenantguard could not decide this request"},
 	}
+	t.Run("a namespace being created, which the API server sends as its own namespace, does not wait for itself", func(t *testing.T) {
+		srv, _ := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{NamespaceWait: time.Hour})
+		create := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"ns","kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"namespace":"` + ns + `","name":"` + ns + `","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `","labels":{"tenantguard.io/tenant":"oil"}}}}}`)
+		status, out := post(t, srv.Handler(), "/validate", "application/json", create)
+		if resp := answer(t, out); status != http.StatusOK || (resp.Result != nil && strings.HasPrefix(resp.Result.Message, "[internal]")) {
+			t.Fatalf("%d %+v, want a decision by the namespace rules", status, resp.Result)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
