@@ -90,7 +90,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		claim.Namespace = ""
 	}
 	for {
-		d, err := e.admitOnce(ctx, req, view, ledger, claim, tenants)
+		d, err := e.admitOnce(ctx, req, view, ledger, claim, quota{key: key, tenants: tenants})
 		if !errors.Is(err, ErrStale) {
 			return d, err
 		}
@@ -101,8 +101,8 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 }
 
 // admitOnce reserves, decides, and keeps or releases the place.
-func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger, claim clusterview.Claim, tenants []string) (d *Decision, err error) {
-	counts, hold, err := ledger.Reserve(ctx, claim, tenants)
+func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger, claim clusterview.Claim, q quota) (d *Decision, err error) {
+	counts, hold, err := ledger.Reserve(ctx, claim, q.tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,8 @@ func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *cl
 			hold.Release()
 		}
 	}()
-	if d, err = e.validate(ctx, req, view, counts); err != nil || !d.Allowed {
+	q.counts = counts
+	if d, err = e.validate(ctx, req, view, &q); err != nil || !d.Allowed {
 		return d, err
 	}
 	if err := hold.Keep(ctx); err != nil {

@@ -27,7 +27,21 @@ func (in *input) value() (ast.Value, error) {
 	return v, nil
 }
 
-func (e *Engine) input(req *admission.Request, view *clusterview.View, counts map[string]int) *input {
+// quota is what a create counts against (counted) and the counts, by
+// tenant, it is decided with; nil counts are read from the view.
+type quota struct {
+	key     string
+	tenants []string
+	counts  map[string]int
+}
+
+// input builds the policy input; q is nil when the caller has not worked
+// out the request's quota (no reservation).
+func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota) *input {
+	if q == nil {
+		key, tenants := e.counted(req, view)
+		q = &quota{key: key, tenants: tenants}
+	}
 	groups := make([]any, len(req.UserInfo.Groups))
 	for i, g := range req.UserInfo.Groups {
 		groups[i] = g
@@ -48,7 +62,7 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, counts ma
 	if req.OldObject != nil {
 		r["oldObject"] = trimObject(req.OldObject)
 	}
-	return &input{request: r, cluster: e.facts(req, view, counts)}
+	return &input{request: r, cluster: e.facts(req, view, q)}
 }
 
 // trimObject drops metadata.managedFields, often the largest part of an
@@ -77,13 +91,11 @@ func trimObject(obj map[string]any) map[string]any {
 
 // facts gathers the cluster facts one request's rules read: the labels of its
 // namespace, the tenant counts that could be exceeded, and the default
-// PriorityClass of a created Pod. Lookups are by key, never scans. counts,
-// when not nil, are the counts of the request's quota key (from a
-// reservation); otherwise they are read from the view.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View, counts map[string]int) map[string]any {
+// PriorityClass of a created Pod. Lookups are by key, never scans.
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota) map[string]any {
 	cluster := map[string]any{}
-	if key, tenants := e.counted(req, view); key != "" {
-		cluster["counts"] = countFacts(key, tenants, counts, view)
+	if q.key != "" {
+		cluster["counts"] = countFacts(q, view)
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		if labels, ok := view.NamespaceLabels(req.Name); ok {
@@ -163,14 +175,14 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 }
 
 // countFacts is cluster.counts: tenant -> key -> count.
-func countFacts(key string, tenants []string, counts map[string]int, view *clusterview.View) map[string]any {
-	facts := make(map[string]any, len(tenants))
-	for _, t := range tenants {
-		n, ok := counts[t]
+func countFacts(q *quota, view *clusterview.View) map[string]any {
+	facts := make(map[string]any, len(q.tenants))
+	for _, t := range q.tenants {
+		n, ok := q.counts[t]
 		if !ok {
-			n = view.Count(t, key)
+			n = view.Count(t, q.key)
 		}
-		facts[t] = map[string]any{key: n}
+		facts[t] = map[string]any{q.key: n}
 	}
 	return facts
 }

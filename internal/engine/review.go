@@ -78,10 +78,10 @@ func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clu
 	return e.validate(ctx, req, view, nil)
 }
 
-// validate decides with the given counts of the request's quota key, or
-// with the view's when counts is nil.
-func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, counts map[string]int) (*Decision, error) {
-	value, err := e.input(req, view, counts).value()
+// validate decides with the request's quota and its reserved counts, or,
+// when q is nil, with the view's counts.
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *quota) (*Decision, error) {
+	value, err := e.input(req, view, q).value()
 	if err != nil {
 		return nil, err
 	}

@@ -143,6 +143,9 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 
 // namespaceSeen waits a little for a namespace the view has not seen.
 func (h *handler) namespaceSeen(ctx context.Context, view *clusterview.View, name string) bool {
+	if _, ok := view.NamespaceLabels(name); ok {
+		return true // the usual case: no timer
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.namespaceWait)
 	defer cancel()
 	return view.WaitNamespace(ctx, name)

@@ -153,8 +153,8 @@ func createBurst(t *testing.T, client kubernetes.Interface, namespace string) (a
 	return admitted, refused
 }
 
-// addTenants appends tenants (YAML list items) to the cluster's registry and
-// waits until the in-process server enforces them.
+// addTenants appends tenants (YAML list items) to the cluster's registry;
+// the replicas started afterwards load it.
 func addTenants(t *testing.T, c *live.Cluster, items string) {
 	t.Helper()
 	ctx := t.Context()
