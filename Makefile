@@ -10,6 +10,7 @@ HELM_VERSION          ?= v4.3.1
 REGO_COVERAGE         ?= 90
 # LOAD_FLAGS are extra flags for `tgload run` (make bench), e.g. -duration 5s
 LOAD_FLAGS            ?=
+SOAK_FLAGS            ?=
 FUZZTIME              ?= 30s
 
 # The local control plane for e2e tests and the demo, built from the Go module
@@ -103,6 +104,11 @@ bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchma
 	@mkdir -p $(BENCH_OUT) docs/bench
 	go run ./tests/load/cmd/tgload run -opa $(OPA) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
+
+.PHONY: soak
+soak: ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s (fails on an error, a wrong decision or RSS growth over 10%)
+	@mkdir -p $(BENCH_OUT)
+	go run ./tests/load/cmd/tgload soak -json $(BENCH_OUT)/soak.json $(SOAK_FLAGS)
 
 .PHONY: control-plane
 control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver and etcd into tests/tools/bin (cached)

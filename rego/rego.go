@@ -19,6 +19,16 @@ func FS() fs.FS { return bundle }
 // keyed by their path. Hidden entries are skipped, among them the "..data"
 // folders through which Kubernetes swaps a mounted ConfigMap atomically.
 func Modules(root fs.FS) (map[string]string, error) {
+	return files(root, false)
+}
+
+// Tests returns the test modules (*_test.rego) of a bundle root, keyed by
+// their path, skipping hidden entries as Modules does.
+func Tests(root fs.FS) (map[string]string, error) {
+	return files(root, true)
+}
+
+func files(root fs.FS, tests bool) (map[string]string, error) {
 	modules := map[string]string{}
 	err := fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -30,7 +40,7 @@ func Modules(root fs.FS) (map[string]string, error) {
 			}
 			return nil
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
+		if d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") != tests {
 			return err
 		}
 		src, err := fs.ReadFile(root, path)

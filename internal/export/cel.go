@@ -52,6 +52,7 @@ var celVariables = []celVariable{
 	{"wanted", `variables.hasNewLabel ? [variables.newLabels[variables.label]] : (size(variables.owned) == 1 ? variables.owned : variables.prefixTenant)`},
 	{"target", `!variables.creating ? [] : (!variables.isAdmin ? variables.wanted : (variables.hasNewLabel ? [variables.newLabels[variables.label]] : []))`},
 	{"ownedText", `size(variables.owned) == 0 ? "none" : variables.owned.join(", ")`},
+	{"saTenants", `variables.registry.?serviceAccountNamespaces.orValue({})[?request.name].orValue([])`},
 	{"metaTenant", `variables.creating ? variables.target : (request.operation != "UPDATE" ? [] : (variables.label in variables.oldLabels ? [variables.oldLabels[variables.label]] : (variables.hasNewLabel ? [variables.newLabels[variables.label]] : [])))`},
 	{"metaConfig", `size(variables.metaTenant) > 0 && variables.metaTenant[0] in variables.tenants ? variables.tenants[variables.metaTenant[0]] : variables.registry.defaultTenant`},
 	// workloads
@@ -74,16 +75,17 @@ func storageClassOf(claim string) string {
 }
 
 // claimRefused holds when a claim (before: the same claim before the
-// update) names a StorageClass the tenant does not allow.
+// update) names a StorageClass the tenant does not allow, or is new (created,
+// or added by an update) naming none for a tenant without a default.
 func claimRefused(claim, before string) string {
-	return strings.NewReplacer("CLASS", storageClassOf(claim), "BEFORE", storageClassOf(before)).Replace(
-		`CLASS != null && !(request.operation == "UPDATE" && BEFORE == CLASS) && !(CLASS in variables.config.storageClasses.?allowed.orValue([]) || (variables.config.storageClasses.?allowedRegex.orValue("") != "" && string(CLASS).matches(variables.config.storageClasses.allowedRegex)))`)
+	return strings.NewReplacer("CLASS", storageClassOf(claim), "BEFORE", storageClassOf(before), "OLDCLAIM", before).Replace(
+		`((CLASS != null && !(request.operation == "UPDATE" && BEFORE == CLASS) && !(CLASS in variables.config.storageClasses.?allowed.orValue([]) || (variables.config.storageClasses.?allowedRegex.orValue("") != "" && string(CLASS).matches(variables.config.storageClasses.allowedRegex)))) || (CLASS == null && (request.operation == "CREATE" || size(OLDCLAIM) == 0) && variables.config.storageClasses.?default.orValue("") == ""))`)
 }
 
 var (
 	createUpdateDelete = []string{"CREATE", "UPDATE", "DELETE"}
 	createUpdate       = []string{"CREATE", "UPDATE"}
-	namespaceResources = map[string][]string{"": {"namespaces"}}
+	namespaceResources = map[string][]string{"": {"namespaces", "namespaces/status", "namespaces/finalize"}}
 	// podCarrierResources are the resources with a pod spec (the webhook's routing)
 	podCarrierResources = map[string][]string{
 		"":      {"pods", "pods/ephemeralcontainers", "podtemplates", "replicationcontrollers"},
@@ -91,7 +93,7 @@ var (
 		"batch": {"jobs", "cronjobs"},
 	}
 	base          = []string{"tenants", "adminUsers", "adminGroups", "ownerUsers", "ownerGroups", "label", "user", "groups", "isAdmin", "owned"}
-	namespaceVars = append(slices.Clone(base), "newLabels", "oldLabels", "newAnnotations", "oldAnnotations", "hasNewLabel", "creating", "prefixCandidates", "prefixTenant", "wanted", "target", "ownedText", "metaTenant", "metaConfig")
+	namespaceVars = append(slices.Clone(base), "newLabels", "oldLabels", "newAnnotations", "oldAnnotations", "hasNewLabel", "creating", "prefixCandidates", "prefixTenant", "wanted", "target", "ownedText", "saTenants", "metaTenant", "metaConfig")
 	workloadVars  = append(slices.Clone(base), "tenant", "config")
 	podVars       = append(slices.Clone(workloadVars), "spec", "oldSpec", "podApplies", "containers")
 )
@@ -113,13 +115,21 @@ const notAdmin = `!variables.isAdmin`
 // which cannot mutate, ask for it instead.
 const unlabelledRefused = `!(variables.creating && ` + notAdmin + ` && !variables.hasNewLabel && size(variables.target) > 0 && variables.target[0] in variables.owned)`
 
+// reservedRefused holds when a non-administrator creates the namespace of a
+// ServiceAccount administrator, or of a ServiceAccount owner other than as
+// an owner of its only tenant.
+const reservedRefused = `variables.creating && ` + notAdmin + ` && (` + adminNamespace + ` || (size(variables.saTenants) > 0 && !(size(variables.saTenants) == 1 && size(variables.target) > 0 && variables.target[0] == variables.saTenants[0] && variables.target[0] in variables.owned)))`
+
+// adminNamespace holds for the namespace of a ServiceAccount administrator.
+const adminNamespace = `request.name in variables.registry.?administratorNamespaces.orValue({})`
+
 // celRules are the rules CEL can express; the others are listed in
 // celNotExpressible.
 var celRules = []celRule{
 	{
 		id: "namespace-ownership", resources: namespaceResources, operations: createUpdateDelete, variables: namespaceVars,
-		validation: `!(variables.creating && ` + notAdmin + ` && (size(variables.target) > 0 || size(variables.owned) > 0) && !(size(variables.target) > 0 && variables.target[0] in variables.owned)) && !(request.operation == "DELETE" && ` + notAdmin + ` && variables.label in variables.oldLabels && !(variables.oldLabels[variables.label] in variables.owned)) && ` + unlabelledRefused,
-		message: `!(` + unlabelledRefused + `) ? "[namespace-ownership] namespace \"" + request.name + "\" is for tenant \"" + string(variables.target[0]) + "\" and must say so: set the label \"" + variables.label + ": " + string(variables.target[0]) + "\" (no tenantguard webhook adds it here)" : request.operation == "DELETE" ? "[namespace-ownership] only owners of tenant \"" + string(variables.oldLabels[variables.label]) + "\" and administrators may delete namespace \"" + request.name + "\"; \"" + variables.user + "\" is neither" : ` +
+		validation: `!(variables.creating && ` + notAdmin + ` && (size(variables.target) > 0 || size(variables.owned) > 0) && !(size(variables.target) > 0 && variables.target[0] in variables.owned)) && !(request.operation == "DELETE" && ` + notAdmin + ` && variables.label in variables.oldLabels && !(variables.oldLabels[variables.label] in variables.owned)) && ` + unlabelledRefused + ` && !(` + reservedRefused + `)`,
+		message: `(` + reservedRefused + `) ? (` + adminNamespace + ` ? "[namespace-ownership] namespace \"" + request.name + "\" holds ServiceAccount administrators of tenantguard, so only administrators may create it" : size(variables.saTenants) == 1 ? "[namespace-ownership] namespace \"" + request.name + "\" holds ServiceAccount owners of tenant \"" + string(variables.saTenants[0]) + "\", so only that tenant's owners may create it, in that tenant" : "[namespace-ownership] namespace \"" + request.name + "\" holds ServiceAccount owners of tenants " + variables.saTenants.join(", ") + ", so only administrators may create it") : !(` + unlabelledRefused + `) ? "[namespace-ownership] namespace \"" + request.name + "\" is for tenant \"" + string(variables.target[0]) + "\" and must say so: set the label \"" + variables.label + ": " + string(variables.target[0]) + "\" (no tenantguard webhook adds it here)" : request.operation == "DELETE" ? "[namespace-ownership] only owners of tenant \"" + string(variables.oldLabels[variables.label]) + "\" and administrators may delete namespace \"" + request.name + "\"; \"" + variables.user + "\" is neither" : ` +
 			`(size(variables.target) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns several tenants (" + variables.ownedText + ") and cannot tell which one namespace \"" + request.name + "\" is for; set the label \"" + variables.label + "\" or start the name with \"<tenant>-\"" : ` +
 			`(size(variables.owned) == 0 ? "[namespace-ownership] \"" + variables.user + "\" owns no tenant, so cannot create namespace \"" + request.name + "\" in tenant \"" + string(variables.target[0]) + "\"; ask a platform administrator to add you as an owner" : ` +
 			`(!(variables.target[0] in variables.tenants) ? "[namespace-ownership] tenant \"" + string(variables.target[0]) + "\" does not exist; label \"" + variables.label + "\" must name a tenant you own: " + variables.ownedText : ` +
@@ -181,12 +191,12 @@ var celRules = []celRule{
 			`(request.kind.kind == "PersistentVolumeClaim" && ` + claimRefused("object", "(oldObject == null ? {} : oldObject)") + `) || ` +
 			`(request.kind.kind == "StatefulSet" && object.?spec.?volumeClaimTemplates.orValue([]).exists(i, c, ` + claimRefused("c", "(oldObject == null ? {} : oldObject.?spec.?volumeClaimTemplates.orValue([])[?i].orValue({}))") + `)) || ` +
 			`(request.kind.kind != "PersistentVolumeClaim" && variables.spec.?volumes.orValue([]).exists(i, v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && ` + claimRefused("v.ephemeral.volumeClaimTemplate", "variables.oldSpec.?volumes.orValue([])[?i].?ephemeral.?volumeClaimTemplate.orValue({})") + `))))`,
-		message: `"[storage-class] a StorageClass of this " + request.kind.kind + " is not allowed for tenant \"" + variables.tenant + "\"; allowed: " + ` + allowedText("storageClasses"),
+		message: `"[storage-class] a claim of this " + request.kind.kind + " names a StorageClass tenant \"" + variables.tenant + "\" may not use, or names none and the tenant has no default; allowed: " + ` + allowedText("storageClasses"),
 	},
 	{
 		id: "service-type", resources: map[string][]string{"": {"services"}}, operations: createUpdate, tenantOnly: true, variables: workloadVars,
-		validation: `!(variables.tenant != "" && [object.?spec.?type.orValue("ClusterIP")].all(type, type in ` + serviceFlags + ` && variables.config.services[?` + serviceFlags + `[type]].orValue(false) != true && !(request.operation == "UPDATE" && oldObject.?spec.?type.orValue("ClusterIP") == type)))`,
-		message:    `"[service-type] Service type \"" + object.?spec.?type.orValue("ClusterIP") + "\" is not allowed for tenant \"" + variables.tenant + "\"; allowed: " + (["ClusterIP"] + ["NodePort", "LoadBalancer", "ExternalName"].filter(t, variables.config.services[?` + serviceFlags + `[t]].orValue(false) == true)).join(", ")`,
+		validation: `!(variables.tenant != "" && [object.?spec.?type.orValue("ClusterIP")].all(type, type in ` + serviceFlags + ` && variables.config.services[?` + serviceFlags + `[type]].orValue(false) != true && !(request.operation == "UPDATE" && oldObject.?spec.?type.orValue("ClusterIP") == type))) && !(` + nodePortsRefused + `)`,
+		message:    `(` + nodePortsRefused + `) ? "[service-type] LoadBalancer Service \"" + request.name + "\" would open node ports, which tenant \"" + variables.tenant + "\" may not use; set spec.allocateLoadBalancerNodePorts: false and name no nodePort" : "[service-type] Service type \"" + object.?spec.?type.orValue("ClusterIP") + "\" is not allowed for tenant \"" + variables.tenant + "\"; allowed: " + (["ClusterIP"] + ["NodePort", "LoadBalancer", "ExternalName"].filter(t, variables.config.services[?` + serviceFlags + `[t]].orValue(false) == true)).join(", ")`,
 	},
 	{
 		id: "external-ips", resources: map[string][]string{"": {"services"}}, operations: createUpdate, tenantOnly: true, variables: workloadVars,
@@ -205,6 +215,16 @@ var celRules = []celRule{
 var celNotExpressible = map[string]string{
 	"namespace-quota": "not expressible: counting a tenant's namespaces needs the other namespaces, and a policy sees only the request's object",
 	"tenant-quota":    "not expressible: counting a tenant's objects across its namespaces needs the other objects, and a policy sees only the request's object",
+}
+
+// nodePortsRefused holds for a LoadBalancer Service that opens node ports
+// (allocated by default, or named) in a tenant allowed LoadBalancer but not
+// NodePort, unless an update keeps the node ports it had.
+var nodePortsRefused = strings.NewReplacer("OPENS(object)", opensNodePorts("object"), "OPENS(oldObject)", opensNodePorts("oldObject")).Replace(
+	`variables.tenant != "" && object.?spec.?type.orValue("ClusterIP") == "LoadBalancer" && variables.config.services.?allowLoadBalancer.orValue(false) == true && variables.config.services.?allowNodePort.orValue(false) != true && OPENS(object) && !(request.operation == "UPDATE" && oldObject.?spec.?type.orValue("ClusterIP") == "LoadBalancer" && OPENS(oldObject))`)
+
+func opensNodePorts(obj string) string {
+	return `(` + obj + `.?spec.?allocateLoadBalancerNodePorts.orValue(true) != false || ` + obj + `.?spec.?ports.orValue([]).exists(p, p.?nodePort.orValue(0) != 0))`
 }
 
 const serviceFlags = `{"NodePort": "allowNodePort", "LoadBalancer": "allowLoadBalancer", "ExternalName": "allowExternalName"}`

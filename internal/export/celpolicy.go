@@ -69,7 +69,12 @@ func resourceRules(r *celRule) []any {
 		ops[i] = op
 	}
 	if r.resources == nil {
-		return []any{map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": ops}}
+		// every resource, and the one companion subresource that carries
+		// metadata a tenant could change (the webhook routes it too)
+		return []any{
+			map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": ops},
+			map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"*"}, "resources": []any{"resourcequotas/status"}, "operations": ops},
+		}
 	}
 	var out []any
 	for _, group := range slices.Sorted(maps.Keys(r.resources)) {

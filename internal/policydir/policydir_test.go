@@ -3,10 +3,11 @@ package policydir_test
 import (
 	"context"
 	"io"
-	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/state"
 	policy "github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // recorder is a Loader that keeps what it was handed.
@@ -47,31 +49,18 @@ func (r *recorder) counts() (loads, refused int) {
 	return len(r.loads), len(r.refused)
 }
 
-// copyEmbedded writes the embedded rule library into dir.
-func copyEmbedded(t *testing.T, dir string) {
+// copyEmbedded writes the embedded rule library into dir, with the tests
+// whose paths contain one of tests.
+func copyEmbedded(t *testing.T, dir string, tests ...string) {
 	t.Helper()
-	err := fs.WalkDir(policy.FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(policy.FS(), path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o600)
-	})
-	if err != nil {
+	if err := live.CopyPolicy(dir, tests...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestLoadSkipsTestsAndHiddenFolders(t *testing.T) {
+func TestLoadSeparatesTestsAndSkipsHiddenFolders(t *testing.T) {
 	dir := t.TempDir()
-	copyEmbedded(t, dir)
+	copyEmbedded(t, dir, "namespaces_test", "fixtures_test")
 	// A ConfigMap volume keeps its files under a hidden timestamped folder.
 	hidden := filepath.Join(dir, "..2026_11_22", "tenantguard")
 	if err := os.MkdirAll(hidden, 0o755); err != nil {
@@ -80,13 +69,17 @@ func TestLoadSkipsTestsAndHiddenFolders(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(hidden, "dup.rego"), []byte("package dup"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	modules, err := policydir.Load(dir)
+	p, err := policydir.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	modules := p.Modules
 	embedded, err := policy.Modules(policy.FS())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(p.Tests) != 2 || p.Tests["tenantguard/rules/namespaces/namespaces_test.rego"] == "" {
+		t.Errorf("tests %v, want the 2 copied", slices.Collect(maps.Keys(p.Tests)))
 	}
 	if len(modules) != len(embedded) {
 		t.Fatalf("%d modules, want the %d embedded ones", len(modules), len(embedded))
@@ -175,14 +168,7 @@ func TestABrokenEditKeepsTheLastGoodPolicy(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	copyEmbedded(t, dir)
-	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	data, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.LoadRegistry(ctx, "registry", data); err != nil {
-		t.Fatal(err)
-	}
+	store := newStore(t)
 	if err := policydir.Watch(ctx, dir, 10*time.Millisecond, store); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +199,28 @@ func TestABrokenEditKeepsTheLastGoodPolicy(t *testing.T) {
 	for store.Engine() == good && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	if msg := bobIsTold(t, store); !strings.Contains(msg, "has no tenant") {
+		t.Fatalf("denial %q, want the edited message", msg)
+	}
+}
+
+// newStore is a state store with the fixture registry in force.
+func newStore(t *testing.T) *state.Store {
+	t.Helper()
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	data, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.LoadRegistry(t.Context(), "registry", data); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// bobIsTold is the one denial of bob's namespace create: he owns no tenant.
+func bobIsTold(t *testing.T, store *state.Store) string {
+	t.Helper()
 	body, err := (&fixtures.Case{User: "bob", Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "oil-bob"}}}).Review()
 	if err != nil {
 		t.Fatal(err)
@@ -221,11 +229,86 @@ func TestABrokenEditKeepsTheLastGoodPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := store.Engine().Review(ctx, req, store.View())
+	d, err := store.Engine().Review(t.Context(), req, store.View())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Deny) != 1 || !strings.Contains(d.Deny[0].Msg, "has no tenant") {
-		t.Fatalf("denials %v, want the edited message", d.Deny)
+	if len(d.Deny) != 1 {
+		t.Fatalf("denials %v, want one", d.Deny)
+	}
+	return d.Deny[0].Msg
+}
+
+// refusals is a store that also hands every policy refusal to a channel.
+type refusals struct {
+	*state.Store
+	refused chan error
+}
+
+func (r refusals) RefusePolicy(source string, err error) {
+	r.Store.RefusePolicy(source, err)
+	r.refused <- err
+}
+
+// TestAPolicyWhoseOwnTestsFailIsRefused edits a rule so that it compiles
+// and answers but breaks the test beside it: the edit is refused, naming
+// the test, and the last good rules keep answering; once the test is
+// changed too, the edit is put in force.
+func TestAPolicyWhoseOwnTestsFailIsRefused(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	copyEmbedded(t, dir, "namespaces_test", "fixtures_test")
+	store := refusals{newStore(t), make(chan error, 10)}
+	if err := policydir.Watch(ctx, dir, 10*time.Millisecond, store); err != nil {
+		t.Fatal(err)
+	}
+	_, first := store.Generations()
+	good := store.Engine()
+	edit := func(path string) {
+		t.Helper()
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := strings.ReplaceAll(string(src), "owns no tenant", "has no tenant")
+		if edited == string(src) {
+			t.Fatalf("the edit changed nothing in %s", path)
+		}
+		if err := writeAtomically(path, []byte(edited)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := filepath.Join(dir, "tenantguard", "rules", "namespaces")
+	edit(filepath.Join(rules, "namespaces.rego"))
+	select {
+	case err := <-store.refused:
+		if !strings.Contains(err.Error(), "policy tests failed") || !strings.Contains(err.Error(), "test_non_owner_is_told_they_own_no_tenant") {
+			t.Fatalf("refused with %v, want the failing test named", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the edit breaking a test was not refused")
+	}
+	if _, gen := store.Generations(); gen != first || store.Engine() != good {
+		t.Fatalf("a policy failing its tests was put in force (generation %d -> %d)", first, gen)
+	}
+	if msg := bobIsTold(t, store.Store); !strings.Contains(msg, "owns no tenant") {
+		t.Fatalf("denial %q, want the last good rules' message", msg)
+	}
+
+	edit(filepath.Join(rules, "namespaces_test.rego"))
+	deadline := time.Now().Add(30 * time.Second)
+	for store.Engine() == good && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if msg := bobIsTold(t, store.Store); !strings.Contains(msg, "has no tenant") {
+		t.Fatalf("denial %q, want the edited rules' once their tests pass", msg)
+	}
+
+	// A directory whose tests fail does not start.
+	broken := t.TempDir()
+	copyEmbedded(t, broken, "namespaces_test", "fixtures_test")
+	edit(filepath.Join(broken, "tenantguard", "rules", "namespaces", "namespaces.rego"))
+	if err := policydir.Watch(ctx, broken, time.Hour, newStore(t)); err == nil || !strings.Contains(err.Error(), "policy tests failed") {
+		t.Fatalf("Watch of a directory failing its tests: %v", err)
 	}
 }

@@ -28,8 +28,13 @@ type Snapshot struct {
 	tenants  map[string]*Tenant
 	byUser   map[string][]string
 	byGroup  map[string][]string
-	admins   map[Subject]bool
-	data     map[string]any
+	// saNamespaces are the namespaces of ServiceAccount owners, each with
+	// the tenants those owners belong to
+	saNamespaces map[string][]string
+	// adminNamespaces hold ServiceAccount administrators
+	adminNamespaces map[string]bool
+	admins          map[Subject]bool
+	data            map[string]any
 }
 
 // compile applies defaults to a validated registry and indexes it.
@@ -43,6 +48,8 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 		byUser:   map[string][]string{},
 		byGroup:  map[string][]string{},
 		admins:   map[Subject]bool{},
+
+		saNamespaces: map[string][]string{}, adminNamespaces: map[string]bool{},
 	}
 	for i := range reg.Tenants {
 		t := &reg.Tenants[i]
@@ -55,10 +62,19 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 			if !slices.Contains(index[o.Name], t.Name) {
 				index[o.Name] = append(index[o.Name], t.Name)
 			}
+			if ns, ok := heldNamespace(o); ok && !slices.Contains(s.saNamespaces[ns], t.Name) {
+				s.saNamespaces[ns] = append(s.saNamespaces[ns], t.Name)
+			}
 		}
+	}
+	for _, tenants := range s.saNamespaces {
+		slices.Sort(tenants)
 	}
 	for _, a := range reg.Settings.Administrators {
 		s.admins[userOrGroup(a)] = true
+		if ns, ok := heldNamespace(a); ok {
+			s.adminNamespaces[ns] = true
+		}
 	}
 	s.data = s.buildData()
 	return s
@@ -166,6 +182,28 @@ func (s *Snapshot) PrefixTenant(namespace string) (string, bool) {
 	return "", false
 }
 
+// heldNamespace is the namespace whose holder can act as the subject: a
+// ServiceAccount's, or the one of a group of all ServiceAccounts of a
+// namespace (system:serviceaccounts:NAMESPACE).
+func heldNamespace(subject Subject) (string, bool) {
+	switch subject.Kind {
+	case "ServiceAccount":
+		return serviceAccountNamespace(subject.Name)
+	case "Group":
+		ns, ok := strings.CutPrefix(subject.Name, "system:serviceaccounts:")
+		return ns, ok && ns != "" && !strings.Contains(ns, ":")
+	}
+	return "", false
+}
+
+// serviceAccountNamespace is the namespace of a service account's user name
+// (system:serviceaccount:NAMESPACE:NAME).
+func serviceAccountNamespace(user string) (string, bool) {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	ns, name, found := strings.Cut(rest, ":")
+	return ns, ok && found && ns != "" && name != ""
+}
+
 // Data is the registry as the Rego rules read it (data.tenantguard.registry):
 // tenants keyed by name, owner and administrator indexes, settings, and the
 // restrictive defaults for a tenant missing from the registry. Callers must
@@ -212,8 +250,13 @@ func (s *Snapshot) buildData() map[string]any {
 		"settings":       s.registry.Settings,
 		"administrators": admins,
 		"owners":         map[string]any{"users": s.byUser, "groups": s.byGroup},
-		"tenants":        tenants,
-		"defaultTenant":  s.dataTenant(&Tenant{Quotas: map[string]int64{}, Pods: PodPolicy{AllowedHostPaths: []HostPathGrant{}}}),
+		// whoever holds such a namespace can act as the owner or
+		// administrator, so it is reserved for the owners' tenants, or for
+		// administrators (namespace-ownership)
+		"serviceAccountNamespaces": s.saNamespaces,
+		"administratorNamespaces":  s.adminNamespaces,
+		"tenants":                  tenants,
+		"defaultTenant":            s.dataTenant(&Tenant{Quotas: map[string]int64{}, Pods: PodPolicy{AllowedHostPaths: []HostPathGrant{}}}),
 	}
 	return toGeneric(doc)
 }

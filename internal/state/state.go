@@ -20,6 +20,10 @@ import (
 type Observer interface {
 	Loaded(source string, generation int64)
 	Rejected(source string, at time.Time)
+	// Recovered is told when the version in force is offered again after a
+	// refusal (a broken edit reverted): nothing is loaded, but the source is
+	// no longer failing.
+	Recovered(source string)
 }
 
 // Options configure a Store.
@@ -46,6 +50,8 @@ type Store struct {
 	modules     map[string]string  // last good policy; nil is the embedded one
 	registryGen int64
 	policyGen   int64
+	// failing are the sources whose last version offered was refused
+	failing map[string]bool
 }
 
 // New returns a store for the view, with the embedded policy and no registry.
@@ -54,7 +60,7 @@ func New(view *clusterview.View, opts Options) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{opts: opts, log: log, view: view}
+	return &Store{opts: opts, log: log, view: view, failing: map[string]bool{}}
 }
 
 // View is the live cluster view.
@@ -89,6 +95,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.registry != nil && snap.Revision() == s.registry.Revision() {
+		s.unchanged(metrics.SourceRegistry, source)
 		return false, nil
 	}
 	if err := s.swap(ctx, snap, s.modules); err != nil {
@@ -107,6 +114,7 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if maps.Equal(modules, s.modules) && (modules == nil) == (s.modules == nil) && s.policyGen > 0 {
+		s.unchanged(metrics.SourcePolicy, source)
 		return nil
 	}
 	var err error
@@ -191,7 +199,21 @@ func (s *Store) Subscribe() <-chan struct{} {
 	return ch
 }
 
+// unchanged reports a source offering the version in force again: if its
+// last version was refused, it has recovered.
+func (s *Store) unchanged(source, name string) {
+	if !s.failing[source] {
+		return
+	}
+	s.failing[source] = false
+	if s.opts.Observer != nil {
+		s.opts.Observer.Recovered(source)
+	}
+	s.log.Info(source+" recovered: the version in force is offered again", "source", name)
+}
+
 func (s *Store) loaded(source, name string, generation int64, attrs ...any) {
+	s.failing[source] = false
 	if s.opts.Observer != nil {
 		s.opts.Observer.Loaded(source, generation)
 	}
@@ -199,6 +221,7 @@ func (s *Store) loaded(source, name string, generation int64, attrs ...any) {
 }
 
 func (s *Store) rejected(source, name string, err error) error {
+	s.failing[source] = true
 	if s.opts.Observer != nil {
 		s.opts.Observer.Rejected(source, time.Now())
 	}

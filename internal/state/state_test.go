@@ -21,9 +21,10 @@ import (
 
 // observer records loads and refusals.
 type observer struct {
-	mu       sync.Mutex
-	loaded   map[string]int64
-	rejected map[string]int
+	mu        sync.Mutex
+	loaded    map[string]int64
+	rejected  map[string]int
+	recovered map[string]int
 }
 
 func (o *observer) Loaded(source string, generation int64) {
@@ -38,9 +39,15 @@ func (o *observer) Rejected(source string, _ time.Time) {
 	o.rejected[source]++
 }
 
+func (o *observer) Recovered(source string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.recovered[source]++
+}
+
 func newStore(t *testing.T) (*state.Store, *observer) {
 	t.Helper()
-	obs := &observer{loaded: map[string]int64{}, rejected: map[string]int{}}
+	obs := &observer{loaded: map[string]int64{}, rejected: map[string]int{}, recovered: map[string]int{}}
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{
 		Observer: obs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -87,9 +94,15 @@ func TestRegistryReloads(t *testing.T) {
 		}
 	})
 
-	t.Run("the same registry again changes nothing", func(t *testing.T) {
+	t.Run("the same registry again changes nothing, and the source has recovered", func(t *testing.T) {
 		if err := store.LoadRegistry(ctx, "good", []byte(good)); err != nil || store.Engine() != first {
 			t.Fatalf("err %v, engine replaced %v", err, store.Engine() != first)
+		}
+		if gen, _ := store.Generations(); gen != 1 || obs.recovered["registry"] != 1 {
+			t.Fatalf("generation %d, recoveries %d; want 1 and 1", gen, obs.recovered["registry"])
+		}
+		if err := store.LoadRegistry(ctx, "good", []byte(good)); err != nil || obs.recovered["registry"] != 1 {
+			t.Fatalf("err %v, recoveries %d; a source that was not failing does not recover", err, obs.recovered["registry"])
 		}
 	})
 
@@ -134,6 +147,11 @@ func TestPolicyReloads(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the policy in force offered again after a refusal has recovered", func(t *testing.T) {
+		if err := store.LoadPolicy(ctx, "embedded", nil); err != nil || store.Engine() != embedded || obs.recovered["policy"] != 1 {
+			t.Fatalf("err %v, engine replaced %v, recoveries %d", err, store.Engine() != embedded, obs.recovered["policy"])
+		}
+	})
 	t.Run("a working policy replaces the embedded one", func(t *testing.T) {
 		allowAll := map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": true, \"deny\": [], \"warn\": [], \"dryrun\": []}\n"}
 		if err := store.LoadPolicy(ctx, "custom", allowAll); err != nil {

@@ -132,9 +132,7 @@ func (w *Watcher) startFixed(ctx context.Context) error {
 		{registryFactory.Core().V1().ConfigMaps().Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    w.onRegistry,
 			UpdateFunc: func(_, obj any) { w.onRegistry(obj) },
-			DeleteFunc: func(any) {
-				w.log.Warn("registry ConfigMap deleted; the last good registry stays in force", "configmap", w.registrySource())
-			},
+			DeleteFunc: w.onRegistryDeleted,
 		}},
 		{namespaces, viewHandler(w.store.View(), namespaceObject)},
 		{typed.Scheduling().V1().PriorityClasses().Informer(), viewHandler(w.store.View(), priorityClassObject)},
@@ -153,6 +151,20 @@ func (w *Watcher) startFixed(ctx context.Context) error {
 
 func (w *Watcher) registrySource() string {
 	return "configmap " + w.opts.RegistryNamespace + "/" + w.opts.RegistryName
+}
+
+// onRegistryDeleted keeps the last good registry in force and says so the
+// ways a refused registry is reported: the reload-failure metric, an error
+// log line and a Warning Event on the (deleted) ConfigMap. A new ConfigMap
+// is loaded as usual; one with the registry in force clears the failure.
+func (w *Watcher) onRegistryDeleted(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	err := w.store.RefuseRegistry(w.registrySource(), errors.New("the ConfigMap was deleted"))
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryDeleted", err.Error()+"; the last good registry stays in force until the ConfigMap is created again")
+	}
 }
 
 // onRegistry loads a new version of the registry ConfigMap. The informers of

@@ -35,10 +35,14 @@ var ExemptNamespaces = []string{"kube-system", "kube-node-lease"}
 
 // MatchConditions leave out nodes and the control plane's own identities:
 // they are never tenants, and the cluster must keep working without
-// tenantguard. The exported admission policies carry them too.
+// tenantguard. The controllers of kube-system (quota, namespace) write the
+// routed status and finalize subresources all the time; those writes are
+// left out too, so they neither cost a call nor stall while tenantguard is
+// down. The exported admission policies carry them too.
 var MatchConditions = []admissionregistrationv1.MatchCondition{
 	{Name: "not-a-node", Expression: `!("system:nodes" in request.userInfo.groups)`},
 	{Name: "not-the-control-plane", Expression: `!(request.userInfo.username in ["system:apiserver", "system:kube-scheduler", "system:kube-controller-manager"])`},
+	{Name: "not-a-controller-status-write", Expression: `!(request.?subResource.orValue("") in ["status", "finalize"] && request.userInfo.username.startsWith("system:serviceaccount:kube-system:"))`},
 }
 
 var (
@@ -53,9 +57,16 @@ var podCarriers = map[string][]string{
 	"batch": {"jobs", "cronjobs"},
 }
 
-// companions are the kinds tenantguard generates in tenant namespaces.
+// namespaceResources are namespaces and their subresources that can change
+// labels and annotations (status and finalize updates keep only the spec or
+// status as it was), so the metadata rules see every route.
+var namespaceResources = []string{"namespaces", "namespaces/status", "namespaces/finalize"}
+
+// companions are the kinds tenantguard generates in tenant namespaces, with
+// resourcequotas/status: its hard limits are the ones quota admission
+// enforces.
 var companions = map[string][]string{
-	"":                          {"resourcequotas", "limitranges"},
+	"":                          {"resourcequotas", "resourcequotas/status", "limitranges"},
 	"networking.k8s.io":         {"networkpolicies"},
 	"rbac.authorization.k8s.io": {"rolebindings"},
 }
@@ -158,7 +169,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("namespaces", false, []admissionregistrationv1.RuleWithOperations{rule(all, "", "namespaces")}),
+			hook("namespaces", false, []admissionregistrationv1.RuleWithOperations{rule(all, "", namespaceResources...)}),
 			hook("workloads", true, workloads),
 		},
 	}

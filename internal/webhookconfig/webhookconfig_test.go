@@ -57,7 +57,7 @@ func TestSafetySettings(t *testing.T) {
 			return false
 		}},
 		{"nodes and control-plane components are left out", func(h hook) bool {
-			return len(h.conditions) == 2 && h.conditions[0].Name == "not-a-node" && h.conditions[1].Name == "not-the-control-plane"
+			return len(h.conditions) == 3 && h.conditions[0].Name == "not-a-node" && h.conditions[1].Name == "not-the-control-plane" && h.conditions[2].Name == "not-a-controller-status-write"
 		}},
 		{"no wildcard groups, resources or operations", func(h hook) bool {
 			for _, r := range h.rules {

@@ -129,7 +129,8 @@ func createLoadBalancer(namespace string) func(context.Context, kubernetes.Inter
 	return func(ctx context.Context, c kubernetes.Interface) (string, error) {
 		svc, err := c.CoreV1().Services(namespace).Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "edge"},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 443}}},
+			// no node ports: gas may not use NodePort
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr(false), Ports: []corev1.ServicePort{{Port: 443}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return "", err

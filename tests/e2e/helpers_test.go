@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,13 @@ func wantAllowed(t *testing.T, err error) {
 // follows the API server through a watch, a few milliseconds behind.
 func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	within(t, 10*time.Second, what, f)
+}
+
+// within retries f until it returns nil, for up to limit.
+func within(t *testing.T, limit time.Duration, what string, f func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
 		if err = f(t.Context()); err == nil {
@@ -46,7 +51,7 @@ func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s: still %v after 10s", what, err)
+	t.Fatalf("%s: still %v after %v", what, err, limit)
 }
 
 func namespace(name string, labels map[string]string) *corev1.Namespace {
@@ -78,22 +83,8 @@ func deployment(name string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
 	}
 }
 
-// metric returns the server's /metrics line starting with prefix, or "".
+// metric returns the shared server's /metrics line starting with prefix, or "".
 func metric(t *testing.T, prefix string) string {
 	t.Helper()
-	resp, err := cluster.HTTP.Get(cluster.BaseURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.HasPrefix(line, prefix) {
-			return line
-		}
-	}
-	return ""
+	return metricAt(t, cluster, prefix)
 }

@@ -220,10 +220,13 @@ func claim(name string, class *string) *corev1.PersistentVolumeClaim {
 	}
 }
 
+var noNodePorts = false
+
 func loadBalancer(name string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 443}}},
+		// no node ports: gas may not use NodePort
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &noNodePorts, Ports: []corev1.ServicePort{{Port: 443}}},
 	}
 }
 

@@ -60,21 +60,11 @@ const (
 // Bench starts each target in turn, loads it saturated and then at each
 // open-loop rate, and records its memory.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
-	dir, err := os.MkdirTemp("", "tgload")
+	dir, certFile, keyFile, pool, err := servingCert("tgload")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	ca, err := selfsigned.NewCA("tgload")
-	if err != nil {
-		return nil, err
-	}
-	certFile, keyFile, err := ca.WriteServing(dir, "127.0.0.1")
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM)
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
 	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, Targets: map[string]TargetInfo{}}
 
@@ -99,7 +89,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.ProfileDir != "" {
 				profile = filepath.Join(cfg.ProfileDir, name+".pprof")
 			}
-			p, st, err = StartServed(ctx, name, certFile, keyFile, profile, cfg.Scale)
+			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile})
 			if err == nil {
 				target.URL = "https://" + st.Addr + "/validate?timeout=10s"
 				info.Sync, info.Ready = st.Sync, st.Ready
@@ -143,6 +133,26 @@ func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Reque
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// servingCert writes a loopback serving certificate and its key into a new
+// temporary directory, which the caller removes, and returns the pool that
+// trusts it.
+func servingCert(prefix string) (dir, certFile, keyFile string, pool *x509.CertPool, err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", "", nil, err
+	}
+	ca, err := selfsigned.NewCA("tgload")
+	if err == nil {
+		certFile, keyFile, err = ca.WriteServing(dir, "127.0.0.1")
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", "", nil, err
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	return dir, certFile, keyFile, pool, nil
 }
 
 // newClient is a keep-alive HTTPS client trusting the harness's CA.

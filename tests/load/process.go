@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantguard/tenantguard/tests/live"
@@ -27,6 +28,8 @@ type Process struct {
 	stdin io.Closer
 	logs  *live.SyncBuffer
 	done  chan struct{}
+	// reloads is the last status line of a served target
+	reloads atomic.Pointer[Reloads]
 }
 
 // start runs a command whose stdin stays open for the process's life.
@@ -79,16 +82,27 @@ func (p *Process) Stop() {
 	}
 }
 
+// ServedOptions are the optional parts of a served target.
+type ServedOptions struct {
+	// CPUProfile, when set, receives a CPU profile of the target once ready.
+	CPUProfile string
+	// Reload, when set, has tenantguard load a changed registry this often
+	// while it serves (see ServeTenantguard).
+	Reload time.Duration
+}
+
 // StartServed runs `EXECUTABLE serve ...` (this harness's own binary) and
-// waits for the served target to report it is ready.
-func StartServed(ctx context.Context, target string, certFile, keyFile, cpuProfile string, s Scale) (*Process, Started, error) {
+// waits for the served target to report it is ready. Later status lines
+// (the registry reloads) are kept for Reloads.
+func StartServed(ctx context.Context, target string, certFile, keyFile string, s Scale, o ServedOptions) (*Process, Started, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, Started{}, err
 	}
 	out, w := io.Pipe()
 	p, err := start(ctx, target, w, exe, "serve", "-target", target, "-cert", certFile, "-key", keyFile,
-		"-tenants", strconv.Itoa(s.Tenants), "-namespaces", strconv.Itoa(s.Namespaces), "-pods", strconv.Itoa(s.Pods), "-cpuprofile", cpuProfile)
+		"-tenants", strconv.Itoa(s.Tenants), "-namespaces", strconv.Itoa(s.Namespaces), "-pods", strconv.Itoa(s.Pods),
+		"-cpuprofile", o.CPUProfile, "-reload", o.Reload.String())
 	if err != nil {
 		return nil, Started{}, err
 	}
@@ -99,6 +113,12 @@ func StartServed(ctx context.Context, target string, certFile, keyFile, cpuProfi
 			lines <- sc.Text()
 		}
 		close(lines)
+		for sc.Scan() {
+			var st Reloads
+			if json.Unmarshal(sc.Bytes(), &st) == nil {
+				p.reloads.Store(&st)
+			}
+		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	select {
@@ -115,6 +135,23 @@ func StartServed(ctx context.Context, target string, certFile, keyFile, cpuProfi
 	}
 }
 
+// Reloads is what a served tenantguard reports after each registry reload.
+type Reloads struct {
+	// Loaded and Failed count the reloads put in force and refused.
+	Loaded int64 `json:"reloads"`
+	Failed int64 `json:"reloadsFailed"`
+	// Slowest is the longest reload, parse to swap.
+	Slowest time.Duration `json:"slowestReload"`
+}
+
+// Reloads is the served target's last reported reload status.
+func (p *Process) Reloads() Reloads {
+	if r := p.reloads.Load(); r != nil {
+		return *r
+	}
+	return Reloads{}
+}
+
 // ServeMain is the `serve` subcommand StartServed runs: it serves one
 // target on a loopback port, prints its Started as one JSON line once
 // ready, and exits when its stdin closes.
@@ -128,6 +165,7 @@ func ServeMain(args []string, stdout io.Writer) error {
 	fs.IntVar(&s.Namespaces, "namespaces", 10, "namespaces per tenant")
 	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the served target here")
+	reload := fs.Duration("reload", 0, "load a changed registry this often (tenantguard only; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -151,7 +189,10 @@ func ServeMain(args []string, stdout io.Writer) error {
 	}
 	switch *target {
 	case "tenantguard":
-		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, report)
+		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, *reload, report, func(r Reloads) {
+			line, _ := json.Marshal(r)
+			_, _ = fmt.Fprintf(stdout, "%s\n", line)
+		})
 	case "null":
 		return ServeNull(ctx, ln, *certFile, *keyFile, report)
 	}

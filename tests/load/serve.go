@@ -38,9 +38,12 @@ type Started struct {
 
 // ServeTenantguard runs tenantguard's admission server on ln with the
 // embedded policy, the scale registry and a view filled with the scale
-// cluster, and reports through started once it answers /readyz. It returns
-// when ctx ends.
-func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, started func(Started)) error {
+// cluster, and reports through started once it answers /readyz. With reload
+// set it then loads a changed registry that often, the way a ConfigMap edit
+// reaches the server, alternating the scale registry with one holding an
+// extra tenant (no request of the corpus is decided differently), and
+// reports each through reloaded. It returns when ctx ends.
+func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, reload time.Duration, started func(Started), reloaded func(Reloads)) error {
 	t0 := time.Now()
 	view := clusterview.New(registry.DefaultTenantLabel)
 	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
@@ -50,7 +53,8 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 	if err := store.LoadPolicy(ctx, "embedded", nil); err != nil {
 		return err
 	}
-	if err := store.LoadRegistry(ctx, "scale", scale.Registry(s.Tenants)); err != nil {
+	registries := [][]byte{scale.Registry(s.Tenants), scale.RegistryPlusOne(s.Tenants)}
+	if err := store.LoadRegistry(ctx, "scale", registries[0]); err != nil {
 		return err
 	}
 	srv, err := server.New(store, metrics.New(), log, server.Options{CertFile: certFile, KeyFile: keyFile})
@@ -63,7 +67,32 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 		return err
 	}
 	started(Started{Addr: ln.Addr().String(), Sync: synced.Sub(t0), Ready: time.Since(synced)})
+	if reload > 0 {
+		go reloadEvery(ctx, store, reload, registries, reloaded)
+	}
 	return <-served
+}
+
+// reloadEvery loads the registries in turn, one every period, until ctx ends.
+func reloadEvery(ctx context.Context, store *state.Store, period time.Duration, registries [][]byte, reloaded func(Reloads)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	var r Reloads
+	for i := 1; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t := time.Now()
+		if err := store.LoadRegistry(ctx, "scale", registries[i%len(registries)]); err != nil {
+			r.Failed++
+		} else {
+			r.Loaded++
+		}
+		r.Slowest = max(r.Slowest, time.Since(t))
+		reloaded(r)
+	}
 }
 
 // ServeNull runs the null webhook on ln over TLS, the way tenantguard's

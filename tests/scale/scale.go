@@ -23,6 +23,13 @@ func Registry(n int) []byte {
 	return []byte(b.String())
 }
 
+// RegistryPlusOne is Registry(n) with one more tenant, "extra", owned by
+// user "extra" and holding no namespace: a changed registry under which
+// every request about t0..t(n-1) is decided as under Registry(n).
+func RegistryPlusOne(n int) []byte {
+	return append(Registry(n), "  - name: extra\n    owners: [{kind: User, name: extra}]\n"...)
+}
+
 // PriorityClasses are the classes the registry's tenants may use, as the
 // view keeps them.
 var PriorityClasses = map[string]int32{"tenant-low": 1000, "tenant-high": 100000}

@@ -102,6 +102,35 @@ test_prefix_is_free_when_not_forced if {
 	count(vs) == 0
 }
 
+test_a_service_account_owners_namespace_is_reserved_for_its_tenant if {
+	registry := json.patch(f.registry, [{"op": "replace", "path": "/settings/forceTenantPrefix", "value": false}])
+	want := {"namespace \"oil-ci\" holds ServiceAccount owners of tenant \"oil\", so only that tenant's owners may create it, in that tenant"}
+
+	# another tenant's owner, someone owning nothing, an owner labelling it away
+	every inp in [
+		_create("oil-ci", {}, {"username": "gina", "groups": ["gas-team"]}, {}),
+		_create("oil-ci", {}, f.user("bob"), {}),
+		_create("oil-ci", {"tenantguard.io/tenant": "gas"}, f.user("carol"), {}),
+	] {
+		want & {v.msg | some v in namespaces.violations with input as inp with data.tenantguard.registry as registry} == want
+	}
+	count(namespaces.violations) == 0 with input as _create("oil-ci", {}, _alice, {}) with data.tenantguard.registry as registry
+	count(namespaces.violations) == 0 with input as _create("oil-ci", {}, f.user("platform-admin"), {}) with data.tenantguard.registry as registry
+}
+
+test_a_namespace_holding_owners_of_several_tenants_is_for_administrators if {
+	registry := json.patch(f.registry, [{"op": "add", "path": "/serviceAccountNamespaces/ci", "value": ["oil", "gas"]}])
+	vs := namespaces.violations with input as _create("ci", _oil, _alice, {}) with data.tenantguard.registry as registry
+	{v.msg | some v in vs} == {"namespace \"ci\" holds ServiceAccount owners of tenants gas, oil, so only administrators may create it", "namespace \"ci\" must be named \"oil-\" followed by a name, because tenant names are enforced as prefixes; e.g. \"oil-ci\""}
+}
+
+test_a_service_account_administrators_namespace_is_for_administrators if {
+	registry := json.patch(f.registry, [{"op": "add", "path": "/administratorNamespaces", "value": {"oil-ops": true}}])
+	vs := namespaces.violations with input as _create("oil-ops", {}, _alice, {}) with data.tenantguard.registry as registry
+	{v.msg | some v in vs} == {"namespace \"oil-ops\" holds ServiceAccount administrators of tenantguard, so only administrators may create it"}
+	count(namespaces.violations) == 0 with input as _create("oil-ops", {}, f.user("platform-admin"), {}) with data.tenantguard.registry as registry
+}
+
 test_protected_names_cannot_be_created_by_tenants if {
 	_ids(_create("kube-oil", {}, _alice, {})) == {"protected-namespace", "namespace-prefix"}
 	"protected-namespace" in _ids(_create("default", _oil, _alice, {}))

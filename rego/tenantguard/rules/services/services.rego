@@ -3,7 +3,11 @@
 # description: |
 #   service-type and external-ips: Services in tenant namespaces may only be of
 #   the types the tenant allows, and may only set spec.externalIPs when allowed.
-#   Updates are judged when they change the type or the external IPs.
+#   A tenant allowed LoadBalancer but not NodePort gets no node ports either:
+#   its LoadBalancer Services must set allocateLoadBalancerNodePorts: false
+#   (the API server defaults it to true) and name no nodePort.
+#   Updates are judged when they change the type, the node ports or the
+#   external IPs.
 package tenantguard.rules.services
 
 import data.tenantguard.lib.tenancy
@@ -42,6 +46,31 @@ violations contains {"id": "external-ips", "msg": msg} if {
 	count(ips) > 0
 	not _ips_unchanged
 	msg := sprintf("spec.externalIPs (%s) is not allowed for tenant %q; remove it and expose the Service through an allowed type", [concat(", ", ips), tenancy.namespace_tenant])
+}
+
+violations contains {"id": "service-type", "msg": msg} if {
+	_applies
+	_type(tenancy.new_object) == "LoadBalancer"
+	_allow.allowLoadBalancer
+	not _allow.allowNodePort
+	_opens_node_ports(tenancy.new_object)
+	not _node_ports_unchanged
+	msg := sprintf("LoadBalancer Service %q would open node ports, which tenant %q may not use; set spec.allocateLoadBalancerNodePorts: false and name no nodePort", [tenancy.object_name, tenancy.namespace_tenant])
+}
+
+# A Service opens node ports when it has the API server allocate them (the
+# default for LoadBalancer) or names one.
+_opens_node_ports(service) if object.get(service, ["spec", "allocateLoadBalancerNodePorts"], true) != false
+
+_opens_node_ports(service) if {
+	some port in object.get(service, ["spec", "ports"], [])
+	object.get(port, "nodePort", 0) != 0
+}
+
+_node_ports_unchanged if {
+	input.request.operation == "UPDATE"
+	_type(tenancy.old_object) == "LoadBalancer"
+	_opens_node_ports(tenancy.old_object)
 }
 
 _external_ips(service) := object.get(service, ["spec", "externalIPs"], [])

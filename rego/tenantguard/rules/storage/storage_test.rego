@@ -65,9 +65,25 @@ test_regex_allows_classes if {
 	{v.msg | some v in _eval(inp2).violations} == {"StorageClass \"fast\" of PersistentVolumeClaim \"data\" is not allowed for tenant \"gas\"; allowed: standard, or names matching ^gas-"}
 }
 
-test_tenant_without_default_sets_none if {
+test_tenant_without_default_sets_none_and_refuses_claims_naming_none if {
 	inp := f.in_namespace(f.request("CREATE", _pvc({})), "gas-a", "gas")
-	count(_eval(inp).mutations) == 0
+	r := _eval(inp)
+	count(r.mutations) == 0
+	r.violations == {{"id": "storage-class", "msg": "PersistentVolumeClaim \"data\" names no StorageClass and tenant \"gas\" has no default one; name one of: standard, or names matching ^gas-"}}
+	sts := _sts([{"metadata": {"name": "a"}, "spec": {}}])
+	{v.msg | some v in _eval(f.in_namespace(f.request_for("apps", "StatefulSet", "statefulsets", "CREATE", sts), "gas-a", "gas")).violations} == {"volumeClaimTemplate \"a\" of StatefulSet \"db\" names no StorageClass and tenant \"gas\" has no default one; name one of: standard, or names matching ^gas-"}
+}
+
+test_claim_without_class_is_not_rejudged_on_update if {
+	inp := f.in_namespace(f.update(_pvc({}), _pvc({"resources": {}})), "gas-a", "gas")
+	count(_eval(inp).violations) == 0
+}
+
+test_an_update_adding_a_claim_without_class_is_judged if {
+	old := f.pod({"containers": [f.container({})]})
+	new := f.pod({"containers": [f.container({})], "volumes": [{"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]})
+	{v.msg | some v in _eval(f.in_namespace(f.update(old, new), "gas-a", "gas")).violations} == {"ephemeral volume \"cache\" names no StorageClass and tenant \"gas\" has no default one; name one of: standard, or names matching ^gas-"}
+	count(_eval(f.in_namespace(f.update(new, new), "gas-a", "gas")).violations) == 0
 }
 
 test_update_keeping_a_grandfathered_class_is_allowed if {

@@ -30,15 +30,65 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tgload run|serve [flags]")
+		return errors.New("usage: tgload run|soak|serve [flags]")
 	}
 	switch args[0] {
 	case "serve":
 		return load.ServeMain(args[1:], stdout)
 	case "run":
 		return bench(args[1:], stdout)
+	case "soak":
+		return soak(args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q: run or serve", args[0])
+	return fmt.Errorf("unknown command %q: run, soak or serve", args[0])
+}
+
+// soak is `tgload soak`: it fails when the soak misses its bar.
+func soak(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	cfg := load.SoakConfig{Log: os.Stderr}
+	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
+	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn (the control set)")
+	fs.Float64Var(&cfg.Rate, "rate", 1000, "offered requests per second (open-loop)")
+	fs.IntVar(&cfg.Workers, "workers", 256, "most requests in flight")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "soak length")
+	fs.DurationVar(&cfg.Window, "window", time.Minute, "figures and RSS per window")
+	fs.DurationVar(&cfg.Warmup, "warmup", 30*time.Second, "untimed warm-up at the same rate")
+	fs.DurationVar(&cfg.Reload, "reload", 10*time.Second, "registry reload period")
+	fs.Float64Var(&cfg.MaxGrowth, "max-growth", 0.10, "RSS growth allowed over the baseline (fraction)")
+	jsonOut := fs.String("json", "", "write the report as JSON here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	report, err := load.Soak(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(stdout)
+	report.Write(stdout)
+	if *jsonOut != "" {
+		if err := writeJSON(*jsonOut, report); err != nil {
+			return err
+		}
+	}
+	if problems := report.Problems(); len(problems) > 0 {
+		return fmt.Errorf("soak failed: %s", strings.Join(problems, "; "))
+	}
+	_, _ = fmt.Fprintln(stdout, "soak passed")
+	return nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(data, '\n'), 0o644) //nolint:gosec // a report to read
 }
 
 // bench is `tgload run`.
@@ -110,11 +160,7 @@ func write(report *load.Report, stdout io.Writer, jsonOut, benchmarks, plotFile 
 	_, _ = fmt.Fprintln(stdout)
 	report.WriteSummary(stdout)
 	if jsonOut != "" {
-		data, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(jsonOut, append(data, '\n'), 0o644); err != nil { //nolint:gosec // a report to read
+		if err := writeJSON(jsonOut, report); err != nil {
 			return err
 		}
 	}

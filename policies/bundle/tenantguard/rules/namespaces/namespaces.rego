@@ -78,6 +78,36 @@ violations contains {"id": "namespace-ownership", "msg": msg} if {
 	msg := _ownership_refusal
 }
 
+# The namespace of a ServiceAccount owner (or of a group of all of a
+# namespace's ServiceAccounts) is reserved for that owner's tenant: whoever
+# holds it can mint the account's tokens and act as the owner. Only an owner
+# of that tenant may create it, as a namespace of that tenant; one holding
+# owners of several tenants, or an administrator, only administrators create.
+violations contains {"id": "namespace-ownership", "msg": msg} if {
+	_creating
+	not identity.is_admin
+	tenants := data.tenantguard.registry.serviceAccountNamespaces[_name]
+	not _reserved_for_target(tenants)
+	msg := _reserved_refusal(tenants)
+}
+
+violations contains {"id": "namespace-ownership", "msg": msg} if {
+	_creating
+	not identity.is_admin
+	data.tenantguard.registry.administratorNamespaces[_name]
+	msg := sprintf("namespace %q holds ServiceAccount administrators of tenantguard, so only administrators may create it", [_name])
+}
+
+_reserved_for_target(tenants) if {
+	count(tenants) == 1
+	target == tenants[0]
+	_owns_target
+}
+
+_reserved_refusal(tenants) := sprintf("namespace %q holds ServiceAccount owners of tenant %q, so only that tenant's owners may create it, in that tenant", [_name, tenants[0]]) if {
+	count(tenants) == 1
+} else := sprintf("namespace %q holds ServiceAccount owners of tenants %s, so only administrators may create it", [_name, concat(", ", sort(tenants))])
+
 # A created namespace is a tenant's when it names or prefixes one, or when its
 # creator owns any tenant. Others are outside tenantguard's concern.
 _claims_tenancy if target

@@ -6,7 +6,9 @@
 #   StatefulSet volumeClaimTemplates, and generic ephemeral volumes of any pod
 #   spec. The class is read as the API server reads it: the legacy annotation
 #   first, then spec.storageClassName; "" (no class) is a name like any other.
-#   A claim created without a class gets the tenant default.
+#   A claim created without a class gets the tenant default; for a tenant
+#   with no default such a claim (created, or added by an update) is refused, since it would bind to a volume
+#   without a class or, later, take the cluster default whatever it is.
 package tenantguard.rules.storage
 
 import data.tenantguard.lib.podspec
@@ -69,6 +71,24 @@ violations contains {"id": "storage-class", "msg": msg} if {
 	not _unchanged(entry, class)
 	not tenancy.name_allowed(_policy, class)
 	msg := sprintf("StorageClass %q of %s is not allowed for tenant %q; allowed: %s", [class, entry.what, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
+}
+
+violations contains {"id": "storage-class", "msg": msg} if {
+	_applies
+	object.get(_policy, "default", "") == ""
+	some entry in _claims
+	not _class(entry.claim)
+	_new_claim(entry)
+	msg := sprintf("%s names no StorageClass and tenant %q has no default one; name one of: %s", [entry.what, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
+}
+
+# A claim is new on a create, and on an update that adds it (an ephemeral
+# volume added to a workload's pod template).
+_new_claim(_) if input.request.operation == "CREATE"
+
+_new_claim(entry) if {
+	input.request.operation == "UPDATE"
+	entry.before == {}
 }
 
 _unchanged(entry, class) if {

@@ -1,0 +1,33 @@
+package live
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	policy "github.com/tenantguard/tenantguard/rego"
+)
+
+// CopyPolicy writes the embedded rule library into dir, as a policy
+// directory (--policy-dir), with the tests whose paths contain one of tests.
+func CopyPolicy(dir string, tests ...string) error {
+	return fs.WalkDir(policy.FS(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasSuffix(path, "_test.rego") && !slices.ContainsFunc(tests, func(s string) bool { return strings.Contains(path, s) }) {
+			return nil
+		}
+		data, err := fs.ReadFile(policy.FS(), path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o600)
+	})
+}

@@ -1,0 +1,192 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// SoakConfig is a long open-loop run against tenantguard while its
+// registry is reloaded: the reliability soak of `make soak`.
+type SoakConfig struct {
+	// Scale is the cluster the target holds; Corpus the distinct requests
+	// sent in turn, whose expected decisions are the control set.
+	Scale  Scale
+	Corpus int
+	// Rate is the offered requests per second, with at most Workers in
+	// flight, for Duration in windows of Window, after an untimed Warmup
+	// at the same rate.
+	Rate     float64
+	Workers  int
+	Duration time.Duration
+	Window   time.Duration
+	Warmup   time.Duration
+	// Reload is how often the target loads a changed registry.
+	Reload time.Duration
+	// MaxGrowth is the RSS growth allowed, as a fraction of the baseline.
+	MaxGrowth float64
+	// Log receives a line per window.
+	Log io.Writer
+}
+
+// SoakWindow is one window of a soak: its run and the target's RSS,
+// sampled every second, as the median and the highest sample. The median
+// is what the growth compares: a leak moves it, a garbage collection that
+// is a second late does not.
+type SoakWindow struct {
+	Result
+	End    time.Duration `json:"end"`
+	RSS    float64       `json:"rssMiB"`
+	MaxRSS float64       `json:"maxRssMiB"`
+}
+
+// driveSampling drives one run and samples the target's RSS every second
+// meanwhile.
+func driveSampling(ctx context.Context, p *Process, t *Target, corpus []scale.Request, run Run) (res Result, median, highest float64, err error) {
+	done := make(chan Result, 1)
+	go func() { done <- Drive(ctx, t, corpus, run) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var samples []float64
+	for {
+		select {
+		case res = <-done:
+			if len(samples) == 0 {
+				rss, _, err := p.Memory()
+				samples = append(samples, rss)
+				if err != nil {
+					return res, 0, 0, err
+				}
+			}
+			slices.Sort(samples)
+			return res, samples[len(samples)/2], samples[len(samples)-1], nil
+		case <-tick.C:
+			rss, _, err := p.Memory()
+			if err != nil {
+				<-done
+				return res, 0, 0, err
+			}
+			samples = append(samples, rss)
+		}
+	}
+}
+
+// SoakReport is what a soak measured.
+type SoakReport struct {
+	Config  SoakConfig   `json:"-"`
+	Windows []SoakWindow `json:"windows"`
+	// Requests, Errors and Wrong are summed over the windows.
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	Wrong    int64 `json:"wrong"`
+	// BaselineRSS is the median RSS of the first window, FinalRSS that of
+	// the last, PeakRSS the process's high-water mark, in MiB; Growth is
+	// (FinalRSS - BaselineRSS) / BaselineRSS.
+	BaselineRSS float64 `json:"baselineRssMiB"`
+	FinalRSS    float64 `json:"finalRssMiB"`
+	PeakRSS     float64 `json:"peakRssMiB"`
+	Growth      float64 `json:"rssGrowth"`
+	// WorstP99 is the highest window p99.
+	WorstP99 time.Duration `json:"worstP99"`
+	// Reloads is the target's registry reloads over the whole soak.
+	Reloads Reloads `json:"reloads"`
+}
+
+// Soak starts tenantguard with the scale cluster and registry reloads,
+// warms it up, then drives it open-loop window after window, recording each
+// window's figures and the target's RSS.
+func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	dir, certFile, keyFile, pool, err := servingCert("tgsoak")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	p, st, err := StartServed(ctx, TargetTenantguard, certFile, keyFile, cfg.Scale, ServedOptions{Reload: cfg.Reload})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Stop()
+	target := &Target{Name: TargetTenantguard, URL: "https://" + st.Addr + "/validate?timeout=10s", Client: newClient(pool, cfg.Workers), Decides: true}
+	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
+	run := Run{Mode: OpenLoop, Rate: cfg.Rate, Workers: cfg.Workers, Duration: cfg.Warmup}
+	if warm := Drive(ctx, target, corpus, run); warm.Errors+warm.Wrong > 0 {
+		return nil, fmt.Errorf("%d errors and %d wrong answers while warming up; first: %s", warm.Errors, warm.Wrong, warm.FirstError)
+	}
+	report := &SoakReport{Config: cfg}
+	start := time.Now()
+	for time.Since(start) < cfg.Duration && ctx.Err() == nil {
+		run.Duration = min(cfg.Window, cfg.Duration-time.Since(start))
+		var w SoakWindow
+		if w.Result, w.RSS, w.MaxRSS, err = driveSampling(ctx, p, target, corpus, run); err != nil {
+			return nil, err
+		}
+		w.End = time.Since(start).Round(time.Second)
+		report.add(w)
+		_, _ = fmt.Fprintf(cfg.Log, "soak %v: %s, rss median %.0f MiB (highest %.0f), reloads %d\n", w.End, w.Summary(), w.RSS, w.MaxRSS, p.Reloads().Loaded)
+	}
+	if _, report.PeakRSS, err = p.Memory(); err != nil {
+		return nil, err
+	}
+	report.Reloads = p.Reloads()
+	return report, ctx.Err()
+}
+
+func (r *SoakReport) add(w SoakWindow) {
+	if len(r.Windows) == 0 {
+		r.BaselineRSS = w.RSS
+	}
+	r.Windows = append(r.Windows, w)
+	r.Requests += w.Requests
+	r.Errors += w.Errors
+	r.Wrong += w.Wrong
+	r.FinalRSS = w.RSS
+	r.Growth = safeRatio(r.FinalRSS-r.BaselineRSS, r.BaselineRSS)
+	r.WorstP99 = max(r.WorstP99, w.Latency.P99)
+}
+
+// Problems are the ways the soak failed its bar: errors, wrong decisions,
+// a run that fell behind its rate, refused or missing reloads, RSS growth
+// over MaxGrowth. None means it passed.
+func (r *SoakReport) Problems() []string {
+	var out []string
+	if r.Errors+r.Wrong > 0 {
+		out = append(out, fmt.Sprintf("%d errors and %d wrong decisions", r.Errors, r.Wrong))
+	}
+	for _, w := range r.Windows {
+		if w.Behind {
+			out = append(out, fmt.Sprintf("the window ending at %v fell behind %.0f requests/s", w.End, r.Config.Rate))
+		}
+	}
+	if r.Reloads.Failed > 0 {
+		out = append(out, fmt.Sprintf("%d registry reloads refused", r.Reloads.Failed))
+	}
+	if r.Config.Reload > 0 && len(r.Windows) > 0 {
+		total := r.Windows[len(r.Windows)-1].End + r.Config.Warmup
+		if want := int64(total/r.Config.Reload) / 2; r.Reloads.Loaded < want {
+			out = append(out, fmt.Sprintf("only %d registry reloads, expected about %d", r.Reloads.Loaded, int64(total/r.Config.Reload)))
+		}
+	}
+	if r.Growth > r.Config.MaxGrowth {
+		out = append(out, fmt.Sprintf("RSS grew %.1f%% (%.0f to %.0f MiB), over %.0f%%", 100*r.Growth, r.BaselineRSS, r.FinalRSS, 100*r.Config.MaxGrowth))
+	}
+	return out
+}
+
+// Write prints the soak's figures as a table.
+func (r *SoakReport) Write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	c := r.Config
+	_, _ = fmt.Fprintf(tw, "scale\t%d tenants, %d namespaces, %d pods\n", c.Scale.Tenants, c.Scale.Tenants*c.Scale.Namespaces, c.Scale.Tenants*c.Scale.Namespaces*c.Scale.Pods)
+	_, _ = fmt.Fprintf(tw, "offered\t%.0f requests/s open-loop for %v (windows of %v), registry reload every %v\n", c.Rate, c.Duration, c.Window, c.Reload)
+	_, _ = fmt.Fprintf(tw, "requests\t%d (errors %d, wrong decisions %d)\n", r.Requests, r.Errors, r.Wrong)
+	_, _ = fmt.Fprintf(tw, "reloads\t%d put in force, %d refused, slowest %v\n", r.Reloads.Loaded, r.Reloads.Failed, round(r.Reloads.Slowest))
+	_, _ = fmt.Fprintf(tw, "worst window p99\t%v\n", round(r.WorstP99))
+	_, _ = fmt.Fprintf(tw, "RSS (window medians)\tfirst %.1f MiB, last %.1f MiB, growth %+.1f%%, peak %.1f MiB\n", r.BaselineRSS, r.FinalRSS, 100*r.Growth, r.PeakRSS)
+	_ = tw.Flush()
+}

@@ -1,0 +1,58 @@
+package load
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestASoakReloadsTheRegistryWhileEveryAnswerIsChecked(t *testing.T) {
+	cfg := SoakConfig{
+		Scale: Scale{Tenants: 20, Namespaces: 10, Pods: 2}, Corpus: 100,
+		Rate: 200, Workers: 16, Duration: 3 * time.Second, Window: time.Second, Warmup: 200 * time.Millisecond,
+		Reload: 500 * time.Millisecond, MaxGrowth: 10, Log: io.Discard,
+	}
+	report, err := Soak(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Windows) != 3 {
+		t.Fatalf("%d windows, want 3", len(report.Windows))
+	}
+	if report.Requests < 400 || report.Errors+report.Wrong > 0 {
+		t.Errorf("%d requests, %d errors, %d wrong; want about 600 and none failed", report.Requests, report.Errors, report.Wrong)
+	}
+	if report.Reloads.Loaded < 3 || report.Reloads.Failed > 0 {
+		t.Errorf("reloads %+v: want at least 3 put in force and none refused", report.Reloads)
+	}
+	if report.BaselineRSS <= 0 || report.FinalRSS <= 0 || report.PeakRSS < report.FinalRSS {
+		t.Errorf("memory not measured: %+v", report)
+	}
+	if problems := report.Problems(); len(problems) > 0 {
+		t.Errorf("problems: %v", problems)
+	}
+	var out strings.Builder
+	report.Write(&out)
+	for _, want := range []string{"errors 0, wrong decisions 0", "refused", "growth"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestSoakProblemsNameEachMissedBar(t *testing.T) {
+	r := &SoakReport{Config: SoakConfig{Rate: 1000, Reload: 10 * time.Second, MaxGrowth: 0.1}}
+	r.add(SoakWindow{Result: Result{Requests: 60000}, End: time.Minute, RSS: 100})
+	r.add(SoakWindow{Result: Result{Requests: 60000, Errors: 2, Wrong: 1, Behind: true}, End: 2 * time.Minute, RSS: 125})
+	r.Reloads = Reloads{Loaded: 3, Failed: 1}
+	got := strings.Join(r.Problems(), "\n")
+	for _, want := range []string{"2 errors and 1 wrong decisions", "ending at 2m0s fell behind 1000", "1 registry reloads refused", "only 3 registry reloads, expected about 12", "RSS grew 25.0% (100 to 125 MiB), over 10%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+	if r.Requests != 120000 || r.Growth != 0.25 {
+		t.Errorf("sums: %d requests, growth %v", r.Requests, r.Growth)
+	}
+}
