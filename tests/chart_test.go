@@ -12,10 +12,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/selfsigned"
 	"github.com/tenantguard/tenantguard/internal/webhookconfig"
 )
 
@@ -106,6 +108,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"a lifetime that is not a duration", []string{"--set", "tls.builtin.certValidity=90d", "--set-file", registryArg}, "at '/tls/builtin/certValidity': '90d' does not match pattern"},
 		{"a plain-HTTP webhook URL", []string{"--set", "webhook.url=http://127.0.0.1:9443", "--set-file", registryArg}, "at '/webhook/url': 'http://127.0.0.1:9443' does not match pattern"},
 		{"a misspelt value", []string{"--set", "replicas=3", "--set-file", registryArg}, "additional properties 'replicas' not allowed"},
+		{"a client CA that is not PEM", []string{"--set", "webhook.clientCA=abc", "--set-file", registryArg}, "at '/webhook/clientCA': 'abc' does not match pattern"},
 		{"no registry", nil, "registry is required: --set-file registry=my-tenants.yaml"},
 	}
 	for _, tt := range tests {
@@ -225,6 +228,37 @@ func TestChartSecretModeAndMonitoring(t *testing.T) {
 		if docs[kind] == "" {
 			t.Errorf("no %s", kind)
 		}
+	}
+}
+
+// TestChartClientCA checks that a client CA is mounted and handed to the
+// server, so that only the API server's calls are answered.
+func TestChartClientCA(t *testing.T) {
+	ca, err := selfsigned.NewCA("webhook-callers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := render(t, "--set", "webhook.clientCA="+string(ca.PEM))
+	var cm corev1.ConfigMap
+	decode(t, docs["ConfigMap/tg-tenantguard-client-ca"], &cm)
+	if cm.Data["ca.crt"] != string(ca.PEM) {
+		t.Errorf("ca.crt %q, want the given CA", cm.Data["ca.crt"])
+	}
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	spec := d.Spec.Template.Spec
+	if !slices.Contains(spec.Containers[0].Args, "--client-ca-file=/client-ca/ca.crt") {
+		t.Errorf("args %v lack --client-ca-file", spec.Containers[0].Args)
+	}
+	mounted := slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "client-ca" && m.MountPath == "/client-ca" })
+	volume := slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "client-ca" && v.ConfigMap != nil && v.ConfigMap.Name == "tg-tenantguard-client-ca"
+	})
+	if !mounted || !volume {
+		t.Errorf("the client CA ConfigMap is not mounted at /client-ca (mount %v, volume %v)", mounted, volume)
+	}
+	if plain := render(t); plain["ConfigMap/tg-tenantguard-client-ca"] != "" {
+		t.Error("a client CA ConfigMap without webhook.clientCA")
 	}
 }
 

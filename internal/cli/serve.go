@@ -33,16 +33,18 @@ type serveOptions struct {
 	registryConfigMap string
 	policyDir         string
 	pollInterval      time.Duration
-	managers          []string
-	logLevel          string
-	quotaSyncTimeout  time.Duration
-	generator         bool
-	leaderElection    bool
-	leaderNamespace   string
-	tlsSecret         string
-	rotation          certrotate.Options
-	quotaMode         string
-	reservationTTL    time.Duration
+	// webhookTenantLabel is --webhook-tenant-label
+	webhookTenantLabel string
+	managers           []string
+	logLevel           string
+	quotaSyncTimeout   time.Duration
+	generator          bool
+	leaderElection     bool
+	leaderNamespace    string
+	tlsSecret          string
+	rotation           certrotate.Options
+	quotaMode          string
+	reservationTTL     time.Duration
 }
 
 // The quota modes of serve --quota-mode.
@@ -68,6 +70,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.server.Addr, "addr", ":9443", "HTTPS listen address")
 	f.StringVar(&o.server.CertFile, "tls-cert-file", "", "serving certificate (PEM), reloaded when it changes (or --tls-secret)")
 	f.StringVar(&o.server.KeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM)")
+	f.StringVar(&o.server.ClientCAFile, "client-ca-file", "", "CA bundle (PEM): /validate and /mutate answer only callers with a client certificate it signed, i.e. the API server given one in its AdmissionConfiguration (probes and metrics stay open)")
 	f.StringVar(&o.tlsSecret, "tls-secret", "", "NAMESPACE/NAME of a Secret where the replicas keep a private CA and the serving certificate, renewed before they expire (built-in rotation; instead of the files)")
 	f.StringSliceVar(&o.rotation.Hosts, "tls-dns-name", nil, "DNS name or IP address of the built-in rotation's serving certificate, e.g. SERVICE.NAMESPACE.svc (repeatable)")
 	f.StringVar(&o.rotation.WebhookConfiguration, "webhook-configuration", "", "name of the Validating- and MutatingWebhookConfiguration whose caBundle the built-in rotation keeps current")
@@ -76,6 +79,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
+	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
@@ -146,7 +150,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log})
+	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log, WebhookTenantLabel: o.webhookTenantLabel})
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}

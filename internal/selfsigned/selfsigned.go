@@ -116,14 +116,7 @@ func (ca *CA) Issue(now, notAfter time.Time, hosts ...string) (certPEM, keyPEM [
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl := leaf(hosts[0], now, notAfter, x509.ExtKeyUsageServerAuth)
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -131,6 +124,35 @@ func (ca *CA) Issue(now, notAfter time.Time, hosts ...string) (certPEM, keyPEM [
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
+	return ca.sign(tmpl, key)
+}
+
+// Client issues a client certificate for name, valid for a day, and returns
+// it and its key as PEM: the identity the API server presents to a webhook
+// that checks its callers (serve --client-ca-file).
+func (ca *CA) Client(name string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	return ca.sign(leaf(name, now, now.Add(testValidity), x509.ExtKeyUsageClientAuth), key)
+}
+
+// leaf is the template of a certificate for name with one extended usage.
+func leaf(name string, now, notAfter time.Time, usage x509.ExtKeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    now.Add(-backdate),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+	}
+}
+
+// sign signs tmpl for key and returns the certificate and key as PEM.
+func (ca *CA) sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, nil, err

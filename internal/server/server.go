@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -42,17 +44,24 @@ type Options struct {
 	// Ledger holds the places of creates counted against tenant quotas
 	// while they are decided; nil is engine.LocalLedger on the store's view.
 	Ledger engine.Ledger
+	// ClientCAFile, when set, is a PEM bundle of CAs: /validate and /mutate
+	// then answer only callers presenting a client certificate one of them
+	// signed (the API server, given one through its AdmissionConfiguration),
+	// and refuse others with 401. Probes and /metrics stay open.
+	ClientCAFile string
 }
 
 // Server is the admission server.
 type Server struct {
-	opts     Options
-	store    *state.Store
-	metrics  *metrics.Metrics
-	log      *slog.Logger
-	certs    *certReloader
-	stopping atomic.Bool
-	mux      *http.ServeMux
+	opts    Options
+	store   *state.Store
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	certs   *certReloader
+	// clientCAs verify the callers of the admission paths; nil: any caller
+	clientCAs *x509.CertPool
+	stopping  atomic.Bool
+	mux       *http.ServeMux
 }
 
 // New checks the options and loads the certificate.
@@ -86,9 +95,16 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 		}
 		s.certs = certs
 	}
+	if opts.ClientCAFile != "" {
+		pool, err := loadClientCAs(opts.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		s.clientCAs = pool
+	}
 	s.mux = http.NewServeMux()
 	for _, webhook := range []string{WebhookValidate, WebhookMutate} {
-		s.mux.Handle("/"+webhook, &handler{webhook: webhook, store: store, ledger: opts.Ledger, namespaceWait: opts.NamespaceWait, metrics: m, log: log, maxBody: opts.MaxBodyBytes})
+		s.mux.Handle("/"+webhook, s.verifiedCallers(&handler{webhook: webhook, store: store, ledger: opts.Ledger, namespaceWait: opts.NamespaceWait, metrics: m, log: log, maxBody: opts.MaxBodyBytes}))
 	}
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusOK, "ok") })
 	s.mux.HandleFunc("/readyz", s.readyz)
@@ -131,7 +147,42 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 	if get == nil {
 		return nil, errors.New("no TLS certificate configured")
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get}, nil
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get}
+	if s.clientCAs != nil {
+		// verified when given: probes come without one
+		cfg.ClientAuth, cfg.ClientCAs = tls.VerifyClientCertIfGiven, s.clientCAs
+	}
+	return cfg, nil
+}
+
+// loadClientCAs reads the PEM bundle of --client-ca-file.
+func loadClientCAs(file string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the client CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("the client CA file %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// verifiedCallers refuses, when client CAs are set, callers that did not
+// present a certificate they signed (the TLS handshake has verified any
+// certificate presented).
+func (s *Server) verifiedCallers(next http.Handler) http.Handler {
+	if s.clientCAs == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			s.log.Warn("admission call without a client certificate refused", "remote", r.RemoteAddr, "path", r.URL.Path)
+			writeError(w, http.StatusUnauthorized, "a client certificate signed by the --client-ca-file CA is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Run serves HTTPS on Options.Addr until ctx ends, then fails /readyz for

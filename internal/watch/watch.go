@@ -44,6 +44,10 @@ type Options struct {
 	SyncTimeout time.Duration
 	// Logger receives the watcher's lines; slog.Default() when nil.
 	Logger *slog.Logger
+	// WebhookTenantLabel, when set, is the label the workload webhooks'
+	// namespaceSelector requires. A registry naming another tenantLabel is
+	// refused: the API server would never send its tenants' workloads.
+	WebhookTenantLabel string
 }
 
 // Watcher runs the informers. Its methods are safe for concurrent use.
@@ -181,6 +185,8 @@ func (w *Watcher) onRegistry(obj any) {
 	watchFailed := false
 	if err != nil {
 		err = w.store.RefuseRegistry(source, err)
+	} else if label := w.opts.WebhookTenantLabel; label != "" && snap.TenantLabel() != label {
+		err = w.store.RefuseRegistry(source, fmt.Errorf("settings.tenantLabel %q is not %q, the label the webhooks select tenant namespaces by, so no workload of its tenants would be sent to tenantguard; change one of them (chart value tenantLabel)", snap.TenantLabel(), label))
 	} else if watchErr := w.watchQuotaResources(snap.QuotaResources()); watchErr != nil {
 		watchFailed = true
 		err = w.store.RefuseRegistry(source, fmt.Errorf("its counted resources cannot be watched: %w", watchErr))

@@ -22,9 +22,10 @@ import (
 
 // TestRegistryAndPolicyFaults breaks the registry and the policy directory
 // of a running server in every way a platform team can, on a real API
-// server: corrupt YAML, the ConfigMap deleted, an owner removed while her
-// requests are in flight, a Rego syntax error, and an edit that compiles
-// but fails the policy's own tests. Each fault must be refused with a
+// server: corrupt YAML, a tenant label the webhooks do not select, the
+// ConfigMap deleted, an owner removed while her requests are in flight, a
+// Rego syntax error, and an edit that compiles but fails the policy's own
+// tests. Each fault must be refused with a
 // signal (metric, Event or log line), the last good version must keep
 // deciding a control set exactly as before, and repairing the fault must
 // clear the signal. It runs on a control plane of its own, serving a
@@ -35,7 +36,7 @@ func TestRegistryAndPolicyFaults(t *testing.T) {
 	if err := live.CopyPolicy(dir, "namespaces_test", "fixtures_test"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false", "--policy-dir", dir, "--poll-interval", "100ms"}})
+	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false", "--policy-dir", dir, "--poll-interval", "100ms", "--webhook-tenant-label", tenantLabel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +68,23 @@ func TestRegistryAndPolicyFaults(t *testing.T) {
 			return metricIs(t, c, `tenantguard_reload_last_failed{source="registry"}`, "0")
 		})
 		wantAllowed(t, controls.check(ctx))
+	})
+
+	t.Run("a registry whose tenant label the webhooks do not select is refused", func(t *testing.T) {
+		relabelled := strings.Replace(original, "tenantLabel: "+tenantLabel, "tenantLabel: example.com/tenant", 1)
+		if relabelled == original {
+			t.Fatal("the registry names no tenantLabel")
+		}
+		setRegistryDoc(t, c, relabelled)
+		waitFor(t, "a RegistryRefused event naming both labels", func(ctx context.Context) error {
+			return hasEvent(ctx, c, "RegistryRefused", `"example.com/tenant" is not "`+tenantLabel+`"`)
+		})
+		wantMetric(t, c, `tenantguard_reload_last_failed{source="registry"}`, "1")
+		wantAllowed(t, controls.check(ctx))
+		setRegistryDoc(t, c, original)
+		waitFor(t, "the failure cleared", func(context.Context) error {
+			return metricIs(t, c, `tenantguard_reload_last_failed{source="registry"}`, "0")
+		})
 	})
 
 	t.Run("a deleted ConfigMap leaves the last good registry in force", func(t *testing.T) {

@@ -46,6 +46,19 @@ func AssetsDir() string {
 // StartControlPlane starts a control plane; Stop stops it. The API server
 // runs without the admission plugins named in disable.
 func StartControlPlane(ctx context.Context, disable ...string) (p *ControlPlane, err error) {
+	return StartControlPlaneWith(ctx, ControlPlaneOptions{Disable: disable})
+}
+
+// ControlPlaneOptions configure the API server of a control plane.
+type ControlPlaneOptions struct {
+	// Disable names admission plugins to turn off.
+	Disable []string
+	// Args are extra kube-apiserver flags, name to value.
+	Args map[string]string
+}
+
+// StartControlPlaneWith starts a control plane configured by o.
+func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *ControlPlane, err error) {
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
@@ -53,8 +66,11 @@ func StartControlPlane(ctx context.Context, disable ...string) (p *ControlPlane,
 		}
 	}
 	p = &ControlPlane{env: &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}}
-	if len(disable) > 0 {
-		p.env.ControlPlane.GetAPIServer().Configure().Append("disable-admission-plugins", strings.Join(disable, ","))
+	if len(o.Disable) > 0 {
+		p.env.ControlPlane.GetAPIServer().Configure().Append("disable-admission-plugins", strings.Join(o.Disable, ","))
+	}
+	for name, value := range o.Args {
+		p.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	if p.Admin, err = p.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)

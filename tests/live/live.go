@@ -68,6 +68,8 @@ type Options struct {
 	ServeArgs []string
 	// Logs receives the server's JSON log lines besides the buffer; optional.
 	Logs io.Writer
+	// APIServerArgs are extra kube-apiserver flags, name to value.
+	APIServerArgs map[string]string
 }
 
 // Start brings everything up; Stop tears it down.
@@ -78,7 +80,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if c.ControlPlane, err = StartControlPlane(ctx); err != nil {
+	if c.ControlPlane, err = StartControlPlaneWith(ctx, ControlPlaneOptions{Args: opts.APIServerArgs}); err != nil {
 		return nil, err
 	}
 	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {
