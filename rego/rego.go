@@ -19,18 +19,16 @@ func FS() fs.FS { return bundle }
 // keyed by their path. Hidden entries are skipped, among them the "..data"
 // folders through which Kubernetes swaps a mounted ConfigMap atomically.
 func Modules(root fs.FS) (map[string]string, error) {
-	return files(root, false)
+	modules, _, err := ModulesAndTests(root)
+	return modules, err
 }
 
-// Tests returns the test modules (*_test.rego) of a bundle root, keyed by
-// their path, skipping hidden entries as Modules does.
-func Tests(root fs.FS) (map[string]string, error) {
-	return files(root, true)
-}
-
-func files(root fs.FS, tests bool) (map[string]string, error) {
-	modules := map[string]string{}
-	err := fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
+// ModulesAndTests returns the policy modules and the test modules
+// (*_test.rego) of a bundle root, keyed by their path, read in one walk and
+// skipping hidden entries as Modules does.
+func ModulesAndTests(root fs.FS) (modules, tests map[string]string, err error) {
+	modules, tests = map[string]string{}, map[string]string{}
+	err = fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -40,15 +38,19 @@ func files(root fs.FS, tests bool) (map[string]string, error) {
 			}
 			return nil
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") != tests {
-			return err
+		if d.IsDir() || !strings.HasSuffix(path, ".rego") {
+			return nil
 		}
 		src, err := fs.ReadFile(root, path)
 		if err != nil {
 			return err
 		}
-		modules[path] = string(src)
+		if strings.HasSuffix(path, "_test.rego") {
+			tests[path] = string(src)
+		} else {
+			modules[path] = string(src)
+		}
 		return nil
 	})
-	return modules, err
+	return modules, tests, err
 }

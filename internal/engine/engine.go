@@ -60,10 +60,10 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 	for _, m := range managers {
 		managerSet[m] = true
 	}
-	store := inmem.NewFromObject(map[string]any{"tenantguard": map[string]any{
+	store := inmem.NewFromObjectWithOpts(map[string]any{"tenantguard": map[string]any{
 		"registry": reg.Data(),
 		"runtime":  map[string]any{"managers": managerSet},
-	}})
+	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
 	e := &Engine{registry: reg}
 	for query, into := range map[string]*rego.PreparedEvalQuery{MutationsQuery: &e.mutate, DecisionQuery: &e.decide} {
 		prepared, err := rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)

@@ -75,11 +75,11 @@ func storageClassOf(claim string) string {
 }
 
 // claimRefused holds when a claim (before: the same claim before the
-// update) names a StorageClass the tenant does not allow, or is new (created,
-// or added by an update) naming none for a tenant without a default.
+// update) names a StorageClass the tenant does not allow, or names none for a
+// tenant without a default while it named one before or did not exist.
 func claimRefused(claim, before string) string {
 	return strings.NewReplacer("CLASS", storageClassOf(claim), "BEFORE", storageClassOf(before), "OLDCLAIM", before).Replace(
-		`((CLASS != null && !(request.operation == "UPDATE" && BEFORE == CLASS) && !(CLASS in variables.config.storageClasses.?allowed.orValue([]) || (variables.config.storageClasses.?allowedRegex.orValue("") != "" && string(CLASS).matches(variables.config.storageClasses.allowedRegex)))) || (CLASS == null && (request.operation == "CREATE" || size(OLDCLAIM) == 0) && variables.config.storageClasses.?default.orValue("") == ""))`)
+		`((CLASS != null && !(request.operation == "UPDATE" && BEFORE == CLASS) && !(CLASS in variables.config.storageClasses.?allowed.orValue([]) || (variables.config.storageClasses.?allowedRegex.orValue("") != "" && string(CLASS).matches(variables.config.storageClasses.allowedRegex)))) || (CLASS == null && (request.operation == "CREATE" || size(OLDCLAIM) == 0 || BEFORE != null) && variables.config.storageClasses.?default.orValue("") == ""))`)
 }
 
 var (
@@ -190,7 +190,7 @@ var celRules = []celRule{
 		validation: `!(variables.tenant != "" && has(variables.config.storageClasses) && (` +
 			`(request.kind.kind == "PersistentVolumeClaim" && ` + claimRefused("object", "(oldObject == null ? {} : oldObject)") + `) || ` +
 			`(request.kind.kind == "StatefulSet" && object.?spec.?volumeClaimTemplates.orValue([]).exists(i, c, ` + claimRefused("c", "(oldObject == null ? {} : oldObject.?spec.?volumeClaimTemplates.orValue([])[?i].orValue({}))") + `)) || ` +
-			`(request.kind.kind != "PersistentVolumeClaim" && variables.spec.?volumes.orValue([]).exists(i, v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && ` + claimRefused("v.ephemeral.volumeClaimTemplate", "variables.oldSpec.?volumes.orValue([])[?i].?ephemeral.?volumeClaimTemplate.orValue({})") + `))))`,
+			`(request.kind.kind != "PersistentVolumeClaim" && variables.spec.?volumes.orValue([]).exists(i, v, has(v.ephemeral) && has(v.ephemeral.volumeClaimTemplate) && ` + claimRefused("v.ephemeral.volumeClaimTemplate", "variables.oldSpec.?volumes.orValue([]).filter(o, o.name == v.name)[?0].?ephemeral.?volumeClaimTemplate.orValue({})") + `))))`,
 		message: `"[storage-class] a claim of this " + request.kind.kind + " names a StorageClass tenant \"" + variables.tenant + "\" may not use, or names none and the tenant has no default; allowed: " + ` + allowedText("storageClasses"),
 	},
 	{

@@ -15,6 +15,9 @@ const (
 	DecisionDenied     = "denied"
 	DecisionError      = "error"
 	DecisionBadRequest = "bad_request"
+	// DecisionUnauthenticated is a caller refused before any decision (no
+	// client certificate with --client-ca-file).
+	DecisionUnauthenticated = "unauthenticated"
 )
 
 // Sources of reloads, the values of the source label.
@@ -50,7 +53,7 @@ func New() *Metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenantguard_admission_requests_total",
-			Help: "Admission requests by webhook (validate, mutate) and decision (allowed, denied, error, bad_request).",
+			Help: "Admission requests by webhook (validate, mutate) and decision (allowed, denied, error, bad_request, unauthenticated).",
 		}, []string{"webhook", "decision"}),
 		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenantguard_rule_violations_total",
@@ -97,6 +100,12 @@ func (m *Metrics) Request(webhook, decision string, took time.Duration) {
 	m.duration.WithLabelValues(webhook).Observe(took.Seconds())
 }
 
+// Unauthenticated records a caller refused before any decision; it is
+// left out of the latency histogram.
+func (m *Metrics) Unauthenticated(webhook string) {
+	m.requests.WithLabelValues(webhook, DecisionUnauthenticated).Inc()
+}
+
 // Violation records one broken rule.
 func (m *Metrics) Violation(rule, mode string) {
 	m.violations.WithLabelValues(rule, mode).Inc()
@@ -109,8 +118,9 @@ func (m *Metrics) Loaded(source string, generation int64) {
 	m.lastReloadError.WithLabelValues(source).Set(0)
 }
 
-// Recovered records that a source works again without a new version (a
-// periodic check that passed after one that failed).
+// Recovered records that a source works again without a new version: a
+// periodic check that passed after one that failed, or the version in force
+// offered again after a refused one (a broken edit reverted).
 func (m *Metrics) Recovered(source string) {
 	m.lastReloadError.WithLabelValues(source).Set(0)
 }

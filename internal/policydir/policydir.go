@@ -31,17 +31,12 @@ type Policy struct {
 
 // Load reads the Rego modules and tests of dir (hidden entries excluded).
 func Load(dir string) (Policy, error) {
-	root := os.DirFS(dir)
-	modules, err := policy.Modules(root)
+	modules, tests, err := policy.ModulesAndTests(os.DirFS(dir))
 	if err != nil {
 		return Policy{}, fmt.Errorf("reading policy directory %s: %w", dir, err)
 	}
 	if len(modules) == 0 {
 		return Policy{}, fmt.Errorf("policy directory %s has no .rego modules", dir)
-	}
-	tests, err := policy.Tests(root)
-	if err != nil {
-		return Policy{}, fmt.Errorf("reading policy directory %s: %w", dir, err)
 	}
 	return Policy{Modules: modules, Tests: tests}, nil
 }

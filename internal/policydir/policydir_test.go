@@ -91,15 +91,6 @@ func TestLoadSeparatesTestsAndSkipsHiddenFolders(t *testing.T) {
 	}
 }
 
-// writeAtomically replaces a file by renaming a complete new one over it.
-func writeAtomically(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 func TestAnEmptyDirectoryIsAnError(t *testing.T) {
 	if _, err := policydir.Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no .rego modules") {
 		t.Fatalf("error %v, want no .rego modules", err)
@@ -133,7 +124,7 @@ func TestWatchFollowsChanges(t *testing.T) {
 	}
 	// Written atomically, as ConfigMap volumes are: a poll in the middle of
 	// a plain write would see (and load) a truncated file.
-	if err := writeAtomically(main, append(data, []byte("\n# edited\n")...)); err != nil {
+	if err := live.ReplaceFile(main, append(data, []byte("\n# edited\n")...)); err != nil {
 		t.Fatal(err)
 	}
 	wait("the edited policy", func(l, _ int) bool { return l == 2 })
@@ -274,7 +265,7 @@ func TestAPolicyWhoseOwnTestsFailIsRefused(t *testing.T) {
 		if edited == string(src) {
 			t.Fatalf("the edit changed nothing in %s", path)
 		}
-		if err := writeAtomically(path, []byte(edited)); err != nil {
+		if err := live.ReplaceFile(path, []byte(edited)); err != nil {
 			t.Fatal(err)
 		}
 	}

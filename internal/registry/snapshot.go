@@ -28,13 +28,8 @@ type Snapshot struct {
 	tenants  map[string]*Tenant
 	byUser   map[string][]string
 	byGroup  map[string][]string
-	// saNamespaces are the namespaces of ServiceAccount owners, each with
-	// the tenants those owners belong to
-	saNamespaces map[string][]string
-	// adminNamespaces hold ServiceAccount administrators
-	adminNamespaces map[string]bool
-	admins          map[Subject]bool
-	data            map[string]any
+	admins   map[Subject]bool
+	data     map[string]any
 }
 
 // compile applies defaults to a validated registry and indexes it.
@@ -48,8 +43,6 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 		byUser:   map[string][]string{},
 		byGroup:  map[string][]string{},
 		admins:   map[Subject]bool{},
-
-		saNamespaces: map[string][]string{}, adminNamespaces: map[string]bool{},
 	}
 	for i := range reg.Tenants {
 		t := &reg.Tenants[i]
@@ -62,19 +55,10 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 			if !slices.Contains(index[o.Name], t.Name) {
 				index[o.Name] = append(index[o.Name], t.Name)
 			}
-			if ns, ok := heldNamespace(o); ok && !slices.Contains(s.saNamespaces[ns], t.Name) {
-				s.saNamespaces[ns] = append(s.saNamespaces[ns], t.Name)
-			}
 		}
-	}
-	for _, tenants := range s.saNamespaces {
-		slices.Sort(tenants)
 	}
 	for _, a := range reg.Settings.Administrators {
 		s.admins[userOrGroup(a)] = true
-		if ns, ok := heldNamespace(a); ok {
-			s.adminNamespaces[ns] = true
-		}
 	}
 	s.data = s.buildData()
 	return s
@@ -199,9 +183,8 @@ func heldNamespace(subject Subject) (string, bool) {
 // serviceAccountNamespace is the namespace of a service account's user name
 // (system:serviceaccount:NAMESPACE:NAME).
 func serviceAccountNamespace(user string) (string, bool) {
-	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
-	ns, name, found := strings.Cut(rest, ":")
-	return ns, ok && found && ns != "" && name != ""
+	ns, name, ok := splitServiceAccount(user)
+	return ns, ok && ns != "" && name != ""
 }
 
 // Data is the registry as the Rego rules read it (data.tenantguard.registry):
@@ -246,6 +229,24 @@ func (s *Snapshot) buildData() map[string]any {
 	for a := range s.admins {
 		admins[strings.ToLower(a.Kind)+"s"][a.Name] = true
 	}
+	// namespaces whose holder can act as a ServiceAccount owner (with the
+	// tenants it owns) or administrator
+	saNamespaces, adminNamespaces := map[string][]string{}, map[string]bool{}
+	for name, t := range s.tenants {
+		for _, o := range t.Owners {
+			if ns, ok := heldNamespace(o); ok && !slices.Contains(saNamespaces[ns], name) {
+				saNamespaces[ns] = append(saNamespaces[ns], name)
+			}
+		}
+	}
+	for _, tenants := range saNamespaces {
+		slices.Sort(tenants)
+	}
+	for _, a := range s.registry.Settings.Administrators {
+		if ns, ok := heldNamespace(a); ok {
+			adminNamespaces[ns] = true
+		}
+	}
 	doc := map[string]any{
 		"settings":       s.registry.Settings,
 		"administrators": admins,
@@ -253,8 +254,8 @@ func (s *Snapshot) buildData() map[string]any {
 		// whoever holds such a namespace can act as the owner or
 		// administrator, so it is reserved for the owners' tenants, or for
 		// administrators (namespace-ownership)
-		"serviceAccountNamespaces": s.saNamespaces,
-		"administratorNamespaces":  s.adminNamespaces,
+		"serviceAccountNamespaces": saNamespaces,
+		"administratorNamespaces":  adminNamespaces,
 		"tenants":                  tenants,
 		"defaultTenant":            s.dataTenant(&Tenant{Quotas: map[string]int64{}, Pods: PodPolicy{AllowedHostPaths: []HostPathGrant{}}}),
 	}

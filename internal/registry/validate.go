@@ -193,9 +193,18 @@ func (c checker) subjects(p string, subjects []Subject) {
 const serviceAccountPrefix = "system:serviceaccount:"
 
 func validServiceAccount(name string) bool {
-	parts := strings.Split(strings.TrimPrefix(name, serviceAccountPrefix), ":")
-	return strings.HasPrefix(name, serviceAccountPrefix) && len(parts) == 2 &&
-		len(validation.IsDNS1123Label(parts[0])) == 0 && len(validation.IsDNS1123Subdomain(parts[1])) == 0
+	ns, sa, ok := splitServiceAccount(name)
+	return ok && len(validation.IsDNS1123Label(ns)) == 0 && len(validation.IsDNS1123Subdomain(sa)) == 0
+}
+
+// splitServiceAccount splits system:serviceaccount:NAMESPACE:NAME.
+func splitServiceAccount(user string) (namespace, name string, ok bool) {
+	rest, found := strings.CutPrefix(user, serviceAccountPrefix)
+	parts := strings.Split(rest, ":")
+	if !found || len(parts) != 2 {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
 }
 
 // keys checks protected label or annotation keys: exact keys, or prefixes ending in "/".

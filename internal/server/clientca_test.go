@@ -45,7 +45,7 @@ func TestWithAClientCAOnlyCallersItSignedAreAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile})
+	srv, m := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{CertFile: certFile, KeyFile: keyFile, ClientCAFile: caFile})
 	addr, _ := tlsServer(t, srv, t.Context())
 	base := "https://" + addr
 	bodies, err := fixtures.Reviews()
@@ -89,6 +89,13 @@ func TestWithAClientCAOnlyCallersItSignedAreAnswered(t *testing.T) {
 			}
 		})
 	}
+	t.Run("refused callers are counted, not decided", func(t *testing.T) {
+		for _, webhook := range []string{"validate", "mutate"} {
+			if n := counter(t, m, "tenantguard_admission_requests_total", map[string]string{"webhook": webhook, "decision": "unauthenticated"}); n != 1 {
+				t.Errorf("%s: %v unauthenticated requests counted, want 1", webhook, n)
+			}
+		}
+	})
 	t.Run("probes and metrics stay open", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			if status := get(t, client(ca), base+path); status != http.StatusOK {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +48,9 @@ type Options struct {
 	// ClientCAFile, when set, is a PEM bundle of CAs: /validate and /mutate
 	// then answer only callers presenting a client certificate one of them
 	// signed (the API server, given one through its AdmissionConfiguration),
-	// and refuse others with 401. Probes and /metrics stay open.
+	// and refuse others with 401, counted as decision="unauthenticated".
+	// Use a CA dedicated to webhook callers: every certificate it signs is
+	// let in. Read at start. Probes and /metrics stay open.
 	ClientCAFile string
 }
 
@@ -177,7 +180,10 @@ func (s *Server) verifiedCallers(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
-			s.log.Warn("admission call without a client certificate refused", "remote", r.RemoteAddr, "path", r.URL.Path)
+			// counted, not logged: anyone reaching the port could flood the log
+			if s.metrics != nil {
+				s.metrics.Unauthenticated(strings.TrimPrefix(r.URL.Path, "/"))
+			}
 			writeError(w, http.StatusUnauthorized, "a client certificate signed by the --client-ca-file CA is required")
 			return
 		}

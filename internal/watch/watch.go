@@ -166,8 +166,16 @@ func (w *Watcher) onRegistryDeleted(obj any) {
 		obj = tombstone.Obj
 	}
 	err := w.store.RefuseRegistry(w.registrySource(), errors.New("the ConfigMap was deleted"))
+	w.mu.Lock()
+	w.registryErr = err
+	w.retryRegistry = nil // a registry waiting for its counts is gone too
+	w.mu.Unlock()
+	kept := "the last good registry stays in force until the ConfigMap is created again"
+	if w.store.Engine() == nil {
+		kept = "no registry is in force; create the ConfigMap"
+	}
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryDeleted", err.Error()+"; the last good registry stays in force until the ConfigMap is created again")
+		w.recorder.Event(cm, corev1.EventTypeWarning, "RegistryDeleted", err.Error()+"; "+kept)
 	}
 }
 

@@ -307,35 +307,10 @@ func allowedThenRefused(seq []string) error {
 	return nil
 }
 
-// writeFile replaces a file by renaming a complete new one over it, as a
-// ConfigMap volume changes.
+// writeFile replaces a file of the policy directory.
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
-	if err := os.WriteFile(path+".tmp", []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func registryDoc(t *testing.T, c *live.Cluster) string {
-	t.Helper()
-	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(t.Context(), live.RegistryName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cm.Data["tenants.yaml"]
-}
-
-func setRegistryDoc(t *testing.T, c *live.Cluster, doc string) {
-	t.Helper()
-	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(t.Context(), live.RegistryName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data["tenants.yaml"] = doc
-	if _, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+	if err := live.ReplaceFile(path, []byte(data)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // dryRun sends a request through admission without persisting it.
@@ -87,4 +89,29 @@ func deployment(name string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
 func metric(t *testing.T, prefix string) string {
 	t.Helper()
 	return metricAt(t, cluster, prefix)
+}
+
+// registryDoc is the document in c's registry ConfigMap.
+func registryDoc(t *testing.T, c *live.Cluster) string {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context()) // also used from t.Cleanup
+	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["tenants.yaml"]
+}
+
+// setRegistryDoc replaces the document in c's registry ConfigMap.
+func setRegistryDoc(t *testing.T, c *live.Cluster, doc string) {
+	t.Helper()
+	ctx := context.WithoutCancel(t.Context())
+	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["tenants.yaml"] = doc
+	if _, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -157,15 +157,7 @@ func createBurst(t *testing.T, client kubernetes.Interface, namespace string) (a
 // the replicas started afterwards load it.
 func addTenants(t *testing.T, c *live.Cluster, items string) {
 	t.Helper()
-	ctx := t.Context()
-	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data["tenants.yaml"] = strings.TrimRight(cm.Data["tenants.yaml"], "\n") + "\n" + items
-	if _, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setRegistryDoc(t, c, strings.TrimRight(registryDoc(t, c), "\n")+"\n"+items)
 }
 
 // grantLedgers gives tenantguard's user what the chart grants in strict

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,16 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/tenantguard/tenantguard/generator"
-	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // red is the tenant of the red team: mallory owns it. It may mount /var/log
 // read-only and use LoadBalancer Services (not NodePort), StorageClass
-// standard and PriorityClass tenant-low; it holds two namespaces, two
-// Services and a ServiceAccount owner whose namespace is "builds".
+// standard (no default) and PriorityClass tenant-low; it holds two
+// namespaces, two Services and a ServiceAccount owner whose namespace is
+// "builds".
 const red = `
   - name: red
     owners:
@@ -35,7 +35,7 @@ const red = `
     pods:
       allowedHostPaths: [{pathPrefix: /var/log, readOnly: true}]
     priorityClasses: {allowed: [tenant-low]}
-    storageClasses: {allowed: [standard], default: standard}
+    storageClasses: {allowed: [standard]}
     services: {allowLoadBalancer: true}
     quotas: {services: 2}
     companions:
@@ -62,7 +62,7 @@ func TestAMaliciousTenantOwner(t *testing.T) {
 	ctx := t.Context()
 	addTenants(t, cluster, red)
 	mallory := cluster.As("mallory")
-	dyn := dynamicAs(t, cluster.Admin, "mallory", live.TenantsGroup)
+	dyn := cluster.DynamicAs("mallory")
 	eventually(t, "red in force: mallory's namespaces are labelled red", func(ctx context.Context) error {
 		ns, err := mallory.CoreV1().Namespaces().Create(ctx, namespace("red-dev", nil), dryRun)
 		if err == nil && ns.Labels[tenantLabel] != "red" {
@@ -142,6 +142,12 @@ func withRestart(spec map[string]any, policy string) map[string]any {
 	out := maps.Clone(spec)
 	out["restartPolicy"] = policy
 	return out
+}
+
+// carrierOf is the carrier of kind.
+func carrierOf(kind string) carrier {
+	i := slices.IndexFunc(carriers, func(c carrier) bool { return c.kind == kind })
+	return carriers[i]
 }
 
 // carriers are every kind with a pod spec tenantguard routes.
@@ -237,7 +243,7 @@ func hostPathRoutes(dyn dynamic.Interface) []route {
 		{"a relative path", "var/log", true},
 	} {
 		out = append(out, route{"hostPath " + tt.name, "host-path", func(ctx context.Context) error {
-			return create(ctx, dyn, carriers[0], fmt.Sprintf("hostpath-%d", i), podWith(tt.path, tt.readOnly), metav1.CreateOptions{})
+			return create(ctx, dyn, carrierOf("Pod"), fmt.Sprintf("hostpath-%d", i), podWith(tt.path, tt.readOnly), metav1.CreateOptions{})
 		}})
 	}
 	return out
@@ -248,12 +254,12 @@ func workloadRoutes(mallory kubernetes.Interface, dyn dynamic.Interface) []route
 	hostNetwork := map[string]any{"hostNetwork": true, "containers": []any{container("c", nil)}}
 	return []route{
 		{"a dry-run create of a privileged pod", "privileged", func(ctx context.Context) error {
-			return create(ctx, dyn, carriers[0], "dry", hostAccess[7].spec, dryRun)
+			return create(ctx, dyn, carrierOf("Pod"), "dry", map[string]any{"containers": []any{container("c", map[string]any{"securityContext": map[string]any{"privileged": true}})}}, dryRun)
 		}},
 		{"a server-side apply of a hostNetwork pod", "host-network", func(ctx context.Context) error {
 			body, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "applied"}, "spec": hostNetwork})
 			force := true
-			_, err := dyn.Resource(carriers[0].gvr).Namespace("red-dev").Patch(ctx, "applied", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "mallory", Force: &force})
+			_, err := dyn.Resource(carrierOf("Pod").gvr).Namespace("red-dev").Patch(ctx, "applied", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "mallory", Force: &force})
 			return err
 		}},
 		{"an update putting a Deployment on the host network", "host-network", func(ctx context.Context) error {
@@ -466,12 +472,13 @@ func classAndServiceRoutes(mallory kubernetes.Interface, dyn dynamic.Interface) 
 	externalName := service("name", corev1.ServiceTypeExternalName)
 	externalName.Spec.ExternalName, externalName.Spec.Ports = "example.com", nil
 	return []route{
+		{"a claim naming no StorageClass, red having no default", "storage-class", claimWith("classless", nil, nil)},
 		{"a claim of a StorageClass red may not use", "storage-class", claimWith("fast", &fast, nil)},
 		{"a claim of no class at all (\"\")", "storage-class", claimWith("none", &none, nil)},
 		{"the legacy StorageClass annotation over an allowed class", "storage-class", claimWith("legacy", &standard, map[string]string{"volume.beta.kubernetes.io/storage-class": "fast"})},
 		{"a StatefulSet claim template of a StorageClass red may not use", "storage-class", func(ctx context.Context) error {
 			spec := map[string]any{"containers": []any{container("c", nil)}}
-			c := carriers[6]
+			c := carrierOf("StatefulSet")
 			obj := c.wrap(spec)
 			obj["spec"].(map[string]any)["volumeClaimTemplates"] = []any{map[string]any{"metadata": map[string]any{"name": "data"}, "spec": map[string]any{
 				"storageClassName": "fast", "accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}},
@@ -482,13 +489,13 @@ func classAndServiceRoutes(mallory kubernetes.Interface, dyn dynamic.Interface) 
 			spec := map[string]any{"containers": []any{container("c", nil)}, "volumes": []any{map[string]any{"name": "scratch", "ephemeral": map[string]any{"volumeClaimTemplate": map[string]any{"spec": map[string]any{
 				"storageClassName": "fast", "accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}},
 			}}}}}}
-			return create(ctx, dyn, carriers[0], "ephemeral", spec, dryRun)
+			return create(ctx, dyn, carrierOf("Pod"), "ephemeral", spec, dryRun)
 		}},
 		{"a PriorityClass red may not use", "priority-class", func(ctx context.Context) error {
-			return create(ctx, dyn, carriers[0], "critical", map[string]any{"priorityClassName": "system-node-critical", "containers": []any{container("c", nil)}}, dryRun)
+			return create(ctx, dyn, carrierOf("Pod"), "critical", map[string]any{"priorityClassName": "system-node-critical", "containers": []any{container("c", nil)}}, dryRun)
 		}},
 		{"a Deployment with a PriorityClass red may not use", "priority-class", func(ctx context.Context) error {
-			return create(ctx, dyn, carriers[3], "critical", map[string]any{"priorityClassName": "system-cluster-critical", "containers": []any{container("c", nil)}}, dryRun)
+			return create(ctx, dyn, carrierOf("Deployment"), "critical", map[string]any{"priorityClassName": "system-cluster-critical", "containers": []any{container("c", nil)}}, dryRun)
 		}},
 		{"a NodePort Service", "service-type", svc(service("np", corev1.ServiceTypeNodePort))},
 		{"an ExternalName Service", "service-type", svc(externalName)},
@@ -520,18 +527,6 @@ func createObject(ctx context.Context, dyn dynamic.Interface, c carrier, name st
 	u.SetName(name)
 	_, err := dyn.Resource(c.gvr).Namespace("red-dev").Create(ctx, u, opts)
 	return err
-}
-
-// dynamicAs is a dynamic client acting as user in groups.
-func dynamicAs(t *testing.T, admin *rest.Config, user string, groups ...string) dynamic.Interface {
-	t.Helper()
-	cfg := rest.CopyConfig(admin)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{"system:authenticated"}, groups...)}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dyn
 }
 
 func service(name string, typ corev1.ServiceType) *corev1.Service {

@@ -220,28 +220,16 @@ func claim(name string, class *string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-var noNodePorts = false
-
+// loadBalancer is a LoadBalancer Service without node ports (gas may not
+// use NodePort).
 func loadBalancer(name string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		// no node ports: gas may not use NodePort
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &noNodePorts, Ports: []corev1.ServicePort{{Port: 443}}},
-	}
+	s := service(name, corev1.ServiceTypeLoadBalancer)
+	s.Spec.AllocateLoadBalancerNodePorts = new(bool)
+	return s
 }
 
-// updateRegistry edits the document in the registry ConfigMap.
+// updateRegistry edits the document in the shared cluster's registry ConfigMap.
 func updateRegistry(t *testing.T, edit func(string) string) {
 	t.Helper()
-	ctx := context.WithoutCancel(t.Context()) // also used from t.Cleanup
-	cm, err := cluster.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := cm.Data["tenants.yaml"]
-	edited := edit(doc)
-	cm.Data["tenants.yaml"] = edited
-	if _, err := cluster.Client.CoreV1().ConfigMaps(live.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setRegistryDoc(t, cluster, edit(registryDoc(t, cluster)))
 }

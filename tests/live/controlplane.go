@@ -14,6 +14,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -128,6 +129,14 @@ func (p *ControlPlane) As(user string, groups ...string) kubernetes.Interface {
 	cfg := rest.CopyConfig(p.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{TenantsGroup, "system:authenticated"}, groups...)}
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// DynamicAs is a dynamic client acting as user, in the tenants group
+// besides groups, as As.
+func (p *ControlPlane) DynamicAs(user string, groups ...string) dynamic.Interface {
+	cfg := rest.CopyConfig(p.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append([]string{TenantsGroup, "system:authenticated"}, groups...)}
+	return dynamic.NewForConfigOrDie(cfg)
 }
 
 // AsOnly is a client acting as user with only the given groups (and

@@ -31,3 +31,12 @@ func CopyPolicy(dir string, tests ...string) error {
 		return os.WriteFile(target, data, 0o600)
 	})
 }
+
+// ReplaceFile replaces a file by renaming a complete new one over it, the
+// way a ConfigMap volume changes: a reader never sees it half written.
+func ReplaceFile(path string, data []byte) error {
+	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}

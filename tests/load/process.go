@@ -114,9 +114,13 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 		}
 		close(lines)
 		for sc.Scan() {
-			var st Reloads
-			if json.Unmarshal(sc.Bytes(), &st) == nil {
-				p.reloads.Store(&st)
+			var st struct {
+				Reloads
+				Loaded *int64 `json:"reloads"` // required: other lines are not reload statuses
+			}
+			if json.Unmarshal(sc.Bytes(), &st) == nil && st.Loaded != nil {
+				st.Reloads.Loaded = *st.Loaded
+				p.reloads.Store(&st.Reloads)
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)

@@ -17,22 +17,22 @@ import (
 type SoakConfig struct {
 	// Scale is the cluster the target holds; Corpus the distinct requests
 	// sent in turn, whose expected decisions are the control set.
-	Scale  Scale
-	Corpus int
+	Scale  Scale `json:"scale"`
+	Corpus int   `json:"corpus"`
 	// Rate is the offered requests per second, with at most Workers in
 	// flight, for Duration in windows of Window, after an untimed Warmup
 	// at the same rate.
-	Rate     float64
-	Workers  int
-	Duration time.Duration
-	Window   time.Duration
-	Warmup   time.Duration
+	Rate     float64       `json:"rate"`
+	Workers  int           `json:"workers"`
+	Duration time.Duration `json:"duration"`
+	Window   time.Duration `json:"window"`
+	Warmup   time.Duration `json:"warmup"`
 	// Reload is how often the target loads a changed registry.
-	Reload time.Duration
+	Reload time.Duration `json:"reload"`
 	// MaxGrowth is the RSS growth allowed, as a fraction of the baseline.
-	MaxGrowth float64
+	MaxGrowth float64 `json:"maxGrowth"`
 	// Log receives a line per window.
-	Log io.Writer
+	Log io.Writer `json:"-"`
 }
 
 // SoakWindow is one window of a soak: its run and the target's RSS,
@@ -79,7 +79,7 @@ func driveSampling(ctx context.Context, p *Process, t *Target, corpus []scale.Re
 
 // SoakReport is what a soak measured.
 type SoakReport struct {
-	Config  SoakConfig   `json:"-"`
+	Config  SoakConfig   `json:"config"`
 	Windows []SoakWindow `json:"windows"`
 	// Requests, Errors and Wrong are summed over the windows.
 	Requests int64 `json:"requests"`
@@ -168,8 +168,8 @@ func (r *SoakReport) Problems() []string {
 	}
 	if r.Config.Reload > 0 && len(r.Windows) > 0 {
 		total := r.Windows[len(r.Windows)-1].End + r.Config.Warmup
-		if want := int64(total/r.Config.Reload) / 2; r.Reloads.Loaded < want {
-			out = append(out, fmt.Sprintf("only %d registry reloads, expected about %d", r.Reloads.Loaded, int64(total/r.Config.Reload)))
+		if expected := int64(total / r.Config.Reload); r.Reloads.Loaded < expected/2 {
+			out = append(out, fmt.Sprintf("only %d registry reloads, fewer than half the %d expected", r.Reloads.Loaded, expected))
 		}
 	}
 	if r.Growth > r.Config.MaxGrowth {

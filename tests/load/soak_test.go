@@ -8,6 +8,8 @@ import (
 )
 
 func TestASoakReloadsTheRegistryWhileEveryAnswerIsChecked(t *testing.T) {
+	// 3 s measure no memory growth (MaxGrowth is out of reach here);
+	// TestSoakProblemsNameEachMissedBar checks the growth bar.
 	cfg := SoakConfig{
 		Scale: Scale{Tenants: 20, Namespaces: 10, Pods: 2}, Corpus: 100,
 		Rate: 200, Workers: 16, Duration: 3 * time.Second, Window: time.Second, Warmup: 200 * time.Millisecond,
@@ -47,7 +49,7 @@ func TestSoakProblemsNameEachMissedBar(t *testing.T) {
 	r.add(SoakWindow{Result: Result{Requests: 60000, Errors: 2, Wrong: 1, Behind: true}, End: 2 * time.Minute, RSS: 125})
 	r.Reloads = Reloads{Loaded: 3, Failed: 1}
 	got := strings.Join(r.Problems(), "\n")
-	for _, want := range []string{"2 errors and 1 wrong decisions", "ending at 2m0s fell behind 1000", "1 registry reloads refused", "only 3 registry reloads, expected about 12", "RSS grew 25.0% (100 to 125 MiB), over 10%"} {
+	for _, want := range []string{"2 errors and 1 wrong decisions", "ending at 2m0s fell behind 1000", "1 registry reloads refused", "only 3 registry reloads, fewer than half the 12 expected", "RSS grew 25.0% (100 to 125 MiB), over 10%"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
 		}

@@ -6,8 +6,9 @@
 #   A tenant allowed LoadBalancer but not NodePort gets no node ports either:
 #   its LoadBalancer Services must set allocateLoadBalancerNodePorts: false
 #   (the API server defaults it to true) and name no nodePort.
-#   Updates are judged when they change the type, the node ports or the
-#   external IPs.
+#   Updates are judged when they change the type or the external IPs, or
+#   make a LoadBalancer open node ports it did not open before; a
+#   LoadBalancer that already opened node ports is not re-judged.
 package tenantguard.rules.services
 
 import data.tenantguard.lib.tenancy

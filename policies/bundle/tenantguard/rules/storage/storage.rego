@@ -7,7 +7,8 @@
 #   spec. The class is read as the API server reads it: the legacy annotation
 #   first, then spec.storageClassName; "" (no class) is a name like any other.
 #   A claim created without a class gets the tenant default; for a tenant
-#   with no default such a claim (created, or added by an update) is refused, since it would bind to a volume
+#   with no default such a claim is refused (created, or made classless or
+#   added by an update), since it would bind to a volume
 #   without a class or, later, take the cluster default whatever it is.
 package tenantguard.rules.storage
 
@@ -42,8 +43,15 @@ _claims contains {"what": what, "pointer": pointer, "claim": claim, "before": be
 	claim := volume.ephemeral.volumeClaimTemplate
 	what := sprintf("ephemeral volume %q", [volume.name])
 	pointer := sprintf("%s/volumes/%d/ephemeral/volumeClaimTemplate", [podspec.json_path, i])
-	before := object.get(_at(object.get(podspec.old_spec, "volumes", []), i), ["ephemeral", "volumeClaimTemplate"], {})
+	before := object.get(_old_volume(volume.name), ["ephemeral", "volumeClaimTemplate"], {})
 }
+
+# The volume of the same name before the update, or {}: volumes are matched
+# by name, so inserting one does not shift what the others are compared with.
+_old_volume(name) := volume if {
+	some volume in object.get(podspec.old_spec, "volumes", [])
+	volume.name == name
+} else := {}
 
 # The element at index i of an array, or {} when there is none.
 _at(array, i) := array[i] if {
@@ -78,17 +86,22 @@ violations contains {"id": "storage-class", "msg": msg} if {
 	object.get(_policy, "default", "") == ""
 	some entry in _claims
 	not _class(entry.claim)
-	_new_claim(entry)
+	_newly_classless(entry)
 	msg := sprintf("%s names no StorageClass and tenant %q has no default one; name one of: %s", [entry.what, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
 }
 
-# A claim is new on a create, and on an update that adds it (an ephemeral
-# volume added to a workload's pod template).
-_new_claim(_) if input.request.operation == "CREATE"
+# A claim naming no class is judged unless it named none before either: on a
+# create, and on an update that adds it or drops its class.
+_newly_classless(_) if input.request.operation == "CREATE"
 
-_new_claim(entry) if {
+_newly_classless(entry) if {
 	input.request.operation == "UPDATE"
-	entry.before == {}
+	not _classless_before(entry)
+}
+
+_classless_before(entry) if {
+	entry.before != {}
+	not _class(entry.before)
 }
 
 _unchanged(entry, class) if {

@@ -86,6 +86,19 @@ test_an_update_adding_a_claim_without_class_is_judged if {
 	count(_eval(f.in_namespace(f.update(new, new), "gas-a", "gas")).violations) == 0
 }
 
+test_an_update_dropping_a_class_or_inserting_a_volume_is_judged if {
+	classed := {"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "standard"}}}}
+	classless := {"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+	old := f.pod({"containers": [f.container({})], "volumes": [classed]})
+	dropped := f.pod({"containers": [f.container({})], "volumes": [classless]})
+	{v.id | some v in _eval(f.in_namespace(f.update(old, dropped), "gas-a", "gas")).violations} == {"storage-class"}
+
+	# a classless volume inserted before a classless one is judged; the old one is not
+	before := f.pod({"containers": [f.container({})], "volumes": [classless]})
+	inserted := f.pod({"containers": [f.container({})], "volumes": [object.union(classless, {"name": "scratch"}), classless]})
+	{v.msg | some v in _eval(f.in_namespace(f.update(before, inserted), "gas-a", "gas")).violations} == {"ephemeral volume \"scratch\" names no StorageClass and tenant \"gas\" has no default one; name one of: standard, or names matching ^gas-"}
+}
+
 test_update_keeping_a_grandfathered_class_is_allowed if {
 	r := _eval(f.update(_pvc({"storageClassName": "fast"}), _pvc({"storageClassName": "fast", "resources": {}})))
 	count(r.violations) == 0
