@@ -17,6 +17,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/certrotate"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/memlimit"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/quotaledger"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	pollInterval      time.Duration
 	// webhookTenantLabel is --webhook-tenant-label
 	webhookTenantLabel string
+	memoryLimit        string
 	managers           []string
 	logLevel           string
 	quotaSyncTimeout   time.Duration
@@ -79,6 +81,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
+	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
@@ -130,6 +133,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	limit, source, err := memlimit.Apply(o.memoryLimit)
+	if err != nil {
+		return usageErrorf("--memory-limit: %v", err)
+	}
+	log.Info("memory limit", "bytes", limit, "from", source)
 	cfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {
 		return usageErrorf("kubeconfig: %v", err)

@@ -35,6 +35,9 @@ type Config struct {
 	// ProfileDir, when set, receives a CPU profile of each served target
 	// (TARGET.pprof).
 	ProfileDir string
+	// MemoryLimit is tenantguard's soft memory limit, as serve
+	// --memory-limit takes it ("" or "0": none).
+	MemoryLimit string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -66,7 +69,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
-	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, Targets: map[string]TargetInfo{}}
+	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, Targets: map[string]TargetInfo{}}
 
 	names := []string{TargetNull, TargetTenantguard}
 	if cfg.OPA != "" {
@@ -89,7 +92,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.ProfileDir != "" {
 				profile = filepath.Join(cfg.ProfileDir, name+".pprof")
 			}
-			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile})
+			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit})
 			if err == nil {
 				target.URL = "https://" + st.Addr + "/validate?timeout=10s"
 				info.Sync, info.Ready = st.Sync, st.Ready

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/memlimit"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -89,6 +90,9 @@ type ServedOptions struct {
 	// Reload, when set, has tenantguard load a changed registry this often
 	// while it serves (see ServeTenantguard).
 	Reload time.Duration
+	// MemoryLimit is tenantguard's soft memory limit, as serve
+	// --memory-limit takes it ("" or "0": none).
+	MemoryLimit string
 }
 
 // StartServed runs `EXECUTABLE serve ...` (this harness's own binary) and
@@ -102,7 +106,7 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 	out, w := io.Pipe()
 	p, err := start(ctx, target, w, exe, "serve", "-target", target, "-cert", certFile, "-key", keyFile,
 		"-tenants", strconv.Itoa(s.Tenants), "-namespaces", strconv.Itoa(s.Namespaces), "-pods", strconv.Itoa(s.Pods),
-		"-cpuprofile", o.CPUProfile, "-reload", o.Reload.String())
+		"-cpuprofile", o.CPUProfile, "-reload", o.Reload.String(), "-memory-limit", o.MemoryLimit)
 	if err != nil {
 		return nil, Started{}, err
 	}
@@ -170,6 +174,7 @@ func ServeMain(args []string, stdout io.Writer) error {
 	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the served target here")
 	reload := fs.Duration("reload", 0, "load a changed registry this often (tenantguard only; 0: never)")
+	memoryLimit := fs.String("memory-limit", "", "tenantguard's soft memory limit, as serve --memory-limit takes it (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -190,6 +195,11 @@ func ServeMain(args []string, stdout io.Writer) error {
 		}
 		line, _ := json.Marshal(st)
 		_, _ = fmt.Fprintf(stdout, "%s\n", line)
+	}
+	if *target == "tenantguard" && *memoryLimit != "" && *memoryLimit != "0" {
+		if _, _, err := memlimit.Apply(*memoryLimit); err != nil {
+			return err
+		}
 	}
 	switch *target {
 	case "tenantguard":

@@ -19,6 +19,8 @@ type Report struct {
 	Command  string `json:"command"`
 	Scale    Scale  `json:"scale"`
 	Corpus   int    `json:"corpus"`
+	// MemoryLimit is tenantguard's soft memory limit (serve --memory-limit).
+	MemoryLimit string `json:"memoryLimit"`
 	// Results of every run, target by target.
 	Results []Result              `json:"results"`
 	Targets map[string]TargetInfo `json:"targets"`
@@ -167,8 +169,9 @@ func (r *Report) Markdown(plot string) string {
 		"each target in its own process, one after the other in one run. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
-		"in tenantguard's view and in OPA's data.kubernetes.\n\n",
-		r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods)
+		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
+		"(`serve --memory-limit`): %s.\n\n",
+		r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit))
 	b.WriteString("### Targets\n\n")
 	r.WriteSummary(&b)
 	b.WriteString("\n### Load runs\n\n")
@@ -212,4 +215,12 @@ func UpdateBenchmarks(file, section string) error {
 		doc = doc[:at+1] + section + "\n" + doc[at+1:]
 	}
 	return os.WriteFile(file, []byte(doc), 0o644) //nolint:gosec // a document of the repository
+}
+
+// memoryLimitText names a memory limit setting for the report.
+func memoryLimitText(limit string) string {
+	if limit == "" || limit == "0" {
+		return "none"
+	}
+	return limit
 }

@@ -1,0 +1,51 @@
+package memlimit
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestResolve(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name    string
+		setting string
+		files   fstest.MapFS
+		env     func(string) string
+		limit   int64
+		source  string
+		err     string
+	}{
+		{"a size is taken as it is", "128Mi", nil, noEnv, 128 << 20, "flag", ""},
+		{"0 sets no limit", "0", nil, noEnv, 0, "flag", ""},
+		{"a negative size is an error", "-1Mi", nil, noEnv, 0, "", "is not"},
+		{"a word is an error", "lots", nil, noEnv, 0, "", "is not"},
+		{"auto takes 90% of the cgroup v2 limit", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("536870912\n")}}, noEnv, 483183820, "cgroup sys/fs/cgroup/memory.max", ""},
+		{"auto takes 90% of the cgroup v1 limit", Auto, fstest.MapFS{"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("167772160")}}, noEnv, 150994944, "cgroup sys/fs/cgroup/memory/memory.limit_in_bytes", ""},
+		{"an unlimited cgroup v2 sets none", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("max\n")}}, noEnv, 0, "no cgroup limit", ""},
+		{"cgroup v1's unlimited value sets none", Auto, fstest.MapFS{"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712")}}, noEnv, 0, "no cgroup limit", ""},
+		{"no cgroup file sets none", Auto, fstest.MapFS{}, noEnv, 0, "no cgroup limit", ""},
+		{"GOMEMLIMIT wins over auto", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("536870912")}}, func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return "100MiB"
+			}
+			return ""
+		}, 0, "GOMEMLIMIT", ""},
+		{"an unreadable limit is an error", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("lots")}}, noEnv, 0, "", "reading sys/fs/cgroup/memory.max"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limit, source, err := Resolve(tt.setting, tt.files, tt.env)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || limit != tt.limit || source != tt.source {
+				t.Fatalf("got %d from %q (%v), want %d from %q", limit, source, err, tt.limit, tt.source)
+			}
+		})
+	}
+}
