@@ -2,8 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -158,5 +161,36 @@ func BenchmarkValidateCorpus(b *testing.B) {
 			b.Fatalf("%s: decision %+v, %v", corpus[i].Kind, d, err)
 		}
 		i = (i + 1) % len(reqs)
+	}
+}
+
+func TestParseDecisionReadsTheDecisionValue(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    *Decision
+		wantErr bool
+	}{
+		{"a clean decision", `{"allowed": true, "deny": [], "warn": [], "dryrun": []}`, &Decision{Allowed: true, Deny: []Violation{}, Warn: []Violation{}, DryRun: []Violation{}}, false},
+		{"lists may be sets or missing", `{"allowed": true, "warn": {{"id": "x", "msg": "m"}}}`, &Decision{Allowed: true, Warn: []Violation{{ID: "x", Msg: "m"}}}, false},
+		{"a denial makes it refused whatever allowed says", `{"allowed": true, "deny": [{"id": "host-network", "msg": "no"}]}`, &Decision{Deny: []Violation{{ID: "host-network", Msg: "no"}}}, false},
+		{"allowed must be a boolean", `{"allowed": 1}`, nil, true},
+		{"a violation's id must be a string", `{"allowed": false, "deny": [{"id": 1, "msg": "m"}]}`, nil, true},
+		{"a list must be a list", `{"allowed": true, "deny": "no"}`, nil, true},
+		{"the decision must be an object", `true`, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseDecision(ast.MustParseTerm(tt.value).Value)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "is not {allowed, deny, warn, dryrun}") {
+					t.Fatalf("got %+v, %v; want the shape error", got, err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
 }

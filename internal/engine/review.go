@@ -114,12 +114,20 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 
 // decision evaluates the validating decision.
 func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, error) {
-	result, err := eval(ctx, e.decide, DecisionQuery, value)
+	rs, err := e.decide.Eval(ctx, rego.EvalParsedInput(value), rego.EvalGenerateJSON(asValue))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("evaluating %s: %w", DecisionQuery, err)
 	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, fmt.Errorf("%s is undefined", DecisionQuery)
+	}
+	result, _ := rs[0].Expressions[0].Value.(ast.Value)
 	return parseDecision(result)
 }
+
+// asValue keeps a query's result as the OPA value it is, read by
+// parseDecision without converting it to Go values and JSON first.
+func asValue(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
 
 // eval runs a prepared query on a parsed input and returns its value.
 func eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input ast.Value) (any, error) {
@@ -133,23 +141,83 @@ func eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input 
 	return rs[0].Expressions[0].Value, nil
 }
 
-// parseDecision reads {allowed, deny, warn, dryrun}; any other shape is an
-// error, so a broken replacement policy fails closed.
-func parseDecision(value any) (*Decision, error) {
-	raw, err := json.Marshal(value)
-	if err != nil {
-		return nil, err
+// parseDecision reads {allowed, deny, warn, dryrun}, each list of {id, msg};
+// any other shape is an error, so a broken replacement policy fails closed.
+func parseDecision(value ast.Value) (*Decision, error) {
+	obj, ok := value.(ast.Object)
+	wrong := func() (*Decision, error) {
+		return nil, fmt.Errorf("%s is not {allowed, deny, warn, dryrun}: %v", DecisionQuery, value)
 	}
-	var d struct {
-		Allowed *bool       `json:"allowed"`
-		Deny    []Violation `json:"deny"`
-		Warn    []Violation `json:"warn"`
-		DryRun  []Violation `json:"dryrun"`
+	if !ok {
+		return wrong()
 	}
-	if err := json.Unmarshal(raw, &d); err != nil || d.Allowed == nil {
-		return nil, fmt.Errorf("%s is not {allowed, deny, warn, dryrun}: %s", DecisionQuery, raw)
+	allowed, ok := valueAt(obj, "allowed").(ast.Boolean)
+	if !ok {
+		return wrong()
 	}
-	return &Decision{Allowed: *d.Allowed && len(d.Deny) == 0, Deny: d.Deny, Warn: d.Warn, DryRun: d.DryRun}, nil
+	var d Decision
+	for _, list := range []struct {
+		key  string
+		into *[]Violation
+	}{{"deny", &d.Deny}, {"warn", &d.Warn}, {"dryrun", &d.DryRun}} {
+		vs, ok := violations(valueAt(obj, list.key))
+		if !ok {
+			return wrong()
+		}
+		*list.into = vs
+	}
+	d.Allowed = bool(allowed) && len(d.Deny) == 0
+	return &d, nil
+}
+
+// valueAt is the value of key in obj, or nil.
+func valueAt(obj ast.Object, key string) ast.Value {
+	if t := obj.Get(ast.InternedTerm(key)); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+// stringAt is the string at key of obj: "" when there is none, not ok when
+// it is not a string.
+func stringAt(obj ast.Object, key string) (string, bool) {
+	switch v := valueAt(obj, key).(type) {
+	case nil:
+		return "", true
+	case ast.String:
+		return string(v), true
+	}
+	return "", false
+}
+
+// violations reads a list (array or set) of {id, msg}; a missing list is
+// empty.
+func violations(value ast.Value) ([]Violation, bool) {
+	var terms []*ast.Term
+	switch v := value.(type) {
+	case nil:
+		return nil, true
+	case *ast.Array:
+		v.Foreach(func(t *ast.Term) { terms = append(terms, t) })
+	case ast.Set:
+		terms = v.Slice()
+	default:
+		return nil, false
+	}
+	out := make([]Violation, 0, len(terms))
+	for _, t := range terms {
+		obj, ok := t.Value.(ast.Object)
+		if !ok {
+			return nil, false
+		}
+		id, idOK := stringAt(obj, "id")
+		msg, msgOK := stringAt(obj, "msg")
+		if !idOK || !msgOK {
+			return nil, false
+		}
+		out = append(out, Violation{ID: id, Msg: msg})
+	}
+	return out, true
 }
 
 // applyPatch applies JSON patch operations to an object's raw JSON.
