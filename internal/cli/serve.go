@@ -36,17 +36,18 @@ type serveOptions struct {
 	pollInterval      time.Duration
 	// webhookTenantLabel is --webhook-tenant-label
 	webhookTenantLabel string
-	memoryLimit        string
-	managers           []string
-	logLevel           string
-	quotaSyncTimeout   time.Duration
-	generator          bool
-	leaderElection     bool
-	leaderNamespace    string
-	tlsSecret          string
-	rotation           certrotate.Options
-	quotaMode          string
-	reservationTTL     time.Duration
+	// memoryLimit is --memory-limit (memlimit.Resolve's setting)
+	memoryLimit      string
+	managers         []string
+	logLevel         string
+	quotaSyncTimeout time.Duration
+	generator        bool
+	leaderElection   bool
+	leaderNamespace  string
+	tlsSecret        string
+	rotation         certrotate.Options
+	quotaMode        string
+	reservationTTL   time.Duration
 }
 
 // The quota modes of serve --quota-mode.

@@ -196,7 +196,7 @@ func ServeMain(args []string, stdout io.Writer) error {
 		line, _ := json.Marshal(st)
 		_, _ = fmt.Fprintf(stdout, "%s\n", line)
 	}
-	if *target == "tenantguard" && *memoryLimit != "" && *memoryLimit != "0" {
+	if *target == "tenantguard" && *memoryLimit != "" {
 		if _, _, err := memlimit.Apply(*memoryLimit); err != nil {
 			return err
 		}
