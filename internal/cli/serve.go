@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -48,6 +49,8 @@ type serveOptions struct {
 	rotation         certrotate.Options
 	quotaMode        string
 	reservationTTL   time.Duration
+	// evaluators is --evaluators: 0 is GOMAXPROCS
+	evaluators int
 }
 
 // The quota modes of serve --quota-mode.
@@ -83,6 +86,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
+	f.IntVar(&o.evaluators, "evaluators", 0, "policy evaluations run at once; more wait their turn in arrival order (0: one per CPU the Go runtime uses, GOMAXPROCS, which follows the container's CPU limit)")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
@@ -122,6 +126,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if o.quotaMode != quotaLocal && o.quotaMode != quotaStrict {
 		return usageErrorf("--quota-mode must be %s or %s, got %q", quotaLocal, quotaStrict, o.quotaMode)
 	}
+	if o.evaluators < 0 {
+		return usageErrorf("--evaluators must be 0 (one per CPU) or more, got %d", o.evaluators)
+	}
 	if o.reservationTTL < 30*time.Second {
 		return usageErrorf("--quota-reservation-ttl must be at least 30s (the longest a decision can take), got %s", o.reservationTTL)
 	}
@@ -150,7 +157,14 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 
 	ctx := cmd.Context()
 	m := metrics.New()
-	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log})
+	evaluators := o.evaluators
+	if evaluators == 0 {
+		evaluators = runtime.GOMAXPROCS(0)
+	}
+	pool := engine.NewPool(evaluators)
+	defer pool.Close()
+	log.Info("policy evaluators", "count", evaluators)
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool})
 	if o.policyDir == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)
 	} else {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -29,14 +30,21 @@ type Options struct {
 	Modules map[string]string
 	// Managers are the user names of tenantguard itself; DefaultManager when empty.
 	Managers []string
+	// Pool runs the evaluations; nil runs them on the caller's goroutine.
+	Pool *Pool
 }
 
 // Engine decides admission requests for one registry and one policy. It is
 // immutable and safe for concurrent use; a new registry or policy is a new Engine.
 type Engine struct {
 	registry *registry.Snapshot
-	mutate   rego.PreparedEvalQuery
-	decide   rego.PreparedEvalQuery
+	pool     *Pool
+	// txn is one read transaction on the engine's store, shared by every
+	// evaluation: the store is never written after New, so nothing is
+	// gained by opening (and locking) one per request.
+	txn    storage.Transaction
+	mutate rego.PreparedEvalQuery
+	decide rego.PreparedEvalQuery
 }
 
 // New compiles the rule library and loads the registry into the OPA store.
@@ -64,7 +72,11 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 		"registry": reg.Data(),
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg}
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
+	}
+	e := &Engine{registry: reg, pool: opts.Pool, txn: txn}
 	for query, into := range map[string]*rego.PreparedEvalQuery{MutationsQuery: &e.mutate, DecisionQuery: &e.decide} {
 		prepared, err := rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {

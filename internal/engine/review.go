@@ -8,6 +8,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -94,7 +95,7 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 	if req.Object == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return nil, nil, nil
 	}
-	result, err := eval(ctx, e.mutate, MutationsQuery, value)
+	result, err := e.eval(ctx, e.mutate, MutationsQuery, value)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,26 +115,34 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 
 // decision evaluates the validating decision.
 func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, error) {
-	rs, err := e.decide.Eval(ctx, rego.EvalParsedInput(value), rego.EvalGenerateJSON(asValue))
+	result, err := e.eval(ctx, e.decide, DecisionQuery, value, rego.EvalGenerateJSON(asValue))
 	if err != nil {
-		return nil, fmt.Errorf("evaluating %s: %w", DecisionQuery, err)
+		return nil, err
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return nil, fmt.Errorf("%s is undefined", DecisionQuery)
-	}
-	result, _ := rs[0].Expressions[0].Value.(ast.Value)
-	return parseDecision(result)
+	v, _ := result.(ast.Value)
+	return parseDecision(v)
 }
 
 // asValue keeps a query's result as the OPA value it is, read by
 // parseDecision without converting it to Go values and JSON first.
 func asValue(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
 
-// eval runs a prepared query on a parsed input and returns its value.
-func eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input ast.Value) (any, error) {
-	rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating %s: %w", name, err)
+// noMetrics spares each evaluation the timers and counters nobody reads.
+var noMetrics = metrics.NoOp()
+
+// eval runs a prepared query on a parsed input, in the engine's pool, and
+// returns its value.
+func (e *Engine) eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input ast.Value, opts ...rego.EvalOption) (any, error) {
+	var (
+		rs      rego.ResultSet
+		evalErr error
+	)
+	opts = append(opts, rego.EvalParsedInput(input), rego.EvalTransaction(e.txn), rego.EvalMetrics(noMetrics))
+	if err := e.pool.Do(ctx, func() { rs, evalErr = query.Eval(ctx, opts...) }); err != nil {
+		return nil, err
+	}
+	if evalErr != nil {
+		return nil, fmt.Errorf("evaluating %s: %w", name, evalErr)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return nil, fmt.Errorf("%s is undefined", name)

@@ -30,6 +30,9 @@ type Observer interface {
 type Options struct {
 	// Managers are tenantguard's own user names (see engine.Options).
 	Managers []string
+	// Pool runs the engines' evaluations (see engine.Options); nil runs them
+	// on the requests' goroutines.
+	Pool *engine.Pool
 	// Observer is told of every load; optional.
 	Observer Observer
 	// Logger receives one line per load; slog.Default() when nil.
@@ -171,7 +174,7 @@ func selfCheck(ctx context.Context, modules map[string]string) error {
 // follows the registry's tenant label first, so counts are by the label the
 // new engine reads.
 func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, modules map[string]string) error {
-	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers})
+	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers, Pool: s.opts.Pool})
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/server"
@@ -49,7 +51,9 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
 	synced := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := state.New(view, state.Options{Logger: log})
+	pool := engine.NewPool(runtime.GOMAXPROCS(0))
+	defer pool.Close()
+	store := state.New(view, state.Options{Logger: log, Pool: pool})
 	if err := store.LoadPolicy(ctx, "embedded", nil); err != nil {
 		return err
 	}

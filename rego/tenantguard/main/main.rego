@@ -16,27 +16,26 @@ package tenantguard.main
 import data.tenantguard.lib.tenancy
 import data.tenantguard.rules
 
-_pod_carriers := ["pods", "priority", "storage", "quota", "managed"]
+# One rule per kind, so that rule indexing picks the route without building the
+# whole table on every request.
+_route("/Namespace") := ["namespaces"]
 
-_routes := {
-	"/Namespace": ["namespaces"],
-	"/Pod": _pod_carriers,
-	"/PodTemplate": _pod_carriers,
-	"/ReplicationController": _pod_carriers,
-	"apps/ReplicaSet": _pod_carriers,
-	"apps/Deployment": _pod_carriers,
-	"apps/StatefulSet": _pod_carriers,
-	"apps/DaemonSet": _pod_carriers,
-	"batch/Job": _pod_carriers,
-	"batch/CronJob": _pod_carriers,
-	"/PersistentVolumeClaim": ["storage", "quota", "managed"],
-	"/Service": ["services", "quota", "managed"],
+_route("/PersistentVolumeClaim") := ["storage", "quota", "managed"]
+
+_route("/Service") := ["services", "quota", "managed"]
+
+_route(kind) := ["pods", "priority", "storage", "quota", "managed"] if {
+	kind in {
+		"/Pod", "/PodTemplate", "/ReplicationController",
+		"apps/ReplicaSet", "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet",
+		"batch/Job", "batch/CronJob",
+	}
 }
 
 # METADATA
 # description: The rule families that can apply to the request's kind.
 families := route if {
-	route := _routes[tenancy.kind_key]
+	route := _route(tenancy.kind_key)
 } else := ["quota", "managed"]
 
 # METADATA

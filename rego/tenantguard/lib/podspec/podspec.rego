@@ -9,23 +9,24 @@ package tenantguard.lib.podspec
 
 import data.tenantguard.lib.tenancy
 
-_template := ["spec", "template", "spec"]
+# One rule per path, so that rule indexing picks it without building a table
+# on every request.
+_path("/Pod") := ["spec"]
 
-_paths := {
-	"/Pod": ["spec"],
-	"/PodTemplate": ["template", "spec"],
-	"/ReplicationController": _template,
-	"apps/ReplicaSet": _template,
-	"apps/Deployment": _template,
-	"apps/StatefulSet": _template,
-	"apps/DaemonSet": _template,
-	"batch/Job": _template,
-	"batch/CronJob": ["spec", "jobTemplate", "spec", "template", "spec"],
+_path("/PodTemplate") := ["template", "spec"]
+
+_path("batch/CronJob") := ["spec", "jobTemplate", "spec", "template", "spec"]
+
+_path(kind) := ["spec", "template", "spec"] if {
+	kind in {
+		"/ReplicationController", "apps/ReplicaSet", "apps/Deployment",
+		"apps/StatefulSet", "apps/DaemonSet", "batch/Job",
+	}
 }
 
 # METADATA
 # description: The path of the pod spec inside the request's object.
-path := _paths[tenancy.kind_key]
+path := _path(tenancy.kind_key)
 
 # METADATA
 # description: The request writes an object that carries a pod spec.

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Pool runs policy evaluations on a fixed set of long-lived goroutines.
+//
+// Rego evaluation recurses deeply, so the goroutine that runs it grows a large
+// stack. Run on every HTTP connection's goroutine, that stack is grown again
+// after each garbage collection shrinks it, and under load every open
+// connection holds one: with 256 requests in flight that is most of the
+// server's memory. A pool bounds both to its size, and queues evaluations
+// beyond it, in arrival order, instead of letting them share the CPU.
+//
+// A nil *Pool runs evaluations on the caller's goroutine.
+type Pool struct {
+	jobs chan *job
+	stop sync.Once
+	done chan struct{}
+}
+
+type job struct {
+	fn       func()
+	finished chan struct{}
+	panicked any
+}
+
+// NewPool starts size workers (at least one). Close stops them.
+func NewPool(size int) *Pool {
+	p := &Pool{jobs: make(chan *job), done: make(chan struct{})}
+	for range max(size, 1) {
+		go p.work()
+	}
+	return p
+}
+
+func (p *Pool) work() {
+	for {
+		select {
+		case <-p.done:
+			return
+		case j := <-p.jobs:
+			j.run()
+		}
+	}
+}
+
+func (j *job) run() {
+	defer close(j.finished)
+	defer func() { j.panicked = recover() }()
+	j.fn()
+}
+
+// Do runs fn on a worker and waits for it. It returns ctx's error, without
+// running fn, when ctx ends before a worker is free. A panic in fn is raised
+// again in the caller, so that the caller's recovery sees it.
+func (p *Pool) Do(ctx context.Context, fn func()) error {
+	if p == nil {
+		fn()
+		return nil
+	}
+	j := &job{fn: fn, finished: make(chan struct{})}
+	select {
+	case p.jobs <- j:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
+	case <-p.done:
+		return fmt.Errorf("the policy evaluators are stopped")
+	}
+	<-j.finished
+	if j.panicked != nil {
+		panic(j.panicked)
+	}
+	return nil
+}
+
+// Close stops the workers once their current evaluation ends; Do then
+// fails. It is safe to call more than once.
+func (p *Pool) Close() {
+	p.stop.Do(func() { close(p.done) })
+}
