@@ -26,7 +26,11 @@ func (e *Engine) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.Review(ctx, req, clusterview.New(e.registry.TenantLabel())); err != nil {
+	// On the caller's goroutine: a reload must not queue behind requests
+	// for the pool, nor fail because the pool has stopped.
+	unpooled := *e
+	unpooled.pool = nil
+	if _, err := unpooled.Review(ctx, req, clusterview.New(e.registry.TenantLabel())); err != nil {
 		return fmt.Errorf("self-check: %w", err)
 	}
 	return nil

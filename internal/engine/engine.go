@@ -72,17 +72,19 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 		"registry": reg.Data(),
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	txn, err := store.NewTransaction(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the registry: %w", err)
-	}
-	e := &Engine{registry: reg, pool: opts.Pool, txn: txn}
+	e := &Engine{registry: reg, pool: opts.Pool}
 	for query, into := range map[string]*rego.PreparedEvalQuery{MutationsQuery: &e.mutate, DecisionQuery: &e.decide} {
 		prepared, err := rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("preparing %s: %w", query, err)
 		}
 		*into = prepared
+	}
+	// Never committed nor aborted: it holds the store's read lock for the
+	// engine's life, so the store must never be written. Sharing it relies
+	// on inmem's read transactions being read-only snapshots of the data.
+	if e.txn, err = store.NewTransaction(ctx); err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
 	}
 	return e, nil
 }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -25,7 +27,7 @@ type Pool struct {
 type job struct {
 	fn       func()
 	finished chan struct{}
-	panicked any
+	panicked *Panic
 }
 
 // NewPool starts size workers (at least one). Close stops them.
@@ -50,17 +52,34 @@ func (p *Pool) work() {
 
 func (j *job) run() {
 	defer close(j.finished)
-	defer func() { j.panicked = recover() }()
+	defer func() {
+		if p := recover(); p != nil {
+			j.panicked = &Panic{Value: p, Stack: debug.Stack()}
+		}
+	}()
 	j.fn()
 }
 
+// Panic is what Do raises when an evaluation panicked on a worker: the
+// value and the worker's stack, which the caller's own stack does not show.
+type Panic struct {
+	Value any
+	Stack []byte
+}
+
+// String is the value followed by the worker's stack.
+func (p *Panic) String() string { return fmt.Sprintf("%v\n\n%s", p.Value, p.Stack) }
+
 // Do runs fn on a worker and waits for it. It returns ctx's error, without
 // running fn, when ctx ends before a worker is free. A panic in fn is raised
-// again in the caller, so that the caller's recovery sees it.
+// again in the caller as a *Panic, so that the caller's recovery sees it.
 func (p *Pool) Do(ctx context.Context, fn func()) error {
 	if p == nil {
 		fn()
 		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
 	}
 	j := &job{fn: fn, finished: make(chan struct{})}
 	select {
@@ -68,7 +87,7 @@ func (p *Pool) Do(ctx context.Context, fn func()) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
 	case <-p.done:
-		return fmt.Errorf("the policy evaluators are stopped")
+		return errors.New("the policy evaluators are stopped")
 	}
 	<-j.finished
 	if j.panicked != nil {

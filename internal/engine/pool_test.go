@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,18 +19,15 @@ func TestPoolRunsAtMostItsSizeAtOnce(t *testing.T) {
 			p := NewPool(size)
 			defer p.Close()
 			var running, most atomic.Int32
+			release := make(chan struct{})
 			var wg sync.WaitGroup
-			for range 20 {
+			for range 3 * size {
 				wg.Go(func() {
 					err := p.Do(t.Context(), func() {
 						n := running.Add(1)
-						for {
-							m := most.Load()
-							if n <= m || most.CompareAndSwap(m, n) {
-								break
-							}
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 						}
-						time.Sleep(2 * time.Millisecond)
+						<-release
 						running.Add(-1)
 					})
 					if err != nil {
@@ -37,22 +35,32 @@ func TestPoolRunsAtMostItsSizeAtOnce(t *testing.T) {
 					}
 				})
 			}
+			// Every worker takes a job; the other callers wait.
+			deadline := time.Now().Add(5 * time.Second)
+			for running.Load() < int32(size) && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			busy := running.Load()
+			close(release)
 			wg.Wait()
-			if got := most.Load(); got != int32(size) {
-				t.Fatalf("at most %d ran at once, want %d (20 callers)", got, size)
+			if busy != int32(size) || most.Load() != int32(size) {
+				t.Fatalf("%d ran at once with %d callers waiting, at most %d; want %d", busy, 2*size, most.Load(), size)
 			}
 		})
 	}
 }
 
+// busyPool is a pool of one worker held until the returned function runs.
+func busyPool() (*Pool, func()) {
+	p := NewPool(1)
+	started, release := make(chan struct{}), make(chan struct{})
+	go func() { _ = p.Do(context.Background(), func() { close(started); <-release }) }()
+	<-started
+	return p, func() { close(release); p.Close() }
+}
+
 func TestPoolDo(t *testing.T) {
-	busy := func() (*Pool, func()) {
-		p := NewPool(1)
-		started, release := make(chan struct{}), make(chan struct{})
-		go func() { _ = p.Do(context.Background(), func() { close(started); <-release }) }()
-		<-started
-		return p, func() { close(release); p.Close() }
-	}
 	tests := []struct {
 		name string
 		run  func(t *testing.T) (ran bool, err error)
@@ -72,7 +80,7 @@ func TestPoolDo(t *testing.T) {
 			return ran, err
 		}, ""},
 		{"a request whose time runs out while every worker is busy is not evaluated", func(t *testing.T) (bool, error) {
-			p, done := busy()
+			p, done := busyPool()
 			defer done()
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 			defer cancel()
@@ -80,6 +88,15 @@ func TestPoolDo(t *testing.T) {
 			err := p.Do(ctx, func() { ran = true })
 			return ran, err
 		}, "waiting for a policy evaluator: context deadline exceeded"},
+		{"a request whose time has run out is not evaluated even by a free worker", func(t *testing.T) (bool, error) {
+			p := NewPool(1)
+			defer p.Close()
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			ran := false
+			err := p.Do(ctx, func() { ran = true })
+			return ran, err
+		}, "waiting for a policy evaluator: context canceled"},
 		{"a closed pool refuses evaluations", func(t *testing.T) (bool, error) {
 			p := NewPool(1)
 			p.Close()
@@ -110,8 +127,9 @@ func TestAPanicInAnEvaluationReachesTheCaller(t *testing.T) {
 		_ = p.Do(t.Context(), func() { panic("broken builtin") })
 		return nil
 	}()
-	if got != "broken builtin" {
-		t.Fatalf("recovered %v, want the evaluation's panic", got)
+	pp, ok := got.(*Panic)
+	if !ok || pp.Value != "broken builtin" || !strings.Contains(pp.String(), "pool_test.go") {
+		t.Fatalf("recovered %v, want the evaluation's panic with the worker's stack", got)
 	}
 	// The worker survived the panic.
 	ran := false
@@ -146,4 +164,22 @@ func TestConcurrentDecisionsOnAPoolMatchTheCorpus(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestAnEngineWaitsForItsPoolButItsSelfCheckDoesNot(t *testing.T) {
+	pool, done := busyPool()
+	defer done()
+	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Check(t.Context()); err != nil {
+		t.Fatalf("self-check with every evaluator busy: %v; want it run on the caller's goroutine", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	_, err = eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5))
+	if err == nil || !strings.Contains(err.Error(), "waiting for a policy evaluator") {
+		t.Fatalf("decision with every evaluator busy: %v; want it to wait for the pool and time out", err)
+	}
 }

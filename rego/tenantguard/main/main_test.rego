@@ -11,6 +11,29 @@ test_pods_are_routed_to_every_pod_family if {
 	main.families == ["pods", "priority", "storage", "quota", "managed"] with input as f.request("CREATE", f.pod({}))
 }
 
+test_every_kind_is_routed_to_its_families if {
+	pod := ["pods", "priority", "storage", "quota", "managed"]
+	cases := [
+		["", "Namespace", ["namespaces"]],
+		["", "PersistentVolumeClaim", ["storage", "quota", "managed"]],
+		["", "Service", ["services", "quota", "managed"]],
+		["", "Pod", pod],
+		["", "PodTemplate", pod],
+		["", "ReplicationController", pod],
+		["apps", "ReplicaSet", pod],
+		["apps", "Deployment", pod],
+		["apps", "StatefulSet", pod],
+		["apps", "DaemonSet", pod],
+		["batch", "Job", pod],
+		["batch", "CronJob", pod],
+		["", "ConfigMap", ["quota", "managed"]],
+		["apps", "Pod", ["quota", "managed"]],
+	]
+	every c in cases {
+		main.families == c[2] with input as {"request": {"kind": {"group": c[0], "version": "v1", "kind": c[1]}, "operation": "CREATE"}}
+	}
+}
+
 test_unknown_kinds_only_get_quota_and_managed if {
 	main.families == ["quota", "managed"] with input as f.request("CREATE", {"kind": "ConfigMap", "metadata": {"name": "c"}})
 }
