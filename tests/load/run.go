@@ -181,6 +181,9 @@ func openLoop(ctx context.Context, t *Target, r Run, take func() (*scale.Request
 schedule:
 	for i := 0; ; i++ {
 		due := start.Add(time.Duration(i) * interval)
+		if due.Sub(start) >= r.Duration {
+			break // by the schedule, not the context's timer, which can fire late on busy cores
+		}
 		if wait := time.Until(due); wait > 0 {
 			select {
 			case <-ctx.Done():
