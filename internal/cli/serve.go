@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"time"
 
@@ -49,7 +48,7 @@ type serveOptions struct {
 	rotation         certrotate.Options
 	quotaMode        string
 	reservationTTL   time.Duration
-	// evaluators is --evaluators: 0 is GOMAXPROCS
+	// evaluators is --evaluators (engine.NewPool's size: 0 is GOMAXPROCS)
 	evaluators int
 }
 
@@ -157,13 +156,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 
 	ctx := cmd.Context()
 	m := metrics.New()
-	evaluators := o.evaluators
-	if evaluators == 0 {
-		evaluators = runtime.GOMAXPROCS(0)
-	}
-	pool := engine.NewPool(evaluators)
+	pool := engine.NewPool(o.evaluators)
 	defer pool.Close()
-	log.Info("policy evaluators", "count", evaluators)
+	log.Info("policy evaluators", "count", pool.Size())
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool})
 	if o.policyDir == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 )
@@ -19,6 +20,7 @@ import (
 //
 // A nil *Pool runs evaluations on the caller's goroutine.
 type Pool struct {
+	size int
 	jobs chan *job
 	stop sync.Once
 	done chan struct{}
@@ -30,14 +32,21 @@ type job struct {
 	panicked *Panic
 }
 
-// NewPool starts size workers (at least one). Close stops them.
+// NewPool starts size workers; 0 or less is GOMAXPROCS, one per CPU the Go
+// runtime uses. Close stops them.
 func NewPool(size int) *Pool {
-	p := &Pool{jobs: make(chan *job), done: make(chan struct{})}
-	for range max(size, 1) {
+	if size <= 0 {
+		size = runtime.GOMAXPROCS(0)
+	}
+	p := &Pool{size: size, jobs: make(chan *job), done: make(chan struct{})}
+	for range size {
 		go p.work()
 	}
 	return p
 }
+
+// Size is the number of workers.
+func (p *Pool) Size() int { return p.size }
 
 func (p *Pool) work() {
 	for {
@@ -78,14 +87,14 @@ func (p *Pool) Do(ctx context.Context, fn func()) error {
 		fn()
 		return nil
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
-	}
 	j := &job{fn: fn, finished: make(chan struct{})}
+	if ctx.Err() != nil { // a free worker must not run an ended request
+		return notWaiting(ctx)
+	}
 	select {
 	case p.jobs <- j:
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
+		return notWaiting(ctx)
 	case <-p.done:
 		return errors.New("the policy evaluators are stopped")
 	}
@@ -94,6 +103,10 @@ func (p *Pool) Do(ctx context.Context, fn func()) error {
 		panic(j.panicked)
 	}
 	return nil
+}
+
+func notWaiting(ctx context.Context) error {
+	return fmt.Errorf("waiting for a policy evaluator: %w", context.Cause(ctx))
 }
 
 // Close stops the workers once their current evaluation ends; Do then

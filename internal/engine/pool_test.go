@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,5 +182,20 @@ func TestAnEngineWaitsForItsPoolButItsSelfCheckDoesNot(t *testing.T) {
 	_, err = eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5))
 	if err == nil || !strings.Contains(err.Error(), "waiting for a policy evaluator") {
 		t.Fatalf("decision with every evaluator busy: %v; want it to wait for the pool and time out", err)
+	}
+}
+
+func TestAPoolOfSizeZeroHasOneWorkerPerCPU(t *testing.T) {
+	for _, size := range []int{0, -1} {
+		p := NewPool(size)
+		p.Close()
+		if p.Size() != runtime.GOMAXPROCS(0) {
+			t.Fatalf("NewPool(%d) has %d workers, want GOMAXPROCS (%d)", size, p.Size(), runtime.GOMAXPROCS(0))
+		}
+	}
+	if p := NewPool(3); p.Size() != 3 {
+		t.Fatalf("NewPool(3) has %d workers", p.Size())
+	} else {
+		p.Close()
 	}
 }

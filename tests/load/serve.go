@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -51,7 +50,7 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
 	synced := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := engine.NewPool(runtime.GOMAXPROCS(0))
+	pool := engine.NewPool(0) // GOMAXPROCS, as serve's default
 	defer pool.Close()
 	store := state.New(view, state.Options{Logger: log, Pool: pool})
 	if err := store.LoadPolicy(ctx, "embedded", nil); err != nil {
