@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,8 @@ type serveOptions struct {
 	reservationTTL   time.Duration
 	// evaluators is --evaluators (engine.NewPool's size: 0 is GOMAXPROCS)
 	evaluators int
+	// evaluator is --evaluator (engine.Options.Evaluator)
+	evaluator string
 }
 
 // The quota modes of serve --quota-mode.
@@ -85,6 +88,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
+	f.StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run: auto (OPA's plan of the rules when tenantguard's plan evaluator accepts the policy, else topdown), plan (refuse a policy it cannot run) or topdown (OPA's own evaluator)")
 	f.IntVar(&o.evaluators, "evaluators", 0, "policy evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count)")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
@@ -125,6 +129,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if o.quotaMode != quotaLocal && o.quotaMode != quotaStrict {
 		return usageErrorf("--quota-mode must be %s or %s, got %q", quotaLocal, quotaStrict, o.quotaMode)
 	}
+	if !slices.Contains(engine.Evaluators, o.evaluator) {
+		return usageErrorf("--evaluator must be one of %s, got %q", strings.Join(engine.Evaluators, ", "), o.evaluator)
+	}
 	if o.evaluators < 0 {
 		return usageErrorf("--evaluators must be 0 (one per CPU) or more, got %d", o.evaluators)
 	}
@@ -159,7 +166,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	pool := engine.NewPool(o.evaluators)
 	defer pool.Close()
 	log.Info("policy evaluators", "count", pool.Size())
-	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool})
+	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool, Evaluator: o.evaluator})
 	if o.policyDir == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)
 	} else {

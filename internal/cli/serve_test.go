@@ -20,6 +20,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"an unknown log level is refused", append([]string{"serve", "--log-level", "loud"}, tls...), "--log-level"},
 		{"a memory limit that is not a size is refused", append([]string{"serve", "--memory-limit", "lots"}, tls...), `--memory-limit: memory limit "lots" is not "auto"`},
 		{"a negative number of evaluators is refused", append([]string{"serve", "--evaluators", "-1"}, tls...), "--evaluators must be 0 (one per CPU) or more, got -1"},
+		{"an unknown evaluator is refused", append([]string{"serve", "--evaluator", "wasm"}, tls...), `--evaluator must be one of auto, plan, topdown, got "wasm"`},
 		{"a kubeconfig without a cluster is refused", append([]string{"serve", "--kubeconfig", kubeconfig}, tls...), "kubeconfig:"},
 		{"the Secret and the files are exclusive", append([]string{"serve", "--tls-secret", "ns/tls"}, tls...), "are exclusive"},
 		{"the Secret is NAMESPACE/NAME", []string{"serve", "--tls-secret", "tls"}, `--tls-secret must be NAMESPACE/NAME, got "tls"`},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
+	"github.com/tenantguard/tenantguard/internal/irvm"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	policy "github.com/tenantguard/tenantguard/rego"
 )
@@ -32,19 +34,35 @@ type Options struct {
 	Managers []string
 	// Pool runs the evaluations; nil runs them on the caller's goroutine.
 	Pool *Pool
+	// Evaluator runs the rules: EvaluatorAuto (the default), EvaluatorPlan
+	// or EvaluatorTopdown.
+	Evaluator string
 }
+
+// The evaluators that run the rules.
+const (
+	// EvaluatorAuto runs OPA's plan of the rules when the evaluator accepts
+	// it, and topdown otherwise.
+	EvaluatorAuto = "auto"
+	// EvaluatorPlan runs OPA's plan of the rules (package irvm) and refuses
+	// a policy it cannot run.
+	EvaluatorPlan = "plan"
+	// EvaluatorTopdown runs the rules with OPA's topdown evaluator.
+	EvaluatorTopdown = "topdown"
+)
+
+// Evaluators are the Evaluator values, for flags and their help.
+var Evaluators = []string{EvaluatorAuto, EvaluatorPlan, EvaluatorTopdown}
 
 // Engine decides admission requests for one registry and one policy. It is
 // immutable and safe for concurrent use; a new registry or policy is a new Engine.
 type Engine struct {
 	registry *registry.Snapshot
 	pool     *Pool
-	// txn is one read transaction on the engine's store, shared by every
-	// evaluation: the store is never written after New, so nothing is
-	// gained by opening (and locking) one per request.
-	txn    storage.Transaction
-	mutate rego.PreparedEvalQuery
-	decide rego.PreparedEvalQuery
+	// evaluator is the evaluator in use, and why when auto fell back.
+	evaluator string
+	mutate    query
+	decide    query
 }
 
 // New compiles the rule library and loads the registry into the OPA store.
@@ -73,24 +91,93 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
 	e := &Engine{registry: reg, pool: opts.Pool}
-	for query, into := range map[string]*rego.PreparedEvalQuery{MutationsQuery: &e.mutate, DecisionQuery: &e.decide} {
-		prepared, err := rego.New(rego.Query(query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("preparing %s: %w", query, err)
+	switch opts.Evaluator {
+	case "", EvaluatorAuto:
+		if err := e.plan(ctx, modules, store); err != nil {
+			e.evaluator = EvaluatorTopdown + " (the plan evaluator refused the policy: " + err.Error() + ")"
+			return e, e.topdown(ctx, compiler, store)
 		}
-		*into = prepared
-	}
-	// Never committed nor aborted: it holds the store's read lock for the
-	// engine's life, so the store must never be written. Sharing it relies
-	// on inmem's read transactions being read-only snapshots of the data.
-	if e.txn, err = store.NewTransaction(ctx); err != nil {
-		return nil, fmt.Errorf("reading the registry: %w", err)
+	case EvaluatorPlan:
+		if err := e.plan(ctx, modules, store); err != nil {
+			return nil, fmt.Errorf("the plan evaluator refused the policy: %w", err)
+		}
+	case EvaluatorTopdown:
+		return e, e.topdown(ctx, compiler, store)
+	default:
+		return nil, fmt.Errorf("unknown evaluator %q; use one of %v", opts.Evaluator, Evaluators)
 	}
 	return e, nil
 }
 
+// topdown prepares the queries for OPA's topdown evaluator.
+func (e *Engine) topdown(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
+	e.evaluator = cmp.Or(e.evaluator, EvaluatorTopdown)
+	prepared := map[string]rego.PreparedEvalQuery{}
+	for _, q := range []string{MutationsQuery, DecisionQuery} {
+		pq, err := rego.New(rego.Query(q), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
+		if err != nil {
+			return fmt.Errorf("preparing %s: %w", q, err)
+		}
+		prepared[q] = pq
+	}
+	// Never committed nor aborted: it holds the store's read lock for the
+	// engine's life, so the store must never be written. Sharing it relies
+	// on inmem's read transactions being read-only snapshots of the data.
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the registry: %w", err)
+	}
+	e.mutate = topdownQuery{prepared[MutationsQuery], txn}
+	e.decide = topdownQuery{prepared[DecisionQuery], txn}
+	return nil
+}
+
+// plan has OPA plan the queries and readies them for the plan evaluator,
+// with the store's data as one value.
+func (e *Engine) plan(ctx context.Context, modules map[string]string, store storage.Store) error {
+	compiler, err := compile(modules, ast.EvalModeIR)
+	if err != nil {
+		return err
+	}
+	data, err := storage.ReadOne(ctx, store, storage.RootPath)
+	if err != nil {
+		return fmt.Errorf("reading the registry: %w", err)
+	}
+	dataValue, ok := data.(ast.Value)
+	if !ok {
+		if dataValue, err = ast.InterfaceToValue(data); err != nil {
+			return fmt.Errorf("reading the registry: %w", err)
+		}
+	}
+	programs := map[string]*irvm.Program{}
+	for _, q := range []string{MutationsQuery, DecisionQuery} {
+		policy, err := irvm.Plan(ctx, compiler, q)
+		if err != nil {
+			return fmt.Errorf("planning %s: %w", q, err)
+		}
+		if programs[q], err = irvm.New(policy); err != nil {
+			return fmt.Errorf("planning %s: %w", q, err)
+		}
+	}
+	dataTerm := ast.NewTerm(dataValue)
+	e.mutate = planQuery{programs[MutationsQuery], dataTerm}
+	e.decide = planQuery{programs[DecisionQuery], dataTerm}
+	e.evaluator = EvaluatorPlan
+	return nil
+}
+
+// Evaluator is the evaluator the engine runs the rules with, and, when it
+// fell back to topdown, why.
+func (e *Engine) Evaluator() string { return e.evaluator }
+
 // Compile parses and compiles Rego v1 modules, reporting every error.
 func Compile(modules map[string]string) (*ast.Compiler, error) {
+	return compile(modules, ast.EvalModeTopdown)
+}
+
+// compile compiles for one evaluation mode: OPA's planner needs a compiler
+// made for it (ast.EvalModeIR).
+func compile(modules map[string]string, mode ast.CompilerEvalMode) (*ast.Compiler, error) {
 	parsed := make(map[string]*ast.Module, len(modules))
 	paths := make([]string, 0, len(modules))
 	for path := range modules {
@@ -104,7 +191,7 @@ func Compile(modules map[string]string) (*ast.Compiler, error) {
 		}
 		parsed[path] = m
 	}
-	compiler := ast.NewCompiler().WithStrict(true)
+	compiler := ast.NewCompiler().WithStrict(true).WithEvalMode(mode)
 	if compiler.Compile(parsed); compiler.Failed() {
 		return nil, fmt.Errorf("compiling rules: %w", compiler.Errors)
 	}

@@ -141,26 +141,30 @@ func BenchmarkReviewDenied(b *testing.B) {
 // mixed corpus (pods, Deployments, claims, Services, namespace creates,
 // host-path pods) at 1,000 tenants, 10,000 namespaces and 50,000 pods.
 func BenchmarkValidateCorpus(b *testing.B) {
-	eng, err := New(b.Context(), scaleRegistry(b, 1000), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	view := scaleView(1000)
-	corpus := scale.Corpus(1000, 200)
-	reqs := make([]*admission.Request, len(corpus))
-	for i, c := range corpus {
-		if reqs[i], err = admission.Decode(c.Body); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		d, err := eng.Validate(b.Context(), reqs[i], view)
-		if err != nil || d.Allowed != corpus[i].Allowed {
-			b.Fatalf("%s: decision %+v, %v", corpus[i].Kind, d, err)
-		}
-		i = (i + 1) % len(reqs)
+	for _, evaluator := range []string{EvaluatorPlan, EvaluatorTopdown} {
+		b.Run(evaluator, func(b *testing.B) {
+			eng, err := New(b.Context(), scaleRegistry(b, 1000), Options{Evaluator: evaluator})
+			if err != nil {
+				b.Fatal(err)
+			}
+			view := scaleView(1000)
+			corpus := scale.Corpus(1000, 200)
+			reqs := make([]*admission.Request, len(corpus))
+			for i, c := range corpus {
+				if reqs[i], err = admission.Decode(c.Body); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				d, err := eng.Validate(b.Context(), reqs[i], view)
+				if err != nil || d.Allowed != corpus[i].Allowed {
+					b.Fatalf("%s: decision %+v, %v", corpus[i].Kind, d, err)
+				}
+				i = (i + 1) % len(reqs)
+			}
+		})
 	}
 }
 

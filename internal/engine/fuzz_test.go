@@ -44,17 +44,11 @@ func FuzzAdmit(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := admission.Decode(body)
-		if err != nil {
-			if !errors.Is(err, admission.ErrBadReview) {
-				t.Fatalf("a refusal that is not a bad review: %v", err)
-			}
+		req, ok := decodeFuzzed(t, body)
+		if !ok {
 			return
 		}
-		view := clusterview.New(snap.TenantLabel())
-		for _, o := range objects {
-			view.Upsert(o)
-		}
+		view := fixtureView(t, snap.TenantLabel(), objects)
 		if d, err := e.Review(t.Context(), req, view); err == nil {
 			wellFormed(t, d)
 		}
@@ -98,4 +92,28 @@ func ids(vs []Violation) []string {
 		out[i] = v.ID
 	}
 	return out
+}
+
+// decodeFuzzed decodes a fuzzed AdmissionReview; not ok when it is refused,
+// which must be as a bad review.
+func decodeFuzzed(t *testing.T, body []byte) (*admission.Request, bool) {
+	t.Helper()
+	req, err := admission.Decode(body)
+	if err != nil {
+		if !errors.Is(err, admission.ErrBadReview) {
+			t.Fatalf("a refusal that is not a bad review: %v", err)
+		}
+		return nil, false
+	}
+	return req, true
+}
+
+// fixtureView is a view of the corpus cluster's objects.
+func fixtureView(tb testing.TB, label string, objects []clusterview.Object) *clusterview.View {
+	tb.Helper()
+	view := clusterview.New(label)
+	for _, o := range objects {
+		view.Upsert(o)
+	}
+	return view
 }

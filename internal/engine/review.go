@@ -8,8 +8,6 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -99,7 +97,7 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 	if err != nil {
 		return nil, nil, err
 	}
-	ops, ok := result.([]any)
+	ops, ok := jsonOf(result).([]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s is %T, not a list of patch operations", MutationsQuery, result)
 	}
@@ -115,39 +113,39 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 
 // decision evaluates the validating decision.
 func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, error) {
-	result, err := e.eval(ctx, e.decide, DecisionQuery, value, rego.EvalGenerateJSON(asValue))
+	result, err := e.eval(ctx, e.decide, DecisionQuery, value)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := result.(ast.Value)
-	return parseDecision(v)
+	return parseDecision(result)
 }
 
-// asValue keeps a query's result as the OPA value it is, read by
-// parseDecision without converting it to Go values and JSON first.
-func asValue(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
-
-// noMetrics spares each evaluation the timers and counters nobody reads.
-var noMetrics = metrics.NoOp()
-
 // eval runs a prepared query on a parsed input, in the engine's pool, and
-// returns its value.
-func (e *Engine) eval(ctx context.Context, query rego.PreparedEvalQuery, name string, input ast.Value, opts ...rego.EvalOption) (any, error) {
+// returns its value; undefined is an error.
+func (e *Engine) eval(ctx context.Context, q query, name string, input ast.Value) (ast.Value, error) {
 	var (
-		rs      rego.ResultSet
+		result  ast.Value
 		evalErr error
 	)
-	opts = append(opts, rego.EvalParsedInput(input), rego.EvalTransaction(e.txn), rego.EvalMetrics(noMetrics))
-	if err := e.pool.Do(ctx, func() { rs, evalErr = query.Eval(ctx, opts...) }); err != nil {
+	if err := e.pool.Do(ctx, func() { result, evalErr = q.eval(ctx, input) }); err != nil {
 		return nil, err
 	}
 	if evalErr != nil {
 		return nil, fmt.Errorf("evaluating %s: %w", name, evalErr)
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+	if result == nil {
 		return nil, fmt.Errorf("%s is undefined", name)
 	}
-	return rs[0].Expressions[0].Value, nil
+	return result, nil
+}
+
+// jsonOf is a value as Go's JSON values; nil when it has no JSON form.
+func jsonOf(v ast.Value) any {
+	j, err := ast.JSON(v)
+	if err != nil {
+		return nil
+	}
+	return j
 }
 
 // parseDecision reads {allowed, deny, warn, dryrun}, each list of {id, msg};

@@ -33,6 +33,8 @@ type Options struct {
 	// Pool runs the engines' evaluations (see engine.Options); nil runs them
 	// on the requests' goroutines.
 	Pool *engine.Pool
+	// Evaluator runs the rules (see engine.Options); "" is engine.EvaluatorAuto.
+	Evaluator string
 	// Observer is told of every load; optional.
 	Observer Observer
 	// Logger receives one line per load; slog.Default() when nil.
@@ -124,7 +126,7 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[strin
 	if s.registry != nil {
 		err = s.swap(ctx, s.registry, modules)
 	} else if modules != nil {
-		err = selfCheck(ctx, modules) // no registry yet: check it against an empty one
+		err = selfCheck(ctx, modules, s.opts.Evaluator) // no registry yet: check it against an empty one
 	}
 	if err != nil {
 		return s.rejected(metrics.SourcePolicy, source, err)
@@ -158,12 +160,12 @@ var emptyRegistry = []byte("apiVersion: " + registry.APIVersion + "\nkind: " + r
 
 // selfCheck compiles a policy and has it answer the self-check request
 // against an empty registry.
-func selfCheck(ctx context.Context, modules map[string]string) error {
+func selfCheck(ctx context.Context, modules map[string]string, evaluator string) error {
 	snap, err := registry.Parse("empty registry", emptyRegistry)
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(ctx, snap, engine.Options{Modules: modules})
+	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Evaluator: evaluator})
 	if err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func selfCheck(ctx context.Context, modules map[string]string) error {
 // follows the registry's tenant label first, so counts are by the label the
 // new engine reads.
 func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, modules map[string]string) error {
-	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers, Pool: s.opts.Pool})
+	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers, Pool: s.opts.Pool, Evaluator: s.opts.Evaluator})
 	if err != nil {
 		return err
 	}
@@ -219,6 +221,9 @@ func (s *Store) loaded(source, name string, generation int64, attrs ...any) {
 	s.failing[source] = false
 	if s.opts.Observer != nil {
 		s.opts.Observer.Loaded(source, generation)
+	}
+	if e := s.current.Load(); e != nil {
+		attrs = append(attrs, "evaluator", e.Evaluator())
 	}
 	s.log.Info(source+" loaded", append([]any{"source", name, "generation", generation}, attrs...)...)
 }

@@ -1,0 +1,18 @@
+// Package irvm evaluates the rule library from OPA's query plan (its
+// intermediate representation, package ir) instead of walking the Rego AST.
+//
+// OPA's planner turns a query and its modules into straight-line blocks of
+// statements over local variables: the same plan OPA compiles to
+// WebAssembly. Run in Go over OPA's own values, a plan skips the work
+// topdown repeats on every request: unification, the rule index, and the
+// bookkeeping for backtracking. Built-in functions are OPA's own, called
+// through topdown's registry, so every built-in behaves as it does in OPA.
+//
+// The semantics of each statement are those of OPA's WebAssembly compiler,
+// the reference consumer of plans: a statement that is undefined breaks out
+// of its block; a break of index i leaves i+1 enclosing blocks, where a
+// scan's body and the scan itself count as one each; rules without
+// arguments are computed at most once per evaluation. Built-in errors make
+// the call undefined, as in topdown without strict built-in errors;
+// conflicting values for a complete rule or an object key are errors.
+package irvm

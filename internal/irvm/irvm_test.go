@@ -1,0 +1,221 @@
+package irvm
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/ir"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+// program plans query over one Rego v1 module.
+func program(tb testing.TB, module, query string) *Program {
+	tb.Helper()
+	parsed, err := ast.ParseModuleWithOpts("m.rego", module, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	compiler := ast.NewCompiler().WithEvalMode(ast.EvalModeIR)
+	if compiler.Compile(map[string]*ast.Module{"m.rego": parsed}); compiler.Failed() {
+		tb.Fatal(compiler.Errors)
+	}
+	policy, err := Plan(tb.Context(), compiler, query)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := New(policy)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// walked is what OPA's topdown evaluator answers: the query's JSON value,
+// nil when undefined.
+func walked(tb testing.TB, module, query string, input, data map[string]any) (any, error) {
+	tb.Helper()
+	if data == nil {
+		data = map[string]any{}
+	}
+	rs, err := rego.New(rego.Query(query), rego.Module("m.rego", module), rego.Input(input),
+		rego.Store(inmem.NewFromObject(data))).Eval(tb.Context())
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0].Expressions[0].Value, nil
+}
+
+// planned is what the plan answers, as JSON.
+func planned(tb testing.TB, ctx context.Context, module, query string, input, data map[string]any) (any, error) {
+	tb.Helper()
+	v, err := program(tb, module, query).Value(ctx, ast.NewTerm(ast.MustInterfaceToValue(input)), ast.NewTerm(ast.MustInterfaceToValue(data)))
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return ast.JSON(v)
+}
+
+func TestThePlanAnswersAsTopdown(t *testing.T) {
+	tests := []struct {
+		name   string
+		module string
+		input  map[string]any
+		data   map[string]any
+	}{
+		{name: "a complete rule with else branches takes the first that holds", module: `
+x := "a" if input.n == 1
+else := "b" if input.n == 2
+else := "c"`, input: map[string]any{"n": 2}},
+		{name: "a partial set collects every element, iterated sorted", module: `
+x contains y if some y in input.items
+z := [s | some s in x]`, input: map[string]any{"items": []any{"c", "a", "b", "a"}}},
+		{name: "a partial object keeps one value per key", module: `
+x[k] := v if some k, v in input.m
+y := {k | x[k] > 1}`, input: map[string]any{"m": map[string]any{"b": 2, "a": 1, "c": 3}}},
+		{name: "negation holds when its body does not", module: `
+x := {n | some n in input.ns; not n in {2, 3}}`, input: map[string]any{"ns": []any{1, 2, 3, 4}}},
+		{name: "every holds only when each element does", module: `
+positive(ns) if every n in ns { n > 0 }
+else := false
+x := [positive(input.ns), positive(input.bad)]`, input: map[string]any{"ns": []any{1, 2}, "bad": []any{1, -1}}},
+		{name: "functions with several bodies and a default", module: `
+default f(_) := "other"
+f(x) := "small" if x < 10
+f(x) := "large" if x >= 100
+x := [f(1), f(50), f(1000)]`},
+		{name: "with replaces input and data for one expression", module: `
+a := input.v
+b := data.d.v
+w1 := v if v := a with input.v as 2
+w2 := v if v := b with data.d.v as "new"
+x := [a, w1, w2, b]`, input: map[string]any{"v": 1}, data: map[string]any{"d": map[string]any{"v": "old"}}},
+		{name: "a dynamic reference calls the rule at the computed path", module: `
+rules.a.v := 1
+rules.b.v := 2
+rules.c.v := 3 if input.never
+x := [rules[k].v | some k in ["b", "c", "a", "none"]]`},
+		{name: "rules and base data under one path merge", module: `
+q.r := 1
+x := data.p.q`, data: map[string]any{"p": map[string]any{"q": map[string]any{"s": 2}}}},
+		{name: "arrays and objects unify by position and key", module: `
+x := [a, b, c] if {
+	[a, b] := input.pair
+	{"k": c} := input.obj
+}`, input: map[string]any{"pair": []any{1, "two"}, "obj": map[string]any{"k": true}}},
+		{name: "iteration over a set from a rule", module: `
+s := {n | some n in input.ns}
+x := [[k, v] | some k, v in s]`, input: map[string]any{"ns": []any{3, 1, 2}}},
+		{name: "a dynamic reference reads base data when no rule is there", module: `
+x := [data.d[k].v | some k in ["p", "q"]]`, data: map[string]any{"d": map[string]any{"p": map[string]any{"v": "base"}}}},
+		{name: "an erroring built-in is undefined, not an error", module: `
+x := {"div": 1 / input.zero} if true
+else := "undefined"
+y := [sprintf("%d", [n]) | some n in [1, 2]]`, input: map[string]any{"zero": 0}},
+		{name: "arrays index by number and sets by member", module: `
+x := [input.a[1], {1, 2}[2], object.get(input, ["m", "k"], "none")]`, input: map[string]any{"a": []any{"p", "q"}, "m": map[string]any{}}},
+		{name: "walk gives every path", module: `
+x := [p | walk(input, [p, v]); v == 1]`, input: map[string]any{"a": map[string]any{"b": 1}, "c": []any{1}}},
+		{name: "numbers compare by value", module: `
+x := [1 == 1.0, 2 > 1.5, count("héllo"), 1.5e3 + 1]`},
+		{name: "an undefined query is undefined", module: `
+x := input.missing`},
+		{name: "comprehensions over objects and nested arrays", module: `
+x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]any{"m": map[string]any{"b": []any{1, 2, 3}, "a": []any{5}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			module := "package p\n" + tt.module
+			want, werr := walked(t, module, "data.p.x", tt.input, tt.data)
+			got, gerr := planned(t, t.Context(), module, "data.p.x", tt.input, tt.data)
+			if werr != nil || gerr != nil {
+				t.Fatalf("topdown error %v, plan error %v", werr, gerr)
+			}
+			if !reflect.DeepEqual(normal(t, got), normal(t, want)) {
+				t.Fatalf("plan %v, topdown %v", got, want)
+			}
+		})
+	}
+}
+
+func TestConflictsAreErrorsAsInTopdown(t *testing.T) {
+	tests := []struct{ name, module string }{
+		{name: "a complete rule with two values", module: "x := 1 if true\nx := 2 if true"},
+		{name: "an object rule with two values for a key", module: "x[k] := v if some k, v in {\"a\": 1}\nx[k] := v if some k, v in {\"a\": 2}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			module := "package p\n" + tt.module
+			if _, err := walked(t, module, "data.p.x", nil, nil); err == nil {
+				t.Fatal("topdown has no conflict: the case is wrong")
+			}
+			if _, err := planned(t, t.Context(), module, "data.p.x", nil, nil); !errors.Is(err, ErrConflict) {
+				t.Fatalf("plan error %v, want a conflict", err)
+			}
+		})
+	}
+}
+
+func TestAnEndedContextStopsALongEvaluation(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := planned(t, ctx, "package p\nx := count([n | some n in numbers.range(1, 100000); n % 7 == 0])", "data.p.x", nil, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want the context's", err)
+	}
+}
+
+// oddStmt is a statement New does not know.
+type oddStmt struct{ ir.NopStmt }
+
+func TestNewRefusesWhatItCannotRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*ir.Policy)
+		wantErr string
+	}{
+		{name: "a second query plan", wantErr: "2 query plans", change: func(p *ir.Policy) {
+			p.Plans.Plans = append(p.Plans.Plans, p.Plans.Plans[0])
+		}},
+		{name: "a built-in the plan does not declare", wantErr: "built-in no.such is not available", change: func(p *ir.Policy) {
+			b := p.Plans.Plans[0].Blocks[0]
+			b.Stmts = append([]ir.Stmt{&ir.CallStmt{Func: "no.such", Result: 9}}, b.Stmts...)
+		}},
+		{name: "a statement it does not know", wantErr: "oddStmt is not supported", change: func(p *ir.Policy) {
+			b := p.Plans.Plans[0].Blocks[0]
+			b.Stmts = append([]ir.Stmt{&oddStmt{}}, b.Stmts...)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy, err := Plan(t.Context(), ast.NewCompiler().WithEvalMode(ast.EvalModeIR), "x := 1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := New(policy); err != nil {
+				t.Fatalf("the unchanged plan is refused: %v", err)
+			}
+			tt.change(policy)
+			if _, err := New(policy); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// normal round-trips a JSON value through OPA, so numbers compare alike.
+func normal(tb testing.TB, v any) any {
+	tb.Helper()
+	if v == nil {
+		return nil
+	}
+	j, err := ast.JSON(ast.MustInterfaceToValue(v))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return j
+}

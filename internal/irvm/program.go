@@ -1,0 +1,278 @@
+package irvm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/ir"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// Program is a plan made ready to run: functions and built-ins resolved,
+// string constants made values. It is immutable and safe for concurrent use.
+type Program struct {
+	plan    *ir.Plan
+	strings []*ast.Term
+	// calls is the target of every call statement, by statement.
+	calls map[*ir.CallStmt]callee
+	// dynamic are the functions of rules, by their path joined with "\x00",
+	// for CallDynamicStmt.
+	dynamic map[string]*function
+	// memoized counts the functions computed at most once per evaluation.
+	memoized int
+	// locals is the frame size of the plan itself.
+	locals int
+}
+
+// function is one planned function: a rule, or a Rego function.
+type function struct {
+	name   string
+	params []ir.Local
+	ret    ir.Local
+	blocks []*ir.Block
+	locals int
+	// memo is the function's slot in an evaluation's memo, -1 when it has
+	// arguments besides input and data and is not memoized.
+	memo int
+}
+
+// callee is what a call statement calls: a planned function or a built-in.
+type callee struct {
+	fn      *function
+	builtin topdown.BuiltinFunc
+	name    string
+	// void built-ins have no result: the call is always defined.
+	void bool
+	// relation built-ins (walk) give every output: the call's result is
+	// the array of them, which the plan scans.
+	relation bool
+}
+
+// New readies a plan for evaluation. It refuses a plan with more or fewer
+// than one query plan, a statement it does not know, or a built-in
+// topdown does not implement (a custom rego.Function, say): such policies
+// stay on topdown.
+func New(policy *ir.Policy) (*Program, error) {
+	if policy.Plans == nil || len(policy.Plans.Plans) != 1 {
+		return nil, fmt.Errorf("the policy has %d query plans, not 1", countPlans(policy))
+	}
+	p := &Program{
+		plan:    policy.Plans.Plans[0],
+		calls:   map[*ir.CallStmt]callee{},
+		dynamic: map[string]*function{},
+	}
+	if policy.Static != nil {
+		p.strings = make([]*ast.Term, len(policy.Static.Strings))
+		for i, s := range policy.Static.Strings {
+			p.strings[i] = ast.StringTerm(s.Value)
+		}
+	}
+	byName := map[string]*function{}
+	if policy.Funcs != nil {
+		for _, f := range policy.Funcs.Funcs {
+			fn := &function{name: f.Name, params: f.Params, ret: f.Return, blocks: f.Blocks, memo: -1}
+			if len(f.Params) == 2 {
+				fn.memo = p.memoized
+				p.memoized++
+			}
+			byName[f.Name] = fn
+			if f.Path != nil {
+				p.dynamic[strings.Join(f.Path, "\x00")] = fn
+			}
+		}
+	}
+	builtins := map[string]*ir.BuiltinFunc{}
+	if policy.Static != nil {
+		for _, b := range policy.Static.BuiltinFuncs {
+			builtins[b.Name] = b
+		}
+	}
+	r := resolver{p: p, byName: byName, builtins: builtins}
+	for _, fn := range byName {
+		size, err := r.blocks(fn.blocks, maxLocal(fn.params, fn.ret))
+		if err != nil {
+			return nil, fmt.Errorf("function %s: %w", fn.name, err)
+		}
+		fn.locals = size + 1
+	}
+	size, err := r.blocks(p.plan.Blocks, int(ir.Data))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.plan.Name, err)
+	}
+	p.locals = size + 1
+	return p, nil
+}
+
+func countPlans(policy *ir.Policy) int {
+	if policy.Plans == nil {
+		return 0
+	}
+	return len(policy.Plans.Plans)
+}
+
+func maxLocal(params []ir.Local, ret ir.Local) int {
+	m := int(ret)
+	for _, l := range params {
+		m = max(m, int(l))
+	}
+	return m
+}
+
+// resolver walks a plan's statements once: it resolves calls, checks every
+// statement is one the evaluator runs, and finds the highest local.
+type resolver struct {
+	p        *Program
+	byName   map[string]*function
+	builtins map[string]*ir.BuiltinFunc
+}
+
+func (r resolver) blocks(blocks []*ir.Block, highest int) (int, error) {
+	for _, b := range blocks {
+		for _, s := range b.Stmts {
+			var err error
+			if highest, err = r.stmt(s, highest); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return highest, nil
+}
+
+func (r resolver) block(b *ir.Block, highest int) (int, error) {
+	return r.blocks([]*ir.Block{b}, highest)
+}
+
+// stmt resolves one statement and returns the highest local seen so far.
+func (r resolver) stmt(s ir.Stmt, h int) (int, error) {
+	locals := func(ls ...ir.Local) {
+		for _, l := range ls {
+			h = max(h, int(l))
+		}
+	}
+	operands := func(ops ...ir.Operand) {
+		for _, op := range ops {
+			if l, ok := op.Value.(ir.Local); ok {
+				locals(l)
+			}
+		}
+	}
+	switch s := s.(type) {
+	case *ir.CallStmt:
+		operands(s.Args...)
+		locals(s.Result)
+		c, err := r.callee(s)
+		if err != nil {
+			return 0, err
+		}
+		r.p.calls[s] = c
+	case *ir.CallDynamicStmt:
+		operands(s.Path...)
+		locals(s.Args...)
+		locals(s.Result)
+	case *ir.BlockStmt:
+		return r.blocks(s.Blocks, h)
+	case *ir.ScanStmt:
+		locals(s.Source, s.Key, s.Value)
+		return r.block(s.Block, h)
+	case *ir.NotStmt:
+		return r.block(s.Block, h)
+	case *ir.WithStmt:
+		locals(s.Local)
+		operands(s.Value)
+		for _, i := range s.Path {
+			if i < 0 || i >= len(r.p.strings) {
+				return 0, fmt.Errorf("with path names string %d of %d", i, len(r.p.strings))
+			}
+		}
+		return r.block(s.Block, h)
+	case *ir.ReturnLocalStmt:
+		locals(s.Source)
+	case *ir.BreakStmt, *ir.NopStmt:
+	case *ir.DotStmt:
+		operands(s.Source, s.Key)
+		locals(s.Target)
+	case *ir.LenStmt:
+		operands(s.Source)
+		locals(s.Target)
+	case *ir.AssignIntStmt:
+		locals(s.Target)
+	case *ir.AssignVarStmt:
+		operands(s.Source)
+		locals(s.Target)
+	case *ir.AssignVarOnceStmt:
+		operands(s.Source)
+		locals(s.Target)
+	case *ir.ResetLocalStmt:
+		locals(s.Target)
+	case *ir.MakeNullStmt:
+		locals(s.Target)
+	case *ir.MakeNumberIntStmt:
+		locals(s.Target)
+	case *ir.MakeNumberRefStmt:
+		if s.Index < 0 || s.Index >= len(r.p.strings) {
+			return 0, fmt.Errorf("number names string %d of %d", s.Index, len(r.p.strings))
+		}
+		locals(s.Target)
+	case *ir.MakeArrayStmt:
+		locals(s.Target)
+	case *ir.MakeObjectStmt:
+		locals(s.Target)
+	case *ir.MakeSetStmt:
+		locals(s.Target)
+	case *ir.EqualStmt:
+		operands(s.A, s.B)
+	case *ir.NotEqualStmt:
+		operands(s.A, s.B)
+	case *ir.IsArrayStmt:
+		operands(s.Source)
+	case *ir.IsObjectStmt:
+		operands(s.Source)
+	case *ir.IsSetStmt:
+		operands(s.Source)
+	case *ir.IsDefinedStmt:
+		locals(s.Source)
+	case *ir.IsUndefinedStmt:
+		locals(s.Source)
+	case *ir.ArrayAppendStmt:
+		operands(s.Value)
+		locals(s.Array)
+	case *ir.ObjectInsertStmt:
+		operands(s.Key, s.Value)
+		locals(s.Object)
+	case *ir.ObjectInsertOnceStmt:
+		operands(s.Key, s.Value)
+		locals(s.Object)
+	case *ir.ObjectMergeStmt:
+		locals(s.A, s.B, s.Target)
+	case *ir.SetAddStmt:
+		operands(s.Value)
+		locals(s.Set)
+	case *ir.ResultSetAddStmt:
+		locals(s.Value)
+	default:
+		return 0, fmt.Errorf("statement %T is not supported", s)
+	}
+	return h, nil
+}
+
+// callee resolves a call: a planned function, else one of topdown's
+// built-ins the plan declares.
+func (r resolver) callee(s *ir.CallStmt) (callee, error) {
+	if fn, ok := r.byName[s.Func]; ok {
+		if len(fn.params) != len(s.Args) {
+			return callee{}, fmt.Errorf("%s is called with %d arguments, not %d", s.Func, len(s.Args), len(fn.params))
+		}
+		return callee{fn: fn, name: s.Func}, nil
+	}
+	decl, declared := r.builtins[s.Func]
+	impl := topdown.GetBuiltin(s.Func)
+	if !declared || impl == nil {
+		return callee{}, fmt.Errorf("built-in %s is not available to the plan evaluator", s.Func)
+	}
+	c := callee{builtin: impl, name: s.Func, void: decl.Decl != nil && decl.Decl.Result() == nil}
+	if b, ok := ast.BuiltinMap[s.Func]; ok {
+		c.relation = b.Relation
+	}
+	return c, nil
+}
