@@ -19,7 +19,7 @@ import (
 
 // BenchmarkDecisionSideBySide is one validating decision per op, cycling
 // through the corpus cases of the main registry (the request as mutated),
-// by the embedded engine, by Gatekeeper's engine with the exported
+// by the embedded engine (with each evaluator), by Gatekeeper's engine with the exported
 // templates (constraint framework, in-process), and by the exported CEL
 // policies in the API server's validator. Every engine sees the corpus
 // cluster (cluster.yaml) only, loaded once.
@@ -32,34 +32,41 @@ func BenchmarkDecisionSideBySide(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	b.Run("engine=embedded", func(b *testing.B) {
-		eng, err := engine.New(b.Context(), snap, engine.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cluster, err := clusterview.LoadFile(fixtures.ClusterFile())
-		if err != nil {
-			b.Fatal(err)
-		}
-		view := clusterview.New(snap.TenantLabel())
-		for _, o := range cluster {
-			view.Upsert(o)
-		}
-		requests := make([]*admission.Request, len(corpus))
-		for i, c := range corpus {
-			if requests[i], err = admission.Decode(c.review); err != nil {
+	// engine=embedded is the default evaluator (OPA's plan of the rules);
+	// engine=embedded-topdown is OPA's topdown evaluator on the same rules.
+	for _, embedded := range []struct{ name, evaluator string }{
+		{"engine=embedded", engine.EvaluatorAuto},
+		{"engine=embedded-topdown", engine.EvaluatorTopdown},
+	} {
+		b.Run(embedded.name, func(b *testing.B) {
+			eng, err := engine.New(b.Context(), snap, engine.Options{Evaluator: embedded.evaluator})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := eng.Validate(b.Context(), requests[i%len(requests)], view); err != nil {
+			cluster, err := clusterview.LoadFile(fixtures.ClusterFile())
+			if err != nil {
 				b.Fatal(err)
 			}
-			i++
-		}
-	})
+			view := clusterview.New(snap.TenantLabel())
+			for _, o := range cluster {
+				view.Upsert(o)
+			}
+			requests := make([]*admission.Request, len(corpus))
+			for i, c := range corpus {
+				if requests[i], err = admission.Decode(c.review); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := eng.Validate(b.Context(), requests[i%len(requests)], view); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 
 	b.Run("engine=gatekeeper", func(b *testing.B) {
 		lib, err := export.Gatekeeper(snap, export.Options{})

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -38,12 +38,9 @@ var noMetrics = metrics.NoOp()
 // Eval evaluates the plan on input and data (either may be nil) and returns
 // its result set: one object of the query's bindings per result.
 func (p *Program) Eval(ctx context.Context, input, data *ast.Term) ([]*ast.Term, error) {
-	e := &evaluation{p: p, ctx: ctx, memo: make([]memoEntry, p.memoized)}
-	e.iter = func(t *ast.Term) error {
-		e.out = t
-		return nil
-	}
-	locals := make([]*ast.Term, p.locals)
+	e := p.evaluation(ctx)
+	defer p.release(e)
+	locals := e.frame(p.locals)
 	locals[ir.Input], locals[ir.Data] = input, data
 	for _, b := range p.plan.Blocks {
 		r, err := e.run(locals, b)
@@ -54,8 +51,51 @@ func (p *Program) Eval(ctx context.Context, input, data *ast.Term) ([]*ast.Term,
 			break
 		}
 	}
-	return e.results, nil
+	return slices.Clone(e.results), nil
 }
+
+// evaluation takes a reset evaluation from the program's pool: frames,
+// memo and argument lists are reused from one evaluation to the next.
+func (p *Program) evaluation(ctx context.Context) *evaluation {
+	e, ok := p.pool.Get().(*evaluation)
+	if !ok {
+		e = &evaluation{p: p, memo: make([]memoEntry, p.memoized)}
+		e.iter = func(t *ast.Term) error {
+			e.out = t
+			return nil
+		}
+	}
+	e.ctx = ctx
+	return e
+}
+
+// release clears what an evaluation refers to, so the pool keeps no
+// request's values alive, and puts it back.
+func (p *Program) release(e *evaluation) {
+	clear(e.stack[:cap(e.stack)])
+	clear(e.memo)
+	clear(e.results)
+	clear(e.args[:cap(e.args)])
+	e.stack, e.results, e.args = e.stack[:0], e.results[:0], e.args[:0]
+	e.ctx, e.bctx, e.retval, e.out, e.steps = nil, nil, nil, nil, 0
+	p.pool.Put(e)
+}
+
+// frame takes n undefined locals from the evaluation's stack, given back by
+// pop. A frame keeps its slice when the stack grows for a deeper call.
+func (e *evaluation) frame(n int) []*ast.Term {
+	base := len(e.stack)
+	if cap(e.stack) < base+n {
+		e.stack = make([]*ast.Term, base, 2*(base+n))
+	}
+	e.stack = e.stack[:base+n]
+	locals := e.stack[base : base+n : base+n]
+	clear(locals)
+	return locals
+}
+
+// pop gives a frame of n locals back.
+func (e *evaluation) pop(n int) { e.stack = e.stack[:len(e.stack)-n] }
 
 // Value evaluates a plan whose query has one binding and returns its value
 // in the first result; nil when the query is undefined.
@@ -93,6 +133,8 @@ type evaluation struct {
 	out  *ast.Term
 	iter func(*ast.Term) error
 	bctx *topdown.BuiltinContext
+	// stack holds the frames of the functions being run.
+	stack []*ast.Term
 	// steps counts calls and iterations, to look at ctx now and then.
 	steps int
 }
@@ -375,7 +417,8 @@ func (e *evaluation) call(fn *function, args []*ast.Term) (*ast.Term, error) {
 			return nil, err
 		}
 	}
-	locals := make([]*ast.Term, fn.locals)
+	locals := e.frame(fn.locals)
+	defer e.pop(fn.locals)
 	for i, p := range fn.params {
 		locals[p] = args[i]
 	}
@@ -404,19 +447,18 @@ func (e *evaluation) call(fn *function, args []*ast.Term) (*ast.Term, error) {
 // plan reads the path from data instead; a function that is undefined:
 // the reference is undefined, which the planner reaches with break 3.
 func (e *evaluation) callDynamic(locals []*ast.Term, s *ir.CallDynamicStmt) (int, error) {
-	var key strings.Builder
-	for i, op := range s.Path {
+	node := e.p.dynamic
+	for _, op := range s.Path {
 		str, ok := valueOf(e.read(locals, op)).(ast.String)
 		if !ok {
 			return 0, nil
 		}
-		if i > 0 {
-			key.WriteByte(0)
+		if node = node.children[string(str)]; node == nil {
+			return 0, nil
 		}
-		key.WriteString(string(str))
 	}
-	fn, ok := e.p.dynamic[key.String()]
-	if !ok || len(fn.params) != len(s.Args) {
+	fn := node.fn
+	if fn == nil || len(fn.params) != len(s.Args) {
 		return 0, nil
 	}
 	args := e.args[:0]

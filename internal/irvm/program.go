@@ -2,7 +2,7 @@ package irvm
 
 import (
 	"fmt"
-	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
@@ -16,13 +16,15 @@ type Program struct {
 	strings []*ast.Term
 	// calls is the target of every call statement, by statement.
 	calls map[*ir.CallStmt]callee
-	// dynamic are the functions of rules, by their path joined with "\x00",
-	// for CallDynamicStmt.
-	dynamic map[string]*function
+	// dynamic are the functions of rules by their path, for
+	// CallDynamicStmt.
+	dynamic *pathNode
 	// memoized counts the functions computed at most once per evaluation.
 	memoized int
 	// locals is the frame size of the plan itself.
 	locals int
+	// pool keeps evaluations' state for reuse.
+	pool sync.Pool
 }
 
 // function is one planned function: a rule, or a Rego function.
@@ -35,6 +37,27 @@ type function struct {
 	// memo is the function's slot in an evaluation's memo, -1 when it has
 	// arguments besides input and data and is not memoized.
 	memo int
+}
+
+// pathNode is one step of the tree of functions by path.
+type pathNode struct {
+	fn       *function
+	children map[string]*pathNode
+}
+
+func (n *pathNode) add(path []string, fn *function) {
+	for _, step := range path {
+		child := n.children[step]
+		if child == nil {
+			child = &pathNode{}
+			if n.children == nil {
+				n.children = map[string]*pathNode{}
+			}
+			n.children[step] = child
+		}
+		n = child
+	}
+	n.fn = fn
 }
 
 // callee is what a call statement calls: a planned function or a built-in.
@@ -60,7 +83,7 @@ func New(policy *ir.Policy) (*Program, error) {
 	p := &Program{
 		plan:    policy.Plans.Plans[0],
 		calls:   map[*ir.CallStmt]callee{},
-		dynamic: map[string]*function{},
+		dynamic: &pathNode{},
 	}
 	if policy.Static != nil {
 		p.strings = make([]*ast.Term, len(policy.Static.Strings))
@@ -78,7 +101,7 @@ func New(policy *ir.Policy) (*Program, error) {
 			}
 			byName[f.Name] = fn
 			if f.Path != nil {
-				p.dynamic[strings.Join(f.Path, "\x00")] = fn
+				p.dynamic.add(f.Path, fn)
 			}
 		}
 	}
