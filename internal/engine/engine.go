@@ -149,6 +149,11 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 			return fmt.Errorf("reading the registry: %w", err)
 		}
 	}
+	// Topdown refuses rules whose paths overlap the registry's data when it
+	// prepares a query with the store; the planner never sees the store.
+	if err := checkPathConflicts(ctx, compiler, store); err != nil {
+		return err
+	}
 	programs := map[string]*irvm.Program{}
 	for _, q := range []string{MutationsQuery, DecisionQuery} {
 		policy, err := irvm.Plan(ctx, compiler, q)
@@ -163,6 +168,19 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 	e.mutate = planQuery{programs[MutationsQuery], dataTerm}
 	e.decide = planQuery{programs[DecisionQuery], dataTerm}
 	e.evaluator = EvaluatorPlan
+	return nil
+}
+
+// checkPathConflicts refuses rules defined at paths the store has data at.
+func checkPathConflicts(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
+	txn, err := store.NewTransaction(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Abort(ctx, txn)
+	if errs := ast.CheckPathConflicts(compiler, storage.NonEmpty(ctx, store, txn)); len(errs) > 0 {
+		return errs
+	}
 	return nil
 }
 

@@ -130,6 +130,9 @@ decision := {"allowed": extra.b == 2, "deny": [], "warn": [], "dryrun": []}
 		{name: "topdown runs topdown", opts: Options{Evaluator: EvaluatorTopdown}, want: EvaluatorTopdown},
 		{name: "auto falls back to topdown and says why", opts: Options{Modules: brokenForThePlan}, want: "topdown (the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7: reference to data.tenantguard.main.extra is not supported: rules sharing that path prefix are planned as a single function)"},
 		{name: "plan refuses what it cannot run", opts: Options{Modules: brokenForThePlan, Evaluator: EvaluatorPlan}, wantError: "the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7"},
+		{name: "plan refuses rules at the registry's paths, as topdown does", opts: Options{Evaluator: EvaluatorPlan, Modules: map[string]string{
+			"r.rego": "package tenantguard.registry\n\ntenants := []\n",
+		}}, wantError: "conflicting rule"},
 		{name: "an unknown evaluator is refused", opts: Options{Evaluator: "wasm"}, wantError: `unknown evaluator "wasm"`},
 	}
 	for _, tt := range tests {

@@ -47,7 +47,7 @@ func (p *Program) Eval(ctx context.Context, input, data *ast.Term) ([]*ast.Term,
 		if err != nil {
 			return nil, err
 		}
-		if r == returned {
+		if r == returned || r > 0 { // out of the plan
 			break
 		}
 	}
@@ -210,9 +210,9 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 		locals[s.Target] = v
 	case *ir.ArrayAppendStmt:
 		t := locals[s.Array]
-		arr, ok := t.Value.(*ast.Array)
+		arr, ok := valueOf(t).(*ast.Array)
 		if !ok {
-			return 0, fmt.Errorf("appending to %s, which is not an array", ast.ValueName(t.Value))
+			return 0, fmt.Errorf("appending to %v, which is not an array", t)
 		}
 		t.Value = arr.Append(e.read(locals, s.Value))
 	case *ir.ResetLocalStmt:
@@ -262,10 +262,9 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 		}
 		obj.Insert(k, v)
 	case *ir.SetAddStmt:
-		t := locals[s.Set]
-		set, ok := t.Value.(ast.Set)
+		set, ok := valueOf(locals[s.Set]).(ast.Set)
 		if !ok {
-			return 0, fmt.Errorf("adding to %s, which is not a set", ast.ValueName(t.Value))
+			return 0, fmt.Errorf("adding to %v, which is not a set", locals[s.Set])
 		}
 		set.Add(e.read(locals, s.Value))
 	case *ir.BlockStmt:
@@ -609,8 +608,10 @@ func length(t *ast.Term) (int, bool) {
 	return 0, false
 }
 
-// merge is a base document merged with the virtual one beside it: objects
-// merge deeply; otherwise the defined one, b first.
+// merge is a base document (a) merged with the virtual one beside it (b),
+// as OPA's WebAssembly runtime merges them: objects merge key by key, deeply;
+// where the two disagree on a value that is not an object on both sides, the
+// base document's is kept. Neither is modified.
 func merge(a, b *ast.Term) *ast.Term {
 	if a == nil {
 		return b
@@ -620,12 +621,15 @@ func merge(a, b *ast.Term) *ast.Term {
 	}
 	ao, aok := a.Value.(ast.Object)
 	bo, bok := b.Value.(ast.Object)
-	if aok && bok {
-		if m, ok := ao.Merge(bo); ok {
-			return ast.NewTerm(m)
-		}
+	if !aok || !bok {
+		return a
 	}
-	return b
+	merged := ast.NewObject()
+	ao.Foreach(merged.Insert)
+	bo.Foreach(func(k, v *ast.Term) {
+		merged.Insert(k, merge(merged.Get(k), v))
+	})
+	return ast.NewTerm(merged)
 }
 
 // upsert is t with path set to v, copying each object on the path; t is

@@ -102,6 +102,9 @@ x := [rules[k].v | some k in ["b", "c", "a", "none"]]`},
 		{name: "rules and base data under one path merge", module: `
 q.r := 1
 x := data.p.q`, data: map[string]any{"p": map[string]any{"q": map[string]any{"s": 2}}}},
+		{name: "rules and base data merge deeply", module: `
+q.s.u := 2
+x := data.p.q`, data: map[string]any{"p": map[string]any{"q": map[string]any{"s": map[string]any{"t": 1}}}}},
 		{name: "arrays and objects unify by position and key", module: `
 x := [a, b, c] if {
 	[a, b] := input.pair
