@@ -139,19 +139,8 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 	if err != nil {
 		return err
 	}
-	data, err := storage.ReadOne(ctx, store, storage.RootPath)
+	dataValue, err := readData(ctx, compiler, store)
 	if err != nil {
-		return fmt.Errorf("reading the registry: %w", err)
-	}
-	dataValue, ok := data.(ast.Value)
-	if !ok {
-		if dataValue, err = ast.InterfaceToValue(data); err != nil {
-			return fmt.Errorf("reading the registry: %w", err)
-		}
-	}
-	// Topdown refuses rules whose paths overlap the registry's data when it
-	// prepares a query with the store; the planner never sees the store.
-	if err := checkPathConflicts(ctx, compiler, store); err != nil {
 		return err
 	}
 	programs := map[string]*irvm.Program{}
@@ -171,17 +160,24 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 	return nil
 }
 
-// checkPathConflicts refuses rules defined at paths the store has data at.
-func checkPathConflicts(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
+// readData reads the store's data as one value, and refuses rules defined
+// at paths the store has data at: topdown does so when it prepares a query
+// with the store, and the planner never sees the store.
+func readData(ctx context.Context, compiler *ast.Compiler, store storage.Store) (ast.Value, error) {
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading the registry: %w", err)
 	}
 	defer store.Abort(ctx, txn)
 	if errs := ast.CheckPathConflicts(compiler, storage.NonEmpty(ctx, store, txn)); len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
-	return nil
+	data, err := store.Read(ctx, txn, storage.RootPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the registry: %w", err)
+	}
+	// The store returns AST values (OptReturnASTValuesOnRead): no conversion.
+	return ast.InterfaceToValue(data)
 }
 
 // Evaluator is the evaluator the engine runs the rules with, and, when it

@@ -3,7 +3,6 @@ package irvm
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -303,7 +302,7 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 	case *ir.AssignIntStmt:
 		locals[s.Target] = ast.InternedTerm(int(s.Value))
 	case *ir.MakeNumberRefStmt:
-		locals[s.Target] = ast.NumberTerm(json.Number(e.p.strings[s.Index].Value.(ast.String)))
+		locals[s.Target] = e.p.numbers[s.Index]
 	case *ir.LenStmt:
 		n, ok := length(e.read(locals, s.Source))
 		if !ok {

@@ -1,6 +1,7 @@
 package irvm
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -14,6 +15,9 @@ import (
 type Program struct {
 	plan    *ir.Plan
 	strings []*ast.Term
+	// numbers are the string constants MakeNumberRefStmt reads, as numbers
+	// parsed once; nil for the others.
+	numbers []*ast.Term
 	// calls is the target of every call statement, by statement.
 	calls map[*ir.CallStmt]callee
 	// dynamic are the functions of rules by their path, for
@@ -87,6 +91,7 @@ func New(policy *ir.Policy) (*Program, error) {
 	}
 	if policy.Static != nil {
 		p.strings = make([]*ast.Term, len(policy.Static.Strings))
+		p.numbers = make([]*ast.Term, len(policy.Static.Strings))
 		for i, s := range policy.Static.Strings {
 			p.strings[i] = ast.StringTerm(s.Value)
 		}
@@ -236,6 +241,7 @@ func (r resolver) stmt(s ir.Stmt, h int) (int, error) {
 		if s.Index < 0 || s.Index >= len(r.p.strings) {
 			return 0, fmt.Errorf("number names string %d of %d", s.Index, len(r.p.strings))
 		}
+		r.p.numbers[s.Index] = ast.NumberTerm(json.Number(r.p.strings[s.Index].Value.(ast.String)))
 		locals(s.Target)
 	case *ir.MakeArrayStmt:
 		locals(s.Target)
