@@ -85,6 +85,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	go test ./internal/registry/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	go test ./internal/server/ -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME)
 	go test ./internal/engine/ -run '^$$' -fuzz '^FuzzAdmit$$' -fuzztime $(FUZZTIME)
+	go test ./internal/engine/ -run '^$$' -fuzz '^FuzzThePlanEvaluatorDecidesAsTopdown$$' -fuzztime $(FUZZTIME)
+	go test ./internal/jsonast/ -run '^$$' -fuzz '^FuzzParseDecodesAsEncodingJSON$$' -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png

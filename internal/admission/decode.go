@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 )
 
 // Version and Kind of the only AdmissionReview tenantguard speaks.
@@ -21,12 +24,14 @@ const (
 var ErrBadReview = errors.New("bad AdmissionReview")
 
 // Request is a decoded admission request: the typed AdmissionRequest and its
-// objects decoded once into the generic form the policy engine reads.
+// objects decoded once, straight into the OPA values the policy reads.
 type Request struct {
 	*admissionv1.AdmissionRequest
 	// Object and OldObject are the decoded objects, or nil when absent.
-	Object    map[string]any
-	OldObject map[string]any
+	// Their metadata.managedFields, often the largest part of an object and
+	// read by no rule, is left out.
+	Object    ast.Object
+	OldObject ast.Object
 }
 
 // Decode parses an AdmissionReview v1 in JSON or YAML and checks that it
@@ -76,17 +81,30 @@ func Decode(data []byte) (*Request, error) {
 	return out, nil
 }
 
-// decodeObject decodes an embedded object, keeping numbers exact.
-func decodeObject(field string, raw []byte) (map[string]any, error) {
+// decodeObject decodes an embedded object, keeping numbers exact and
+// leaving out its managed fields.
+func decodeObject(field string, raw []byte) (ast.Object, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return nil, badf("%s is not a JSON object: %v", field, err)
+	v, err := ParseObject(raw)
+	if err != nil {
+		return nil, badf("%s %v", field, err)
+	}
+	return v, nil
+}
+
+// ParseObject decodes a Kubernetes object's JSON, keeping numbers exact and
+// leaving out metadata.managedFields.
+func ParseObject(raw []byte) (ast.Object, error) {
+	v, err := jsonast.Parse(raw, "metadata", "managedFields")
+	if err != nil {
+		return nil, fmt.Errorf("is not a JSON object: %w", err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("is not a JSON object but %s", ast.ValueName(v))
 	}
 	return obj, nil
 }

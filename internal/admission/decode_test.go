@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
@@ -19,11 +21,23 @@ func TestDecodeKeepsTheRequestAndExactNumbers(t *testing.T) {
 	if req.UID != "u1" || req.Namespace != "oil-dev" || req.UserInfo.Username != "alice" {
 		t.Errorf("request = %+v", req.AdmissionRequest)
 	}
-	if got := req.Object["spec"].(map[string]any)["priority"]; got != json.Number("12345678901234567") {
-		t.Errorf("priority = %v (%T)", got, got)
+	if got, err := req.Object.Find(ast.MustParseRef("x.spec.priority")[1:]); err != nil || got.Compare(ast.Number("12345678901234567")) != 0 {
+		t.Errorf("priority = %v (%v)", got, err)
 	}
 	if req.OldObject != nil {
 		t.Error("no oldObject was sent")
+	}
+}
+
+func TestDecodeLeavesOutManagedFields(t *testing.T) {
+	review := strings.Replace(podReview, `"object":{"kind":"Pod",`, `"object":{"kind":"Pod","metadata":{"name":"p","managedFields":[{"manager":"kubectl"}]},`, 1)
+	req, err := Decode([]byte(review))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ast.MustParseTerm(`{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 12345678901234567}}`).Value
+	if req.Object.Compare(want) != 0 {
+		t.Errorf("object = %v, want %v", req.Object, want)
 	}
 }
 

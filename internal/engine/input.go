@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -12,19 +11,31 @@ import (
 )
 
 // input is the policy input: the request, trimmed to what rules read, and the
-// cluster facts its rules need, from the view.
+// cluster facts its rules need, from the view, built as OPA values.
 type input struct {
-	request map[string]any
-	cluster map[string]any
+	// request is the request's fields but its objects.
+	request []*ast.Term
+	// object and oldObject are the request's objects, nil when absent.
+	object, oldObject ast.Object
+	cluster           ast.Object
 }
 
-// value converts the input to the OPA value both queries read.
-func (in *input) value() (ast.Value, error) {
-	v, err := ast.InterfaceToValue(map[string]any{"request": in.request, "cluster": in.cluster})
-	if err != nil {
-		return nil, fmt.Errorf("building the policy input: %w", err)
+// value is the OPA value both queries read.
+func (in *input) value() ast.Value {
+	fields := make([][2]*ast.Term, 0, len(in.request)/2+2)
+	for i := 0; i < len(in.request); i += 2 {
+		fields = append(fields, [2]*ast.Term{in.request[i], in.request[i+1]})
 	}
-	return v, nil
+	if in.object != nil {
+		fields = append(fields, ast.Item(ast.InternedTerm("object"), ast.NewTerm(in.object)))
+	}
+	if in.oldObject != nil {
+		fields = append(fields, ast.Item(ast.InternedTerm("oldObject"), ast.NewTerm(in.oldObject)))
+	}
+	return ast.NewObject(
+		ast.Item(ast.InternedTerm("request"), ast.NewTerm(ast.NewObject(fields...))),
+		ast.Item(ast.InternedTerm("cluster"), ast.NewTerm(in.cluster)),
+	)
 }
 
 // quota is what a create counts against (counted) and the counts, by
@@ -42,64 +53,47 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota)
 		key, tenants := e.counted(req, view)
 		q = &quota{key: key, tenants: tenants}
 	}
-	groups := make([]any, len(req.UserInfo.Groups))
+	groups := make([]*ast.Term, len(req.UserInfo.Groups))
 	for i, g := range req.UserInfo.Groups {
-		groups[i] = g
+		groups[i] = ast.InternedTerm(g)
 	}
-	r := map[string]any{
-		"uid":         string(req.UID),
-		"kind":        map[string]any{"group": req.Kind.Group, "version": req.Kind.Version, "kind": req.Kind.Kind},
-		"resource":    map[string]any{"group": req.Resource.Group, "version": req.Resource.Version, "resource": req.Resource.Resource},
-		"subResource": req.SubResource,
-		"namespace":   req.Namespace,
-		"name":        req.Name,
-		"operation":   string(req.Operation),
-		"userInfo":    map[string]any{"username": req.UserInfo.Username, "groups": groups},
+	str := ast.InternedTerm[string]
+	return &input{
+		request: []*ast.Term{
+			str("uid"), str(string(req.UID)),
+			str("kind"), ast.ObjectTerm(
+				ast.Item(str("group"), str(req.Kind.Group)),
+				ast.Item(str("version"), str(req.Kind.Version)),
+				ast.Item(str("kind"), str(req.Kind.Kind))),
+			str("resource"), ast.ObjectTerm(
+				ast.Item(str("group"), str(req.Resource.Group)),
+				ast.Item(str("version"), str(req.Resource.Version)),
+				ast.Item(str("resource"), str(req.Resource.Resource))),
+			str("subResource"), str(req.SubResource),
+			str("namespace"), str(req.Namespace),
+			str("name"), str(req.Name),
+			str("operation"), str(string(req.Operation)),
+			str("userInfo"), ast.ObjectTerm(
+				ast.Item(str("username"), str(req.UserInfo.Username)),
+				ast.Item(str("groups"), ast.ArrayTerm(groups...))),
+		},
+		object:    req.Object,
+		oldObject: req.OldObject,
+		cluster:   e.facts(req, view, q),
 	}
-	if req.Object != nil {
-		r["object"] = trimObject(req.Object)
-	}
-	if req.OldObject != nil {
-		r["oldObject"] = trimObject(req.OldObject)
-	}
-	return &input{request: r, cluster: e.facts(req, view, q)}
-}
-
-// trimObject drops metadata.managedFields, often the largest part of an
-// object and read by no rule, without modifying the original.
-func trimObject(obj map[string]any) map[string]any {
-	meta, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		return obj
-	}
-	if _, has := meta["managedFields"]; !has {
-		return obj
-	}
-	trimmedMeta := make(map[string]any, len(meta))
-	for k, v := range meta {
-		if k != "managedFields" {
-			trimmedMeta[k] = v
-		}
-	}
-	trimmed := make(map[string]any, len(obj))
-	for k, v := range obj {
-		trimmed[k] = v
-	}
-	trimmed["metadata"] = trimmedMeta
-	return trimmed
 }
 
 // facts gathers the cluster facts one request's rules read: the labels of its
 // namespace, the tenant counts that could be exceeded, and the default
 // PriorityClass of a created Pod. Lookups are by key, never scans.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota) map[string]any {
-	cluster := map[string]any{}
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota) ast.Object {
+	cluster := ast.NewObjectWithCapacity(3)
 	if q.key != "" {
-		cluster["counts"] = countFacts(q, view)
+		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		if labels, ok := view.NamespaceLabels(req.Name); ok {
-			cluster["namespace"] = namespaceFacts(req.Name, labels)
+			cluster.Insert(ast.InternedTerm("namespace"), namespaceFacts(req.Name, labels))
 		}
 		return cluster
 	}
@@ -110,18 +104,18 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota)
 	if !ok {
 		return cluster
 	}
-	cluster["namespace"] = namespaceFacts(req.Namespace, labels)
+	cluster.Insert(ast.InternedTerm("namespace"), namespaceFacts(req.Namespace, labels))
 	tenant, known := e.registry.Tenant(labels[e.registry.TenantLabel()])
 	if !known || !creating(req) {
 		return cluster
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Pod" && tenant.PriorityClasses != nil && tenant.PriorityClasses.Default != "" {
 		if pc, ok := view.PriorityClass(tenant.PriorityClasses.Default); ok {
-			facts := map[string]any{"priority": int64(pc.Value)}
+			facts := ast.NewObject(ast.Item(ast.InternedTerm("priority"), ast.InternedTerm(int(pc.Value))))
 			if pc.PreemptionPolicy != "" {
-				facts["preemptionPolicy"] = pc.PreemptionPolicy
+				facts.Insert(ast.InternedTerm("preemptionPolicy"), ast.InternedTerm(pc.PreemptionPolicy))
 			}
-			cluster["priorityClasses"] = map[string]any{tenant.PriorityClasses.Default: facts}
+			cluster.Insert(ast.InternedTerm("priorityClasses"), ast.ObjectTerm(ast.Item(ast.InternedTerm(tenant.PriorityClasses.Default), ast.NewTerm(facts))))
 		}
 	}
 	return cluster
@@ -142,10 +136,10 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		candidates := e.registry.OwnedBy(req.UserInfo.Username, req.UserInfo.Groups)
-		if metadata, ok := req.Object["metadata"].(map[string]any); ok {
-			if labels, ok := metadata["labels"].(map[string]any); ok {
-				if t, ok := labels[e.registry.TenantLabel()].(string); ok {
-					candidates = append(candidates, t)
+		if req.Object != nil {
+			if t, err := req.Object.Find(ast.Ref{ast.InternedTerm("metadata"), ast.InternedTerm("labels"), ast.InternedTerm(e.registry.TenantLabel())}); err == nil {
+				if s, ok := t.(ast.String); ok {
+					candidates = append(candidates, string(s))
 				}
 			}
 		}
@@ -175,22 +169,25 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 }
 
 // countFacts is cluster.counts: tenant -> key -> count.
-func countFacts(q *quota, view *clusterview.View) map[string]any {
-	facts := make(map[string]any, len(q.tenants))
+func countFacts(q *quota, view *clusterview.View) *ast.Term {
+	facts := make([][2]*ast.Term, 0, len(q.tenants))
 	for _, t := range q.tenants {
 		n, ok := q.counts[t]
 		if !ok {
 			n = view.Count(t, q.key)
 		}
-		facts[t] = map[string]any{q.key: n}
+		facts = append(facts, ast.Item(ast.InternedTerm(t), ast.ObjectTerm(ast.Item(ast.InternedTerm(q.key), ast.InternedTerm(n)))))
 	}
-	return facts
+	return ast.ObjectTerm(facts...)
 }
 
-func namespaceFacts(name string, labels map[string]string) map[string]any {
-	l := make(map[string]any, len(labels))
+func namespaceFacts(name string, labels map[string]string) *ast.Term {
+	l := make([][2]*ast.Term, 0, len(labels))
 	for k, v := range labels {
-		l[k] = v
+		l = append(l, ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)))
 	}
-	return map[string]any{"name": name, "labels": l}
+	return ast.ObjectTerm(
+		ast.Item(ast.InternedTerm("name"), ast.InternedTerm(name)),
+		ast.Item(ast.InternedTerm("labels"), ast.ObjectTerm(l...)),
+	)
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,19 +37,14 @@ type Decision struct {
 // object.
 func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
 	in := e.input(req, view, nil)
-	value, err := in.value()
-	if err != nil {
-		return nil, err
-	}
+	value := in.value()
 	patch, patched, err := e.mutations(ctx, req, value)
 	if err != nil {
 		return nil, err
 	}
 	if patched != nil {
-		in.request["object"] = trimObject(patched)
-		if value, err = in.value(); err != nil {
-			return nil, err
-		}
+		in.object = patched
+		value = in.value()
 	}
 	d, err := e.decision(ctx, value)
 	if err != nil {
@@ -63,11 +57,7 @@ func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clust
 // Mutate answers the mutating webhook: the JSON patch of the mutations, nil
 // when there are none. It never denies; the validating webhook does.
 func (e *Engine) Mutate(ctx context.Context, req *admission.Request, view *clusterview.View) ([]byte, error) {
-	value, err := e.input(req, view, nil).value()
-	if err != nil {
-		return nil, err
-	}
-	patch, _, err := e.mutations(ctx, req, value)
+	patch, _, err := e.mutations(ctx, req, e.input(req, view, nil).value())
 	return patch, err
 }
 
@@ -80,16 +70,12 @@ func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clu
 // validate decides with the request's quota and its reserved counts, or,
 // when q is nil, with the view's counts.
 func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *quota) (*Decision, error) {
-	value, err := e.input(req, view, q).value()
-	if err != nil {
-		return nil, err
-	}
-	return e.decision(ctx, value)
+	return e.decision(ctx, e.input(req, view, q).value())
 }
 
 // mutations evaluates the mutations of a CREATE or UPDATE and applies them to
 // the object: the patch and the patched object, both nil when nothing changes.
-func (e *Engine) mutations(ctx context.Context, req *admission.Request, value ast.Value) ([]byte, map[string]any, error) {
+func (e *Engine) mutations(ctx context.Context, req *admission.Request, value ast.Value) ([]byte, ast.Object, error) {
 	if req.Object == nil || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return nil, nil, nil
 	}
@@ -227,8 +213,9 @@ func violations(value ast.Value) ([]Violation, bool) {
 	return out, true
 }
 
-// applyPatch applies JSON patch operations to an object's raw JSON.
-func applyPatch(doc []byte, ops []any) (map[string]any, []byte, error) {
+// applyPatch applies JSON patch operations to an object's raw JSON: the
+// patched object and the patch.
+func applyPatch(doc []byte, ops []any) (ast.Object, []byte, error) {
 	rawPatch, err := json.Marshal(ops)
 	if err != nil {
 		return nil, nil, err
@@ -241,11 +228,9 @@ func applyPatch(doc []byte, ops []any) (map[string]any, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("applying the rules' patch: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(patchedDoc))
-	dec.UseNumber()
-	var patched map[string]any
-	if err := dec.Decode(&patched); err != nil {
-		return nil, nil, err
+	patched, err := admission.ParseObject(patchedDoc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the patched object %w", err)
 	}
 	return patched, rawPatch, nil
 }

@@ -120,8 +120,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	report := &SoakReport{Config: cfg}
 	start := time.Now()
-	for time.Since(start) < cfg.Duration && ctx.Err() == nil {
-		run.Duration = min(cfg.Window, cfg.Duration-time.Since(start))
+	// A fixed number of windows: a window's run can end a little before its
+	// duration (its last request sent and answered), which must not add a
+	// sliver of a window at the end.
+	for offered := time.Duration(0); offered < cfg.Duration && ctx.Err() == nil; offered += run.Duration {
+		run.Duration = min(cfg.Window, cfg.Duration-offered)
 		var w SoakWindow
 		if w.Result, w.RSS, w.MaxRSS, err = driveSampling(ctx, p, target, corpus, run); err != nil {
 			return nil, err

@@ -1,0 +1,385 @@
+package jsonast
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// MaxDepth is the deepest nesting accepted, encoding/json's limit.
+const MaxDepth = 10000
+
+// Parse decodes one JSON value. drop is a path of object keys from the root
+// (such as "metadata", "managedFields") whose value is checked but left out
+// of the result: the parts of a document nobody reads cost no allocation.
+func Parse(data []byte, drop ...string) (ast.Value, error) {
+	p := parser{data: data, src: string(data)}
+	t, err := p.value(drop, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.pos != len(p.data) {
+		return nil, p.errorf("unexpected %q after the value", p.data[p.pos])
+	}
+	return t.Value, nil
+}
+
+// parser reads data from pos. src is data as one string, which every
+// string value is cut from, so that strings cost no allocation of their own;
+// terms are handed out from slabs. pairs and elems are stacks of the members
+// of the objects and arrays being read, shared by every level so that
+// reading a member allocates only its value.
+type parser struct {
+	data  []byte
+	src   string
+	pos   int
+	slab  []ast.Term
+	pairs [][2]*ast.Term
+	elems []*ast.Term
+}
+
+// slabSize is how many terms one allocation holds.
+const slabSize = 64
+
+// term is a new term of v.
+func (p *parser) term(v ast.Value) *ast.Term {
+	if len(p.slab) == 0 {
+		p.slab = make([]ast.Term, slabSize)
+	}
+	t := &p.slab[0]
+	p.slab = p.slab[1:]
+	t.Value = v
+	return t
+}
+
+// stringTerm is the term of s, OPA's interned one when there is one.
+func (p *parser) stringTerm(s string) *ast.Term {
+	if ast.HasInternedValue(s) {
+		return ast.InternedTerm(s)
+	}
+	return p.term(ast.String(s))
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at offset %d: %s", p.pos, fmt.Sprintf(format, args...))
+}
+
+var errEnd = errors.New("invalid JSON: unexpected end of input")
+
+func (p *parser) space() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value reads the value at pos; drop is the dropped path below it, if any.
+// Unless build is set the value is only checked, and the term is nil.
+func (p *parser) value(drop []string, depth int, build bool) (*ast.Term, error) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return nil, errEnd
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		if depth >= MaxDepth {
+			return nil, p.errorf("nested deeper than %d", MaxDepth)
+		}
+		return p.object(drop, depth+1, build)
+	case c == '[':
+		if depth >= MaxDepth {
+			return nil, p.errorf("nested deeper than %d", MaxDepth)
+		}
+		return p.array(depth+1, build)
+	case c == '"':
+		s, err := p.string(build)
+		if err != nil || !build {
+			return nil, err
+		}
+		return p.stringTerm(s), nil
+	case c == '-' || ('0' <= c && c <= '9'):
+		return p.number(build)
+	case c == 't':
+		return p.literal("true", ast.InternedTerm(true))
+	case c == 'f':
+		return p.literal("false", ast.InternedTerm(false))
+	case c == 'n':
+		return p.literal("null", ast.InternedNullTerm)
+	default:
+		return nil, p.errorf("unexpected %q", c)
+	}
+}
+
+func (p *parser) literal(text string, v *ast.Term) (*ast.Term, error) {
+	if len(p.data)-p.pos < len(text) || string(p.data[p.pos:p.pos+len(text)]) != text {
+		return nil, p.errorf("expected %s", text)
+	}
+	p.pos += len(text)
+	return v, nil
+}
+
+// object reads an object; the key drop[0] is skipped when it is the last
+// of drop, and read with drop[1:] below it otherwise.
+func (p *parser) object(drop []string, depth int, build bool) (*ast.Term, error) {
+	mark := len(p.pairs)
+	defer func() { p.pairs = p.pairs[:mark] }()
+	for closed := p.open('}'); !closed; {
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, errEnd
+		}
+		if p.data[p.pos] != '"' {
+			return nil, p.errorf("expected a string key, got %q", p.data[p.pos])
+		}
+		key, err := p.string(build)
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, errEnd
+		}
+		if p.data[p.pos] != ':' {
+			return nil, p.errorf("expected ':' after an object key, got %q", p.data[p.pos])
+		}
+		p.pos++
+		var below []string
+		keep := build
+		if build && len(drop) > 0 && key == drop[0] {
+			below = drop[1:]
+			keep = len(below) > 0
+		}
+		v, err := p.value(below, depth, keep)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			p.pairs = append(p.pairs, [2]*ast.Term{p.stringTerm(key), v})
+		}
+		if closed, err = p.next('}'); err != nil {
+			return nil, err
+		}
+	}
+	if !build {
+		return nil, nil
+	}
+	return p.term(newObject(p.pairs[mark:])), nil
+}
+
+// open moves past an opening bracket and reports whether the container is
+// empty, its closing bracket read too.
+func (p *parser) open(closing byte) bool {
+	p.pos++
+	p.space()
+	if p.pos < len(p.data) && p.data[p.pos] == closing {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// next moves past what follows a member: a comma, or the closing bracket,
+// when it reports closed.
+func (p *parser) next(closing byte) (closed bool, err error) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return false, errEnd
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	}
+	return false, p.errorf("expected ',' or %q, got %q", closing, p.data[p.pos])
+}
+
+// newObject builds an object of pairs whose keys are strings; of duplicate
+// keys the last one wins, as in encoding/json.
+func newObject(pairs [][2]*ast.Term) ast.Object {
+	if !duplicates(pairs) {
+		return ast.NewObject(pairs...)
+	}
+	obj := ast.NewObjectWithCapacity(len(pairs))
+	for _, kv := range pairs {
+		obj.Insert(kv[0], kv[1])
+	}
+	return obj
+}
+
+// duplicates reports whether two pairs have the same key.
+func duplicates(pairs [][2]*ast.Term) bool {
+	if len(pairs) <= 16 {
+		for i := 1; i < len(pairs); i++ {
+			for j := range i {
+				if pairs[i][0].Value.(ast.String) == pairs[j][0].Value.(ast.String) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	seen := make(map[ast.String]struct{}, len(pairs))
+	for _, kv := range pairs {
+		k := kv[0].Value.(ast.String)
+		if _, dup := seen[k]; dup {
+			return true
+		}
+		seen[k] = struct{}{}
+	}
+	return false
+}
+
+func (p *parser) array(depth int, build bool) (*ast.Term, error) {
+	mark := len(p.elems)
+	defer func() { p.elems = p.elems[:mark] }()
+	for closed := p.open(']'); !closed; {
+		v, err := p.value(nil, depth, build)
+		if err != nil {
+			return nil, err
+		}
+		if build {
+			p.elems = append(p.elems, v)
+		}
+		if closed, err = p.next(']'); err != nil {
+			return nil, err
+		}
+	}
+	if !build {
+		return nil, nil
+	}
+	return p.term(ast.NewArray(slices.Clone(p.elems[mark:])...)), nil
+}
+
+// string reads a string at pos, checking its escapes; unless build is set
+// it returns "". Plain strings are sliced out; those with escapes or bytes
+// that are not UTF-8 are left to encoding/json, whose unquoting the result
+// must match.
+func (p *parser) string(build bool) (string, error) {
+	start := p.pos
+	p.pos++ // "
+	plain := true
+	for {
+		if p.pos >= len(p.data) {
+			return "", errEnd
+		}
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			switch {
+			case !build:
+				return "", nil
+			case plain:
+				return p.src[start+1 : p.pos-1], nil
+			}
+			var s string
+			if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
+				return "", p.errorf("bad string: %v", err)
+			}
+			return s, nil
+		case c == '\\':
+			plain = false
+			if err := p.escape(); err != nil {
+				return "", err
+			}
+		case c < 0x20:
+			return "", p.errorf("control character %q in a string", c)
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				plain = false
+			}
+			p.pos += size
+		default:
+			p.pos++
+		}
+	}
+}
+
+// escape checks the escape sequence at pos and moves past it.
+func (p *parser) escape() error {
+	p.pos++ // \
+	if p.pos >= len(p.data) {
+		return errEnd
+	}
+	switch p.data[p.pos] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		p.pos++
+		return nil
+	case 'u':
+		p.pos++
+		for range 4 {
+			if p.pos >= len(p.data) {
+				return errEnd
+			}
+			if !isHex(p.data[p.pos]) {
+				return p.errorf("bad \\u escape")
+			}
+			p.pos++
+		}
+		return nil
+	}
+	return p.errorf("bad escape \\%c", p.data[p.pos])
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+// number reads a number as its text, checked against JSON's grammar.
+func (p *parser) number(build bool) (*ast.Term, error) {
+	start := p.pos
+	if p.data[p.pos] == '-' {
+		p.pos++
+	}
+	switch {
+	case p.pos < len(p.data) && p.data[p.pos] == '0':
+		p.pos++
+	case p.digits() == 0:
+		return nil, p.errorf("bad number")
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '.' {
+		p.pos++
+		if p.digits() == 0 {
+			return nil, p.errorf("bad number: no digits after '.'")
+		}
+	}
+	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
+			p.pos++
+		}
+		if p.digits() == 0 {
+			return nil, p.errorf("bad number: no digits in the exponent")
+		}
+	}
+	if !build {
+		return nil, nil
+	}
+	text := p.src[start:p.pos]
+	if t := ast.InternedIntNumberTermFromString(text); t != nil {
+		return t, nil
+	}
+	return p.term(ast.Number(text)), nil
+}
+
+func (p *parser) digits() int {
+	n := 0
+	for p.pos < len(p.data) && '0' <= p.data[p.pos] && p.data[p.pos] <= '9' {
+		p.pos++
+		n++
+	}
+	return n
+}

@@ -1,0 +1,162 @@
+package jsonast
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// reference is what the engine did before this package: encoding/json with
+// UseNumber, the dropped path deleted, then ast.InterfaceToValue.
+func reference(data []byte, drop ...string) (ast.Value, bool) {
+	if !json.Valid(data) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if len(drop) > 0 {
+		parent := v
+		for _, key := range drop[:len(drop)-1] {
+			m, _ := parent.(map[string]any)
+			parent = m[key]
+		}
+		if m, ok := parent.(map[string]any); ok {
+			delete(m, drop[len(drop)-1])
+		}
+	}
+	value, err := ast.InterfaceToValue(v)
+	if err != nil {
+		return nil, false
+	}
+	return value, true
+}
+
+func TestParseGivesTheValuesOfEncodingJSONAndInterfaceToValue(t *testing.T) {
+	tests := []struct {
+		name string
+		json string
+		drop []string
+	}{
+		{"a nested object", `{"a": {"b": [1, 2.5, -3e2, "x"]}, "c": true, "d": null, "e": false}`, nil},
+		{"numbers that keep their text", `[12345678901234567890, 1.0, 0, -0, 1E+2, 0.000001]`, nil},
+		{"escapes and unicode", `["a\"b\\c\/d\n\t\u00e9\ud83d\ude00", "plain é 😀"]`, nil},
+		{"invalid UTF-8 in a string", "[\"a\xffb\", \"\xc3\"]", nil},
+		{"duplicate keys, the last winning", `{"a": 1, "b": 2, "a": 3}`, nil},
+		{"many keys with a duplicate", `{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k1":0}`, nil},
+		{"empty containers", `{"a": {}, "b": [], "c": ""}`, nil},
+		{"a scalar document", ` "text" `, nil},
+		{"a dropped path", `{"metadata": {"name": "p", "managedFields": [{"manager": "kubectl"}]}, "spec": {}}`, []string{"metadata", "managedFields"}},
+		{"a dropped path that is absent", `{"metadata": {"name": "p"}}`, []string{"metadata", "managedFields"}},
+		{"a dropped path under a non-object", `{"metadata": ["managedFields"]}`, []string{"metadata", "managedFields"}},
+		{"a dropped key only at its place", `{"managedFields": 1, "metadata": {"spec": {"managedFields": 2}}}`, []string{"metadata", "managedFields"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, ok := reference([]byte(tt.json), tt.drop...)
+			if !ok {
+				t.Fatalf("the reference refuses %s", tt.json)
+			}
+			got, err := Parse([]byte(tt.json), tt.drop...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Compare(want) != 0 {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseRefusesWhatIsNotJSON(t *testing.T) {
+	tests := []struct{ name, json string }{
+		{"nothing", ""},
+		{"spaces", "  "},
+		{"an unclosed object", `{"a": 1`},
+		{"an unclosed array", `[1, 2`},
+		{"an unclosed string", `"abc`},
+		{"a trailing comma", `[1, 2,]`},
+		{"a key that is not a string", `{a: 1}`},
+		{"a missing colon", `{"a" 1}`},
+		{"two values", `{} {}`},
+		{"a leading zero", `01`},
+		{"a bare minus", `-`},
+		{"a dot without digits", `1.`},
+		{"an exponent without digits", `1e+`},
+		{"a control character in a string", "\"a\tb\""},
+		{"a bad escape", `"\x"`},
+		{"a short unicode escape", `"\u12"`},
+		{"a misspelled literal", `tru`},
+		{"a backslash at the end", `"\`},
+		{"nesting past the limit", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := reference([]byte(tt.json)); ok {
+				t.Fatalf("the reference accepts %q", tt.json)
+			}
+			if v, err := Parse([]byte(tt.json)); err == nil {
+				t.Errorf("Parse accepted %q as %v", tt.json, v)
+			}
+		})
+	}
+}
+
+func TestParseAcceptsNestingUpToTheLimit(t *testing.T) {
+	doc := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
+	if _, err := Parse([]byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzParseDecodesAsEncodingJSON holds Parse to the reference on any input:
+// both accept it with equal values, or both refuse it.
+func FuzzParseDecodesAsEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"metadata": {"name": "p", "managedFields": [{"f": 1}]}, "spec": {"containers": [{"name": "c", "image": "i"}]}}`,
+		`[1, -2.5e3, "a\u00e9\n", true, false, null, {}, []]`,
+		`{"a": 1, "a": 2}`, "\"\xff\"", `01`, `[1,]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, drop := range [][]string{nil, {"metadata", "managedFields"}} {
+			want, ok := reference(bytes.Clone(data), drop...)
+			got, err := Parse(data, drop...)
+			if ok != (err == nil) {
+				t.Fatalf("reference ok %v, Parse error %v, on %q", ok, err, data)
+			}
+			if ok && got.Compare(want) != 0 {
+				t.Fatalf("got %v, want %v, on %q", got, want, data)
+			}
+		}
+	})
+}
+
+// BenchmarkParse decodes a Pod of the size the API server sends, managed
+// fields dropped, against encoding/json and InterfaceToValue.
+func BenchmarkParse(b *testing.B) {
+	pod := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d4b9c","namespace":"oil-dev","labels":{"app":"web","pod-template-hash":"7d4b9c"},"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{}}}}}}]},"spec":{"containers":[{"name":"web","image":"nginx:1.27","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"}},"volumeMounts":[{"name":"data","mountPath":"/data"}]}],"volumes":[{"name":"data","emptyDir":{}}],"priorityClassName":"tenant-default","restartPolicy":"Always"}}`)
+	b.Run("jsonast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Parse(pod, "metadata", "managedFields"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json+InterfaceToValue", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := reference(pod, "metadata", "managedFields"); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
