@@ -191,3 +191,15 @@ func namespaceFacts(name string, labels map[string]string) *ast.Term {
 		ast.Item(ast.InternedTerm("labels"), ast.ObjectTerm(l...)),
 	)
 }
+
+func init() {
+	// The keys of the input and of the decision, made once: InternedTerm
+	// finds them instead of allocating a term per request.
+	ast.InternStringTerm(
+		"request", "cluster", "uid", "kind", "group", "version", "resource",
+		"subResource", "namespace", "operation", "userInfo", "username",
+		"groups", "object", "oldObject", "counts", "priorityClasses",
+		"priority", "preemptionPolicy", "allowed", "deny", "warn", "dryrun",
+		"id", "msg",
+	)
+}

@@ -76,7 +76,14 @@ func (p *Program) release(e *evaluation) {
 	clear(e.results)
 	clear(e.args[:cap(e.args)])
 	e.stack, e.results, e.args = e.stack[:0], e.results[:0], e.args[:0]
-	e.ctx, e.bctx, e.retval, e.out, e.steps = nil, nil, nil, nil, 0
+	e.ctx, e.retval, e.out, e.steps, e.scanning = nil, nil, nil, 0, 0
+	for _, sc := range e.scanners {
+		sc.locals, sc.s, sc.err = nil, nil, nil
+	}
+	if e.bctx != nil {
+		e.bctx.Context, e.bctx.Time = nil, nil
+		clear(e.bctx.Cache)
+	}
 	p.pool.Put(e)
 }
 
@@ -136,6 +143,10 @@ type evaluation struct {
 	stack []*ast.Term
 	// steps counts calls and iterations, to look at ctx now and then.
 	steps int
+	// scanners are those of the scans being run (scanning of them) and
+	// of earlier, deeper ones, kept for reuse.
+	scanners []*scanner
+	scanning int
 }
 
 // run runs a block's statements until one breaks or returns.
@@ -339,47 +350,74 @@ func (e *evaluation) scan(locals []*ast.Term, s *ir.ScanStmt) (int, error) {
 	if src == nil {
 		return next, nil
 	}
-	var (
-		result = next
-		err    error
-	)
-	// body runs one iteration and reports whether to stop.
-	body := func(k, v *ast.Term) bool {
-		if e.steps++; e.steps%checkEvery == 0 {
-			if err = e.ctx.Err(); err != nil {
-				return true
-			}
-		}
-		locals[s.Key], locals[s.Value] = k, v
-		var r int
-		r, err = e.run(locals, s.Block)
-		switch {
-		case err != nil:
-			return true
-		case r == next || r == 0: // the body held, or broke out of itself: go on
-			return false
-		case r == 1: // out of the scan
-			return true
-		case r == returned:
-			result = returned
-		default: // beyond the block holding the scan
-			result = r - 2
-		}
-		return true
-	}
+	sc := e.scanner()
+	sc.locals, sc.s, sc.result, sc.err = locals, s, next, nil
 	switch c := src.Value.(type) {
 	case *ast.Array:
 		for i := range c.Len() {
-			if body(ast.InternedTerm(i), c.Elem(i)) {
+			if sc.body(ast.InternedTerm(i), c.Elem(i)) {
 				break
 			}
 		}
 	case ast.Object:
-		c.Until(body)
+		c.Until(sc.pair)
 	case ast.Set:
-		c.Until(func(t *ast.Term) bool { return body(t, t) })
+		c.Until(sc.elem)
 	}
+	result, err := sc.result, sc.err
+	sc.locals, sc.s, sc.err = nil, nil, nil
+	e.scanning--
 	return result, err
+}
+
+// scanner runs the block of one scan being run. Its callbacks are bound
+// once, when it is first needed, so that a scan allocates nothing.
+type scanner struct {
+	e      *evaluation
+	locals []*ast.Term
+	s      *ir.ScanStmt
+	result int
+	err    error
+	// pair and elem are body for objects' and sets' iterators.
+	pair func(k, v *ast.Term) bool
+	elem func(t *ast.Term) bool
+}
+
+// scanner is the next unused scanner of the evaluation's stack of them.
+func (e *evaluation) scanner() *scanner {
+	if e.scanning == len(e.scanners) {
+		sc := &scanner{e: e}
+		sc.pair = sc.body
+		sc.elem = func(t *ast.Term) bool { return sc.body(t, t) }
+		e.scanners = append(e.scanners, sc)
+	}
+	sc := e.scanners[e.scanning]
+	e.scanning++
+	return sc
+}
+
+// body runs one iteration and reports whether to stop.
+func (sc *scanner) body(k, v *ast.Term) bool {
+	e := sc.e
+	if e.steps++; e.steps%checkEvery == 0 {
+		if sc.err = e.ctx.Err(); sc.err != nil {
+			return true
+		}
+	}
+	sc.locals[sc.s.Key], sc.locals[sc.s.Value] = k, v
+	r, err := e.run(sc.locals, sc.s.Block)
+	switch {
+	case err != nil:
+		sc.err = err
+	case r == next || r == 0: // the body held, or broke out of itself: go on
+		return false
+	case r == 1: // out of the scan
+	case r == returned:
+		sc.result = returned
+	default: // beyond the block holding the scan
+		sc.result = r - 2
+	}
+	return true
 }
 
 func (e *evaluation) callStmt(locals []*ast.Term, s *ir.CallStmt) (int, error) {
@@ -503,37 +541,47 @@ func (e *evaluation) with(locals []*ast.Term, s *ir.WithStmt) (int, error) {
 // errors, except a halt, which ends the evaluation.
 func (e *evaluation) builtin(c callee, args []*ast.Term) (*ast.Term, error) {
 	if e.bctx == nil {
-		e.bctx = &topdown.BuiltinContext{
-			Context: e.ctx,
-			Metrics: noMetrics,
-			Seed:    rand.Reader,
-			Time:    ast.UIntNumberTerm(uint64(time.Now().UnixNano())),
-			Cache:   builtins.Cache{},
-		}
+		e.bctx = &topdown.BuiltinContext{Metrics: noMetrics, Seed: rand.Reader, Cache: builtins.Cache{}}
 	}
-	iter := e.iter
-	var outputs []*ast.Term
+	if e.bctx.Context == nil {
+		e.bctx.Context = e.ctx
+		e.bctx.Time = ast.UIntNumberTerm(uint64(time.Now().UnixNano()))
+	}
 	if c.relation {
-		iter = func(t *ast.Term) error {
-			outputs = append(outputs, t)
-			return nil
-		}
+		return e.relation(c, args)
 	}
 	e.out = nil
-	if err := c.builtin(*e.bctx, args, iter); err != nil {
-		var halt topdown.Halt
-		if errors.As(err, &halt) {
-			return nil, err
-		}
-		return nil, nil
+	if err := c.builtin(*e.bctx, args, e.iter); err != nil {
+		return nil, builtinError(err)
 	}
-	switch {
-	case c.void:
+	if c.void {
 		return ast.InternedTerm(true), nil
-	case c.relation:
-		return ast.ArrayTerm(outputs...), nil
 	}
 	return e.out, nil
+}
+
+// relation calls a built-in that has any number of outputs: the array of
+// them.
+func (e *evaluation) relation(c callee, args []*ast.Term) (*ast.Term, error) {
+	var outputs []*ast.Term
+	iter := func(t *ast.Term) error {
+		outputs = append(outputs, t)
+		return nil
+	}
+	if err := c.builtin(*e.bctx, args, iter); err != nil {
+		return nil, builtinError(err)
+	}
+	return ast.ArrayTerm(outputs...), nil
+}
+
+// builtinError is what a built-in's error does: a halt ends the
+// evaluation, any other error makes the call undefined.
+func builtinError(err error) error {
+	var halt topdown.Halt
+	if errors.As(err, &halt) {
+		return err
+	}
+	return nil
 }
 
 func conflict(loc ir.Location, msg string) error {
