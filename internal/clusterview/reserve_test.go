@@ -1,6 +1,7 @@
 package clusterview
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -140,5 +141,18 @@ func TestABurstAgainstRoomForTenIsDecidedAgainstEveryEarlierCreate(t *testing.T)
 	}
 	if got := v.Count("oil", "pods"); got != limit {
 		t.Fatalf("oil's count is %d after the burst, want %d", got, limit)
+	}
+}
+
+func TestAGivenBackReservationLeavesNoTraceOfItsTenantName(t *testing.T) {
+	v := New("tenant")
+	// A namespace create may name any tenant in its label; each name must
+	// not stay in the view once its reservation is given back.
+	for i := range 100 {
+		_, r := v.Reserve(Claim{Key: NamespacesKey, Name: fmt.Sprintf("ns-%d", i)}, []string{fmt.Sprintf("nobody-%d", i)}, time.Minute)
+		r.Release()
+	}
+	if len(v.pending) != 0 || len(v.reserved) != 0 {
+		t.Errorf("pending %v, reserved %d after every reservation was given back", v.pending, len(v.reserved))
 	}
 }

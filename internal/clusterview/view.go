@@ -167,6 +167,11 @@ func increment(counts map[string]map[string]int, outer, key string, n int) {
 	per[key] += n
 	if per[key] == 0 {
 		delete(per, key)
+		if len(per) == 0 {
+			// Names seen once (a namespace label naming no tenant, a
+			// reservation given back) leave nothing behind.
+			delete(counts, outer)
+		}
 	}
 }
 

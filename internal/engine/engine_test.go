@@ -55,12 +55,16 @@ func TestReviewMutatesThenValidatesTheMutatedObject(t *testing.T) {
 	}
 	view := scaleView(1)
 	req := podCreate(t, 0, `{"containers":[{"name":"c"}],"volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{}}}}]}`)
+	before := req.Object.Copy()
 	d, err := eng.Review(t.Context(), req, view)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !d.Allowed || !strings.Contains(string(d.Patch), `"value":"standard"`) {
 		t.Fatalf("decision = %+v, patch %s", d, d.Patch)
+	}
+	if req.Object.Compare(before) != 0 {
+		t.Errorf("validating the patched object changed the request's: %v", req.Object)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -139,7 +140,9 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 		if req.Object != nil {
 			if t, err := req.Object.Find(ast.Ref{ast.InternedTerm("metadata"), ast.InternedTerm("labels"), ast.InternedTerm(e.registry.TenantLabel())}); err == nil {
 				if s, ok := t.(ast.String); ok {
-					candidates = append(candidates, string(s))
+					// A copy: the view may keep it, and the decoded
+					// string shares the whole request body's memory.
+					candidates = append(candidates, strings.Clone(string(s)))
 				}
 			}
 		}

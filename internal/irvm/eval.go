@@ -543,7 +543,9 @@ func (e *evaluation) builtin(c callee, args []*ast.Term) (*ast.Term, error) {
 	if e.bctx == nil {
 		e.bctx = &topdown.BuiltinContext{Metrics: noMetrics, Seed: rand.Reader, Cache: builtins.Cache{}}
 	}
-	if e.bctx.Context == nil {
+	if e.bctx.Time == nil {
+		// The evaluation's clock, read at its first built-in: time.now_ns
+		// is the same throughout one evaluation.
 		e.bctx.Context = e.ctx
 		e.bctx.Time = ast.UIntNumberTerm(uint64(time.Now().UnixNano()))
 	}

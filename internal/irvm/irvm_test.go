@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
@@ -127,6 +128,15 @@ x := [p | walk(input, [p, v]); v == 1]`, input: map[string]any{"a": map[string]a
 x := [1 == 1.0, 2 > 1.5, count("héllo"), 1.5e3 + 1]`},
 		{name: "an undefined query is undefined", module: `
 x := input.missing`},
+		{name: "nested iterations that stop early or go on", module: `
+found if {
+	some a in input.xs
+	some b in input.ys
+	a == b
+}
+pairs := [[a, b] | some a in input.xs; some b in input.ys; a < b]
+firsts := {a: b | some a in input.xs; b := [y | some y in input.ys; y > a][0]}
+x := [found, pairs, firsts]`, input: map[string]any{"xs": []any{1, 2, 3}, "ys": []any{3, 2}}},
 		{name: "comprehensions over objects and nested arrays", module: `
 x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]any{"m": map[string]any{"b": []any{1, 2, 3}, "a": []any{5}}}},
 	}
@@ -169,6 +179,63 @@ func TestAnEndedContextStopsALongEvaluation(t *testing.T) {
 	_, err := planned(t, ctx, "package p\nx := count([n | some n in numbers.range(1, 100000); n % 7 == 0])", "data.p.x", nil, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want the context's", err)
+	}
+}
+
+func TestAPooledEvaluationAnswersRightAfterACancelledOne(t *testing.T) {
+	module := `package p
+x := {a: [b | some b in input.ys; b > a] | some a in input.xs}`
+	// Enough iterations that the cancelled evaluations stop inside the
+	// inner scan.
+	var xs, ys []any
+	for i := range 60 {
+		xs, ys = append(xs, i), append(ys, 60-i)
+	}
+	input := map[string]any{"xs": xs, "ys": ys}
+	want, err := walked(t, module, "data.p.x", input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := program(t, module, "data.p.x")
+	in, data := ast.NewTerm(ast.MustInterfaceToValue(input)), ast.NewTerm(ast.NewObject())
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 3 {
+		if _, err := p.Value(cancelled, in, data); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled evaluation %d: error %v", i, err)
+		}
+		v, err := p.Value(t.Context(), in, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ast.JSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normal(t, got), normal(t, want)) {
+			t.Fatalf("after cancelled evaluation %d: plan %v, topdown %v", i, got, want)
+		}
+	}
+}
+
+func TestTheClockIsReadOncePerEvaluation(t *testing.T) {
+	p := program(t, `package p
+x := [time.now_ns(), count([n | some n in numbers.range(1, 1000)]), time.now_ns()]`, "data.p.x")
+	at := func() ast.Value {
+		v, err := p.Value(t.Context(), ast.NewTerm(ast.NewObject()), ast.NewTerm(ast.NewObject()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		arr := v.(*ast.Array)
+		if arr.Elem(0).Value.Compare(arr.Elem(2).Value) != 0 {
+			t.Fatalf("time.now_ns changed within one evaluation: %v", v)
+		}
+		return arr.Elem(0).Value
+	}
+	first := at()
+	time.Sleep(time.Millisecond)
+	if second := at(); first.Compare(second) == 0 {
+		t.Errorf("the next evaluation kept the clock of the one before: %v", second)
 	}
 }
 

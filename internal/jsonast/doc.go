@@ -3,5 +3,10 @@
 // values are those ast.InterfaceToValue gives for the same document decoded
 // by encoding/json with UseNumber (numbers keep their text; of duplicate keys
 // the last wins; invalid UTF-8 becomes U+FFFD), so the policy cannot tell
-// which decoder read its input.
+// which decoder read its input. Numbers are checked as InterfaceToValue
+// checks them (ast.NumberChecked), every one of them, including those of a
+// dropped path or of a key given twice, which InterfaceToValue never sees.
+//
+// String values share one copy of the input's text: a string kept beyond the
+// value's life keeps the whole input alive (strings.Clone it).
 package jsonast

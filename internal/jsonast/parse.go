@@ -366,13 +366,22 @@ func (p *parser) number(build bool) (*ast.Term, error) {
 		}
 	}
 	if !build {
+		// Checked as a built number is, so that a dropped or overwritten
+		// value is refused as any other.
+		if _, err := ast.NumberChecked(p.src[start:p.pos]); err != nil {
+			return nil, p.errorf("%v", err)
+		}
 		return nil, nil
 	}
 	text := p.src[start:p.pos]
 	if t := ast.InternedIntNumberTermFromString(text); t != nil {
 		return t, nil
 	}
-	return p.term(ast.Number(text)), nil
+	n, err := ast.NumberChecked(text)
+	if err != nil {
+		return nil, p.errorf("%v", err)
+	}
+	return p.term(n), nil
 }
 
 func (p *parser) digits() int {

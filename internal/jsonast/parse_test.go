@@ -12,7 +12,7 @@ import (
 // reference is what the engine did before this package: encoding/json with
 // UseNumber, the dropped path deleted, then ast.InterfaceToValue.
 func reference(data []byte, drop ...string) (ast.Value, bool) {
-	if !json.Valid(data) {
+	if !json.Valid(data) || !numbersInRange(data) {
 		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -38,6 +38,25 @@ func reference(data []byte, drop ...string) (ast.Value, bool) {
 	return value, true
 }
 
+// numbersInRange reports whether every number of a valid document passes
+// ast.NumberChecked, as InterfaceToValue requires of those it converts;
+// jsonast checks those it drops too.
+func numbersInRange(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := ast.NumberChecked(string(n)); err != nil {
+				return false
+			}
+		}
+	}
+}
+
 func TestParseGivesTheValuesOfEncodingJSONAndInterfaceToValue(t *testing.T) {
 	tests := []struct {
 		name string
@@ -55,6 +74,8 @@ func TestParseGivesTheValuesOfEncodingJSONAndInterfaceToValue(t *testing.T) {
 		{"a dropped path", `{"metadata": {"name": "p", "managedFields": [{"manager": "kubectl"}]}, "spec": {}}`, []string{"metadata", "managedFields"}},
 		{"a dropped path that is absent", `{"metadata": {"name": "p"}}`, []string{"metadata", "managedFields"}},
 		{"a dropped path under a non-object", `{"metadata": ["managedFields"]}`, []string{"metadata", "managedFields"}},
+		{"duplicate keys around a dropped path", `{"metadata": {"managedFields": 1, "name": "a", "managedFields": 2, "name": "b"}}`, []string{"metadata", "managedFields"}},
+		{"exponents in range", `[1e5, -2E-10, 1e+308]`, nil},
 		{"a dropped key only at its place", `{"managedFields": 1, "metadata": {"spec": {"managedFields": 2}}}`, []string{"metadata", "managedFields"}},
 	}
 	for _, tt := range tests {
@@ -95,13 +116,18 @@ func TestParseRefusesWhatIsNotJSON(t *testing.T) {
 		{"a misspelled literal", `tru`},
 		{"a backslash at the end", `"\`},
 		{"nesting past the limit", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)},
+		{"objects nested past the limit", strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)},
+		{"a huge exponent", `1e100000`},
+		{"a huge negative exponent", `-1E-100000`},
+		{"a huge exponent in the dropped path", `{"metadata": {"managedFields": [1e100000]}}`},
+		{"a huge exponent overwritten by a duplicate key", `{"a": 1e999999, "a": 1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, ok := reference([]byte(tt.json)); ok {
 				t.Fatalf("the reference accepts %q", tt.json)
 			}
-			if v, err := Parse([]byte(tt.json)); err == nil {
+			if v, err := Parse([]byte(tt.json), "metadata", "managedFields"); err == nil {
 				t.Errorf("Parse accepted %q as %v", tt.json, v)
 			}
 		})
@@ -122,6 +148,7 @@ func FuzzParseDecodesAsEncodingJSON(f *testing.F) {
 		`{"metadata": {"name": "p", "managedFields": [{"f": 1}]}, "spec": {"containers": [{"name": "c", "image": "i"}]}}`,
 		`[1, -2.5e3, "a\u00e9\n", true, false, null, {}, []]`,
 		`{"a": 1, "a": 2}`, "\"\xff\"", `01`, `[1,]`,
+		`{"a": 1e100000, "a": 1}`, `{"a\u0062": 1, "ab": 2}`, `-0`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -102,6 +102,9 @@ type SoakReport struct {
 // warms it up, then drives it open-loop window after window, recording each
 // window's figures and the target's RSS.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	if cfg.Window <= 0 || cfg.Duration <= 0 {
+		return nil, fmt.Errorf("a soak needs a positive duration and window, got %v and %v", cfg.Duration, cfg.Window)
+	}
 	dir, certFile, keyFile, pool, err := servingCert("tgsoak")
 	if err != nil {
 		return nil, err
