@@ -15,7 +15,7 @@ import (
 // cluster facts its rules need, from the view, built as OPA values.
 type input struct {
 	// request is the request's fields but its objects.
-	request []*ast.Term
+	request [][2]*ast.Term
 	// object and oldObject are the request's objects, nil when absent.
 	object, oldObject ast.Object
 	cluster           ast.Object
@@ -23,10 +23,7 @@ type input struct {
 
 // value is the OPA value both queries read.
 func (in *input) value() ast.Value {
-	fields := make([][2]*ast.Term, 0, len(in.request)/2+2)
-	for i := 0; i < len(in.request); i += 2 {
-		fields = append(fields, [2]*ast.Term{in.request[i], in.request[i+1]})
-	}
+	fields := append(make([][2]*ast.Term, 0, len(in.request)+2), in.request...)
 	if in.object != nil {
 		fields = append(fields, ast.Item(ast.InternedTerm("object"), ast.NewTerm(in.object)))
 	}
@@ -60,23 +57,23 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota)
 	}
 	str := ast.InternedTerm[string]
 	return &input{
-		request: []*ast.Term{
-			str("uid"), str(string(req.UID)),
-			str("kind"), ast.ObjectTerm(
+		request: [][2]*ast.Term{
+			ast.Item(str("uid"), str(string(req.UID))),
+			ast.Item(str("kind"), ast.ObjectTerm(
 				ast.Item(str("group"), str(req.Kind.Group)),
 				ast.Item(str("version"), str(req.Kind.Version)),
-				ast.Item(str("kind"), str(req.Kind.Kind))),
-			str("resource"), ast.ObjectTerm(
+				ast.Item(str("kind"), str(req.Kind.Kind)))),
+			ast.Item(str("resource"), ast.ObjectTerm(
 				ast.Item(str("group"), str(req.Resource.Group)),
 				ast.Item(str("version"), str(req.Resource.Version)),
-				ast.Item(str("resource"), str(req.Resource.Resource))),
-			str("subResource"), str(req.SubResource),
-			str("namespace"), str(req.Namespace),
-			str("name"), str(req.Name),
-			str("operation"), str(string(req.Operation)),
-			str("userInfo"), ast.ObjectTerm(
+				ast.Item(str("resource"), str(req.Resource.Resource)))),
+			ast.Item(str("subResource"), str(req.SubResource)),
+			ast.Item(str("namespace"), str(req.Namespace)),
+			ast.Item(str("name"), str(req.Name)),
+			ast.Item(str("operation"), str(string(req.Operation))),
+			ast.Item(str("userInfo"), ast.ObjectTerm(
 				ast.Item(str("username"), str(req.UserInfo.Username)),
-				ast.Item(str("groups"), ast.ArrayTerm(groups...))),
+				ast.Item(str("groups"), ast.ArrayTerm(groups...)))),
 		},
 		object:    req.Object,
 		oldObject: req.OldObject,
