@@ -145,6 +145,6 @@ func (v *View) Seen(c Claim) bool {
 		_, ok := v.namespaces[c.Name]
 		return ok
 	}
-	_, ok := v.objects[objectKey{c.Key, c.Namespace, c.Name}]
+	_, ok := v.objects[v.id(objectKey{c.Key, c.Namespace, c.Name})]
 	return ok
 }

@@ -44,6 +44,13 @@ func TestCountsFollowNamespacesAndObjects(t *testing.T) {
 			v.Delete(pod("a", "1"))
 			v.Delete(pod("a", "1"))
 		}, "oil", "pods", 0},
+		{"names that run together differently are different objects", func(v *View) {
+			v.Upsert(ns("a", "oil"))
+			v.Upsert(ns("a1", "oil"))
+			v.Upsert(pod("a", "12"))
+			v.Upsert(pod("a1", "2"))
+			v.Delete(pod("a1", "2"))
+		}, "oil", "pods", 1},
 		{"objects seen before their namespace are counted when it arrives", func(v *View) {
 			v.Upsert(pod("a", "1"))
 			v.Upsert(ns("a", "oil"))
