@@ -195,10 +195,10 @@ func local(locals []*ast.Term, op ir.Operand) *ast.Term {
 
 func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 	switch s := s.(type) {
+	case *call:
+		return e.callStmt(locals, s)
 	case *ir.AssignVarStmt:
 		locals[s.Target] = e.read(locals, s.Source)
-	case *ir.CallStmt:
-		return e.callStmt(locals, s)
 	case *ir.AssignVarOnceStmt:
 		v := e.read(locals, s.Source)
 		if cur := locals[s.Target]; cur != nil {
@@ -247,36 +247,40 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 		e.retval = locals[s.Source]
 		return returned, nil
 	case *ir.MakeArrayStmt:
-		locals[s.Target] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.Capacity)))
+		if s.Capacity == 0 {
+			locals[s.Target] = ast.NewTerm(emptyArray)
+		} else {
+			locals[s.Target] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.Capacity)))
+		}
 	case *ir.MakeObjectStmt:
-		locals[s.Target] = ast.NewTerm(ast.NewObject())
+		locals[s.Target] = ast.NewTerm(emptyObject)
 	case *ir.MakeSetStmt:
-		locals[s.Target] = ast.NewTerm(ast.NewSet())
+		locals[s.Target] = ast.NewTerm(emptySet)
 	case *ir.ObjectInsertStmt:
-		obj, err := object(locals[s.Object])
-		if err != nil {
-			return 0, err
-		}
-		obj.Insert(e.read(locals, s.Key), e.read(locals, s.Value))
+		return next, insert(locals[s.Object], e.read(locals, s.Key), e.read(locals, s.Value))
 	case *ir.ObjectInsertOnceStmt:
-		obj, err := object(locals[s.Object])
-		if err != nil {
-			return 0, err
-		}
+		t := locals[s.Object]
 		k, v := e.read(locals, s.Key), e.read(locals, s.Value)
-		if cur := obj.Get(k); cur != nil {
-			if !equal(cur, v) {
-				return 0, conflict(s.Location, "object keys must be unique")
+		if obj, ok := valueOf(t).(ast.Object); ok {
+			if cur := obj.Get(k); cur != nil {
+				if !equal(cur, v) {
+					return 0, conflict(s.Location, "object keys must be unique")
+				}
+				return next, nil
 			}
-			return next, nil
 		}
-		obj.Insert(k, v)
+		return next, insert(t, k, v)
 	case *ir.SetAddStmt:
-		set, ok := valueOf(locals[s.Set]).(ast.Set)
-		if !ok {
-			return 0, fmt.Errorf("adding to %v, which is not a set", locals[s.Set])
+		t := locals[s.Set]
+		set, ok := valueOf(t).(ast.Set)
+		switch {
+		case !ok:
+			return 0, fmt.Errorf("adding to %v, which is not a set", t)
+		case set == emptySet:
+			t.Value = ast.NewSet(e.read(locals, s.Value))
+		default:
+			set.Add(e.read(locals, s.Value))
 		}
-		set.Add(e.read(locals, s.Value))
 	case *ir.BlockStmt:
 		for _, b := range s.Blocks {
 			r, err := e.run(locals, b)
@@ -420,8 +424,8 @@ func (sc *scanner) body(k, v *ast.Term) bool {
 	return true
 }
 
-func (e *evaluation) callStmt(locals []*ast.Term, s *ir.CallStmt) (int, error) {
-	c := e.p.calls[s]
+func (e *evaluation) callStmt(locals []*ast.Term, s *call) (int, error) {
+	c := s.callee
 	args := e.args[:0]
 	for _, op := range s.Args {
 		args = append(args, e.read(locals, op))
@@ -633,12 +637,29 @@ func dot(src ast.Value, key *ast.Term) *ast.Term {
 	return nil
 }
 
-func object(t *ast.Term) (ast.Object, error) {
+// The values of MakeArrayStmt (of no capacity), MakeObjectStmt and
+// MakeSetStmt until something is added: a plan makes many collections that
+// stay empty (a rule's set of violations, a default of object.get), and
+// these cost no allocation but their term. They are never modified: the
+// first insert or add replaces the term's value (Array.Append copies).
+var (
+	emptyArray  = ast.NewArray()
+	emptyObject = ast.NewObject()
+	emptySet    = ast.NewSet()
+)
+
+// insert puts k: v into the object t holds.
+func insert(t, k, v *ast.Term) error {
 	obj, ok := valueOf(t).(ast.Object)
-	if !ok {
-		return nil, fmt.Errorf("inserting into %v, which is not an object", t)
+	switch {
+	case !ok:
+		return fmt.Errorf("inserting into %v, which is not an object", t)
+	case obj == emptyObject:
+		t.Value = ast.NewObject(ast.Item(k, v))
+	default:
+		obj.Insert(k, v)
 	}
-	return obj, nil
+	return nil
 }
 
 // length is the number of elements of a collection, or of characters of a

@@ -137,6 +137,11 @@ found if {
 pairs := [[a, b] | some a in input.xs; some b in input.ys; a < b]
 firsts := {a: b | some a in input.xs; b := [y | some y in input.ys; y > a][0]}
 x := [found, pairs, firsts]`, input: map[string]any{"xs": []any{1, 2, 3}, "ys": []any{3, 2}}},
+		{name: "collections that stay empty and ones that fill, made in turn", module: `
+s(ns) := {n | some n in ns}
+o(ns) := {n: true | some n in ns}
+a(ns) := [n | some n in ns]
+x := [s([]), s(input.ns), s([]), o([]), o(input.ns), o([]), a([]), a(input.ns), a([]), {}, [], set()]`, input: map[string]any{"ns": []any{2, 1}}},
 		{name: "comprehensions over objects and nested arrays", module: `
 x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]any{"m": map[string]any{"b": []any{1, 2, 3}, "a": []any{5}}}},
 	}
@@ -152,6 +157,22 @@ x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]an
 				t.Fatalf("plan %v, topdown %v", got, want)
 			}
 		})
+	}
+}
+
+func TestTheSharedEmptyCollectionsStayEmpty(t *testing.T) {
+	p := program(t, `package p
+x := [{n | some n in input.ns}, {n: 1 | some n in input.ns}, [n | some n in input.ns], object.get({}, "k", [])]`, "data.p.x")
+	for range 3 {
+		v, err := p.Value(t.Context(), ast.NewTerm(ast.MustInterfaceToValue(map[string]any{"ns": []any{"a", "b"}})), nil)
+		if err != nil || v.(*ast.Array).Len() != 4 {
+			t.Fatalf("got %v, %v", v, err)
+		}
+	}
+	for _, c := range []interface{ Len() int }{emptyArray, emptyObject, emptySet} {
+		if c.Len() != 0 {
+			t.Fatalf("a shared empty collection was filled: %v", c)
+		}
 	}
 }
 

@@ -18,8 +18,6 @@ type Program struct {
 	// numbers are the string constants MakeNumberRefStmt reads, as numbers
 	// parsed once; nil for the others.
 	numbers []*ast.Term
-	// calls is the target of every call statement, by statement.
-	calls map[*ir.CallStmt]callee
 	// dynamic are the functions of rules by their path, for
 	// CallDynamicStmt.
 	dynamic *pathNode
@@ -79,14 +77,14 @@ type callee struct {
 // New readies a plan for evaluation. It refuses a plan with more or fewer
 // than one query plan, a statement it does not know, or a built-in
 // topdown does not implement (a custom rego.Function, say): such policies
-// stay on topdown.
+// stay on topdown. New takes the policy over: each call statement is
+// replaced, in place, by one that carries its resolved target.
 func New(policy *ir.Policy) (*Program, error) {
 	if policy.Plans == nil || len(policy.Plans.Plans) != 1 {
 		return nil, fmt.Errorf("the policy has %d query plans, not 1", countPlans(policy))
 	}
 	p := &Program{
 		plan:    policy.Plans.Plans[0],
-		calls:   map[*ir.CallStmt]callee{},
 		dynamic: &pathNode{},
 	}
 	if policy.Static != nil {
@@ -157,7 +155,17 @@ type resolver struct {
 
 func (r resolver) blocks(blocks []*ir.Block, highest int) (int, error) {
 	for _, b := range blocks {
-		for _, s := range b.Stmts {
+		for i, s := range b.Stmts {
+			if c, ok := s.(*call); ok { // a policy given to New again
+				s = c.CallStmt
+			}
+			if c, ok := s.(*ir.CallStmt); ok {
+				target, err := r.callee(c)
+				if err != nil {
+					return 0, err
+				}
+				b.Stmts[i] = &call{CallStmt: c, callee: target}
+			}
 			var err error
 			if highest, err = r.stmt(s, highest); err != nil {
 				return 0, err
@@ -165,6 +173,13 @@ func (r resolver) blocks(blocks []*ir.Block, highest int) (int, error) {
 		}
 	}
 	return highest, nil
+}
+
+// call is a call statement with its target resolved, put in its place in
+// the plan by New, so that running it looks nothing up.
+type call struct {
+	*ir.CallStmt
+	callee callee
 }
 
 func (r resolver) block(b *ir.Block, highest int) (int, error) {
@@ -189,11 +204,6 @@ func (r resolver) stmt(s ir.Stmt, h int) (int, error) {
 	case *ir.CallStmt:
 		operands(s.Args...)
 		locals(s.Result)
-		c, err := r.callee(s)
-		if err != nil {
-			return 0, err
-		}
-		r.p.calls[s] = c
 	case *ir.CallDynamicStmt:
 		operands(s.Path...)
 		locals(s.Args...)
