@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,7 +67,7 @@ func (v *View) hash(seed maphash.Seed, k objectKey) uint64 {
 type View struct {
 	mu          sync.RWMutex
 	tenantLabel string
-	namespaces  map[string]map[string]string
+	namespaces  map[string]*namespace
 	objects     map[objectID]struct{}
 	seeds       [2]maphash.Seed
 	// perNamespace counts objects by quota key in each namespace, so that a
@@ -86,7 +87,7 @@ type View struct {
 func New(tenantLabel string) *View {
 	return &View{
 		tenantLabel:     tenantLabel,
-		namespaces:      map[string]map[string]string{},
+		namespaces:      map[string]*namespace{},
 		objects:         map[objectID]struct{}{},
 		seeds:           [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		perNamespace:    map[string]map[string]int{},
@@ -156,7 +157,7 @@ func (v *View) Delete(o Object) {
 
 func (v *View) upsertNamespace(name string, labels map[string]string) {
 	before := v.tenantOf(name) // "" for a namespace not seen yet
-	v.namespaces[name] = maps.Clone(labels)
+	v.namespaces[name] = &namespace{labels: maps.Clone(labels)}
 	v.moveNamespace(name, before, v.tenantOf(name))
 }
 
@@ -207,16 +208,51 @@ func increment(counts map[string]map[string]int, outer, key string, n int) {
 }
 
 func (v *View) tenantOf(namespace string) string {
-	return v.namespaces[namespace][v.tenantLabel]
+	if ns := v.namespaces[namespace]; ns != nil {
+		return ns.labels[v.tenantLabel]
+	}
+	return ""
 }
+
+// namespace is what the view keeps of a namespace. It is replaced, never
+// changed, when the namespace changes.
+type namespace struct {
+	labels map[string]string
+	// memo holds a memoBox once Namespace has built it.
+	memo atomic.Value
+}
+
+type memoBox struct{ v any }
 
 // NamespaceLabels returns a copy-free read of a namespace's labels; callers
 // must not modify the map. ok is false for a namespace the view has not seen.
 func (v *View) NamespaceLabels(name string) (labels map[string]string, ok bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	labels, ok = v.namespaces[name]
-	return labels, ok
+	if ns := v.namespaces[name]; ns != nil {
+		return ns.labels, true
+	}
+	return nil, false
+}
+
+// Namespace is NamespaceLabels with a memo: a value built from the
+// namespace by build on the first call after the namespace was added or
+// last changed, and returned again until it changes. build must depend on
+// its arguments only, and the memo must not be modified; a namespace read
+// by requests in parallel may build it more than once.
+func (v *View) Namespace(name string, build func(name string, labels map[string]string) any) (labels map[string]string, memo any, ok bool) {
+	v.mu.RLock()
+	ns := v.namespaces[name]
+	v.mu.RUnlock()
+	if ns == nil {
+		return nil, nil, false
+	}
+	if box, built := ns.memo.Load().(memoBox); built {
+		return ns.labels, box.v, true
+	}
+	memo = build(name, ns.labels)
+	ns.memo.Store(memoBox{memo})
+	return ns.labels, memo, true
 }
 
 // Count returns how many objects of a quota key a tenant has: the objects

@@ -59,14 +59,8 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota)
 	return &input{
 		request: [][2]*ast.Term{
 			ast.Item(str("uid"), str(string(req.UID))),
-			ast.Item(str("kind"), ast.ObjectTerm(
-				ast.Item(str("group"), str(req.Kind.Group)),
-				ast.Item(str("version"), str(req.Kind.Version)),
-				ast.Item(str("kind"), str(req.Kind.Kind)))),
-			ast.Item(str("resource"), ast.ObjectTerm(
-				ast.Item(str("group"), str(req.Resource.Group)),
-				ast.Item(str("version"), str(req.Resource.Version)),
-				ast.Item(str("resource"), str(req.Resource.Resource)))),
+			ast.Item(str("kind"), kinds.term([3]string{req.Kind.Group, req.Kind.Version, req.Kind.Kind})),
+			ast.Item(str("resource"), resources.term([3]string{req.Resource.Group, req.Resource.Version, req.Resource.Resource})),
 			ast.Item(str("subResource"), str(req.SubResource)),
 			ast.Item(str("namespace"), str(req.Namespace)),
 			ast.Item(str("name"), str(req.Name)),
@@ -90,30 +84,26 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota)
 		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
-		if labels, ok := view.NamespaceLabels(req.Name); ok {
-			cluster.Insert(ast.InternedTerm("namespace"), namespaceFacts(req.Name, labels))
+		if _, facts, ok := view.Namespace(req.Name, namespaceFacts); ok {
+			cluster.Insert(ast.InternedTerm("namespace"), facts.(*ast.Term))
 		}
 		return cluster
 	}
 	if req.Namespace == "" {
 		return cluster
 	}
-	labels, ok := view.NamespaceLabels(req.Namespace)
+	labels, facts, ok := view.Namespace(req.Namespace, namespaceFacts)
 	if !ok {
 		return cluster
 	}
-	cluster.Insert(ast.InternedTerm("namespace"), namespaceFacts(req.Namespace, labels))
+	cluster.Insert(ast.InternedTerm("namespace"), facts.(*ast.Term))
 	tenant, known := e.registry.Tenant(labels[e.registry.TenantLabel()])
 	if !known || !creating(req) {
 		return cluster
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Pod" && tenant.PriorityClasses != nil && tenant.PriorityClasses.Default != "" {
 		if pc, ok := view.PriorityClass(tenant.PriorityClasses.Default); ok {
-			facts := ast.NewObject(ast.Item(ast.InternedTerm("priority"), ast.InternedTerm(int(pc.Value))))
-			if pc.PreemptionPolicy != "" {
-				facts.Insert(ast.InternedTerm("preemptionPolicy"), ast.InternedTerm(pc.PreemptionPolicy))
-			}
-			cluster.Insert(ast.InternedTerm("priorityClasses"), ast.ObjectTerm(ast.Item(ast.InternedTerm(tenant.PriorityClasses.Default), ast.NewTerm(facts))))
+			cluster.Insert(ast.InternedTerm("priorityClasses"), classes.term(classFacts{tenant.PriorityClasses.Default, pc}))
 		}
 	}
 	return cluster
@@ -181,7 +171,9 @@ func countFacts(q *quota, view *clusterview.View) *ast.Term {
 	return ast.ObjectTerm(facts...)
 }
 
-func namespaceFacts(name string, labels map[string]string) *ast.Term {
+// namespaceFacts is cluster.namespace, which the view keeps with the
+// namespace (clusterview.View.Namespace).
+func namespaceFacts(name string, labels map[string]string) any {
 	l := make([][2]*ast.Term, 0, len(labels))
 	for k, v := range labels {
 		l = append(l, ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)))
