@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -35,7 +34,11 @@ type Request struct {
 }
 
 // Decode parses an AdmissionReview v1 in JSON or YAML and checks that it
-// carries a request tenantguard can decide.
+// carries a request tenantguard can decide. The review is read in one pass,
+// straight into OPA values (jsonast), and the typed request is filled from
+// them as encoding/json would fill it, except that keys are matched
+// case-sensitively, as the API server's own decoder matches them. The
+// objects' Raw text shares data, which must not be modified afterwards.
 func Decode(data []byte) (*Request, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -48,16 +51,30 @@ func Decode(data []byte) (*Request, error) {
 		}
 		data = converted
 	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(data, &review); err != nil {
+	var spans [len(reviewPaths)]jsonast.Span
+	v, err := jsonast.ParsePaths(data, reviewPaths[:], spans[:])
+	if err != nil {
 		return nil, badf("not an AdmissionReview: %v", err)
 	}
-	if review.APIVersion != Version || review.Kind != Kind {
-		return nil, badf("expected apiVersion %s and kind %s, got %q and %q", Version, Kind, review.APIVersion, review.Kind)
+	review, ok := v.(ast.Object)
+	if !ok {
+		return nil, badf("not an AdmissionReview: the document is %s, not an object", ast.ValueName(v))
 	}
-	req := review.Request
-	if req == nil {
+	var f fields
+	apiVersion, kind := f.str(review, "", "apiVersion"), f.str(review, "", "kind")
+	request := f.obj(review, "", "request")
+	if f.err != nil {
+		return nil, f.err
+	}
+	if apiVersion != Version || kind != Kind {
+		return nil, badf("expected apiVersion %s and kind %s, got %q and %q", Version, Kind, apiVersion, kind)
+	}
+	if request == nil {
 		return nil, badf("the AdmissionReview has no request")
+	}
+	req := f.request(request)
+	if f.err != nil {
+		return nil, f.err
 	}
 	if req.UID == "" {
 		return nil, badf("request.uid is empty")
@@ -71,28 +88,48 @@ func Decode(data []byte) (*Request, error) {
 		return nil, badf("request.operation %q is not CREATE, UPDATE, DELETE or CONNECT", req.Operation)
 	}
 	out := &Request{AdmissionRequest: req}
-	var err error
-	if out.Object, err = decodeObject("request.object", req.Object.Raw); err != nil {
+	if out.Object, req.Object.Raw, err = embedded("request.object", request, data, spans[spanObject]); err != nil {
 		return nil, err
 	}
-	if out.OldObject, err = decodeObject("request.oldObject", req.OldObject.Raw); err != nil {
+	if out.OldObject, req.OldObject.Raw, err = embedded("request.oldObject", request, data, spans[spanOldObject]); err != nil {
 		return nil, err
+	}
+	if span := spans[spanOptions]; span.End > 0 && !isNull(request.Get(ast.InternedTerm("options"))) {
+		req.Options.Raw = data[span.Start:span.End]
 	}
 	return out, nil
 }
 
-// decodeObject decodes an embedded object, keeping numbers exact and
-// leaving out its managed fields.
-func decodeObject(field string, raw []byte) (ast.Object, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, nil
+// reviewPaths are what Decode does below the review's root: the objects'
+// managed fields are left out; the objects' and options' text is kept, as
+// runtime.RawExtension keeps it (JSON patches apply to it).
+var reviewPaths = [...]jsonast.Path{
+	{Keys: []string{"request", "object", "metadata", "managedFields"}, Drop: true},
+	{Keys: []string{"request", "oldObject", "metadata", "managedFields"}, Drop: true},
+	spanObject:    {Keys: []string{"request", "object"}},
+	spanOldObject: {Keys: []string{"request", "oldObject"}},
+	spanOptions:   {Keys: []string{"request", "options"}},
+}
+
+// Indices of the spans of reviewPaths.
+const (
+	spanObject = iota + 2
+	spanOldObject
+	spanOptions
+)
+
+// embedded is one of the request's objects, decoded already, and its text;
+// nil for an object absent or null.
+func embedded(field string, request ast.Object, data []byte, span jsonast.Span) (ast.Object, []byte, error) {
+	t := request.Get(ast.InternedTerm(field[len("request."):]))
+	if t == nil || isNull(t) {
+		return nil, nil, nil
 	}
-	v, err := ParseObject(raw)
-	if err != nil {
-		return nil, badf("%s %v", field, err)
+	obj, ok := t.Value.(ast.Object)
+	if !ok {
+		return nil, nil, badf("%s is not a JSON object but %s", field, ast.ValueName(t.Value))
 	}
-	return v, nil
+	return obj, data[span.Start:span.End], nil
 }
 
 // ParseObject decodes a Kubernetes object's JSON, keeping numbers exact and

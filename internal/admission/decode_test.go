@@ -1,12 +1,15 @@
 package admission
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -58,6 +61,12 @@ func TestDecodeRefusesBadInput(t *testing.T) {
 		{"no uid", strings.Replace(podReview, `"uid":"u1",`, "", 1), "request.uid is empty"},
 		{"no kind", strings.Replace(podReview, `"kind":"Pod"},`, `"kind":""},`, 1), "request.kind.kind"},
 		{"an unknown operation", strings.Replace(podReview, "CREATE", "PATCH", 1), `"PATCH" is not CREATE`},
+		{"a uid that is a number", strings.Replace(podReview, `"uid":"u1"`, `"uid":1`, 1), "request.uid is number, not a string"},
+		{"a kind that is a string", strings.Replace(podReview, `"kind":{"group":"","version":"v1","kind":"Pod"}`, `"kind":"Pod"`, 1), "request.kind is string, not an object"},
+		{"groups that are not strings", strings.Replace(podReview, `"username":"alice"`, `"username":"alice","groups":["a",2]`, 1), "request.userInfo.groups is number, not a list of strings"},
+		{"a dry run that is a string", strings.Replace(podReview, `"operation"`, `"dryRun":"yes","operation"`, 1), "request.dryRun is string, not a boolean"},
+		{"a request that is a list", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":[]}`, "request is array, not an object"},
+		{"a review that is a list", `[]`, "the document is array, not an object"},
 		{"an object that is a string", strings.Replace(podReview, `"object":{"kind":"Pod","spec":{"priority":12345678901234567}}`, `"object":"pod"`, 1), "request.object is not a JSON object"},
 	}
 	for _, tt := range tests {
@@ -107,6 +116,67 @@ func TestResponsesCarryEveryReasonPatchAndWarning(t *testing.T) {
 	if allowed := Allowed("u").WithPatch([]byte("[]")); allowed.PatchType != nil {
 		t.Error("an empty patch must not be sent")
 	}
+}
+
+// fullReview sets every field of a request that Decode fills.
+const fullReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u2",` +
+	`"kind":{"group":"apps","version":"v1","kind":"Deployment"},"resource":{"group":"apps","version":"v1","resource":"deployments"},` +
+	`"subResource":"scale","requestKind":{"group":"autoscaling","version":"v1","kind":"Scale"},` +
+	`"requestResource":{"group":"apps","version":"v1","resource":"deployments"},"requestSubResource":"scale",` +
+	`"name":"web","namespace":"oil-dev","operation":"UPDATE",` +
+	`"userInfo":{"username":"alice","uid":"42","groups":["devs",null],"extra":{"scopes":["a","b"],"none":null}},` +
+	`"object": {"kind":"Scale","metadata":{"managedFields":[]}} ,"oldObject":{"kind":"Scale"},"dryRun":true,` +
+	`"options":{"kind":"UpdateOptions"},"ignored":[1e5]}}`
+
+func TestDecodeFillsTheRequestAsEncodingJSON(t *testing.T) {
+	for _, body := range []string{podReview, fullReview} {
+		want := typedReview(t, []byte(body))
+		req, err := Decode([]byte(body))
+		if err != nil || want == nil {
+			t.Fatalf("Decode: %v; encoding/json: %v", err, want)
+		}
+		if !reflect.DeepEqual(req.AdmissionRequest, want) {
+			t.Errorf("got %+v\nwant %+v", req.AdmissionRequest, want)
+		}
+	}
+}
+
+// typedReview is the request encoding/json reads into the Kubernetes types,
+// nil when it refuses the document.
+func typedReview(t *testing.T, data []byte) *admissionv1.AdmissionRequest {
+	t.Helper()
+	var review admissionv1.AdmissionReview
+	if json.Unmarshal(data, &review) != nil {
+		return nil
+	}
+	return review.Request
+}
+
+// FuzzDecodeReadsTheRequestAsEncodingJSON: whenever both accept a JSON
+// review, Decode's typed request is the one encoding/json fills.
+func FuzzDecodeReadsTheRequestAsEncodingJSON(f *testing.F) {
+	seeds, err := fixtures.Reviews()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, body := range seeds {
+		f.Add(body)
+	}
+	f.Add([]byte(podReview))
+	f.Add([]byte(fullReview))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
+			return // YAML goes through sigs.k8s.io/yaml first
+		}
+		req, err := Decode(data)
+		want := typedReview(t, data)
+		if err != nil || want == nil {
+			return
+		}
+		if !reflect.DeepEqual(req.AdmissionRequest, want) {
+			t.Fatalf("got %+v\nwant %+v", req.AdmissionRequest, want)
+		}
+	})
 }
 
 func FuzzDecode(f *testing.F) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 
@@ -17,8 +18,37 @@ const MaxDepth = 10000
 // (such as "metadata", "managedFields") whose value is checked but left out
 // of the result: the parts of a document nobody reads cost no allocation.
 func Parse(data []byte, drop ...string) (ast.Value, error) {
-	p := parser{data: data, src: string(data)}
-	t, err := p.value(drop, 0, true)
+	return ParsePaths(data, []Path{{Keys: drop, Drop: true}}, nil)
+}
+
+// Path is a path of object keys from the root and what ParsePaths does with
+// the value found there.
+type Path struct {
+	Keys []string
+	// Drop leaves the value out of the result; it is still checked.
+	// Otherwise the value is built and its span recorded.
+	Drop bool
+}
+
+// Span is where a value's text lies in the input: data[Start:End]. A path
+// with no value has the zero Span.
+type Span struct{ Start, End int }
+
+// MaxPaths is how many paths one ParsePaths call follows.
+const MaxPaths = 64
+
+// ParsePaths is Parse with several paths (at most MaxPaths; a path of no
+// keys is ignored): spans[i], when spans is at least as long as paths,
+// receives the span of the value at paths[i] unless it is dropped.
+func ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
+	p := parser{data: data, src: string(data), paths: paths, spans: spans}
+	var mask uint64
+	for i, path := range paths[:min(len(paths), MaxPaths)] {
+		if len(path.Keys) > 0 {
+			mask |= 1 << i
+		}
+	}
+	t, err := p.value(mask, 0, 0, true)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +71,8 @@ type parser struct {
 	slab  []ast.Term
 	pairs [][2]*ast.Term
 	elems []*ast.Term
+	paths []Path
+	spans []Span
 }
 
 // slabSize is how many terms one allocation holds.
@@ -82,9 +114,10 @@ func (p *parser) space() {
 	}
 }
 
-// value reads the value at pos; drop is the dropped path below it, if any.
-// Unless build is set the value is only checked, and the term is nil.
-func (p *parser) value(drop []string, depth int, build bool) (*ast.Term, error) {
+// value reads the value at pos. paths has a bit set for each path whose
+// first level keys lead here; depth is the nesting. Unless build is set the
+// value is only checked, and the term is nil.
+func (p *parser) value(paths uint64, level, depth int, build bool) (*ast.Term, error) {
 	p.space()
 	if p.pos >= len(p.data) {
 		return nil, errEnd
@@ -94,7 +127,7 @@ func (p *parser) value(drop []string, depth int, build bool) (*ast.Term, error) 
 		if depth >= MaxDepth {
 			return nil, p.errorf("nested deeper than %d", MaxDepth)
 		}
-		return p.object(drop, depth+1, build)
+		return p.object(paths, level, depth+1, build)
 	case c == '[':
 		if depth >= MaxDepth {
 			return nil, p.errorf("nested deeper than %d", MaxDepth)
@@ -127,9 +160,8 @@ func (p *parser) literal(text string, v *ast.Term) (*ast.Term, error) {
 	return v, nil
 }
 
-// object reads an object; the key drop[0] is skipped when it is the last
-// of drop, and read with drop[1:] below it otherwise.
-func (p *parser) object(drop []string, depth int, build bool) (*ast.Term, error) {
+// object reads an object at level keys down the paths it is on.
+func (p *parser) object(paths uint64, level, depth int, build bool) (*ast.Term, error) {
 	mark := len(p.pairs)
 	defer func() { p.pairs = p.pairs[:mark] }()
 	for closed := p.open('}'); !closed; {
@@ -152,15 +184,17 @@ func (p *parser) object(drop []string, depth int, build bool) (*ast.Term, error)
 			return nil, p.errorf("expected ':' after an object key, got %q", p.data[p.pos])
 		}
 		p.pos++
-		var below []string
-		keep := build
-		if build && len(drop) > 0 && key == drop[0] {
-			below = drop[1:]
-			keep = len(below) > 0
+		below, keep, span := p.follow(paths, level, key, build)
+		if span >= 0 {
+			p.space()
+			p.spans[span].Start = p.pos
 		}
-		v, err := p.value(below, depth, keep)
+		v, err := p.value(below, level+1, depth, keep)
 		if err != nil {
 			return nil, err
+		}
+		if span >= 0 {
+			p.spans[span].End = p.pos
 		}
 		if keep {
 			p.pairs = append(p.pairs, [2]*ast.Term{p.stringTerm(key), v})
@@ -173,6 +207,29 @@ func (p *parser) object(drop []string, depth int, build bool) (*ast.Term, error)
 		return nil, nil
 	}
 	return p.term(newObject(p.pairs[mark:])), nil
+}
+
+// follow finds the paths going on below key and what to do with its value:
+// keep it (built), and whose span to record (-1: none).
+func (p *parser) follow(paths uint64, level int, key string, build bool) (below uint64, keep bool, span int) {
+	keep, span = build, -1
+	if !build {
+		return 0, false, -1
+	}
+	for m := paths; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		keys := p.paths[i].Keys
+		switch {
+		case keys[level] != key:
+		case len(keys) > level+1:
+			below |= 1 << i
+		case p.paths[i].Drop:
+			keep = false
+		case i < len(p.spans):
+			span = i
+		}
+	}
+	return below, keep, span
 }
 
 // open moves past an opening bracket and reports whether the container is
@@ -245,7 +302,7 @@ func (p *parser) array(depth int, build bool) (*ast.Term, error) {
 	mark := len(p.elems)
 	defer func() { p.elems = p.elems[:mark] }()
 	for closed := p.open(']'); !closed; {
-		v, err := p.value(nil, depth, build)
+		v, err := p.value(0, 0, depth, build)
 		if err != nil {
 			return nil, err
 		}

@@ -101,6 +101,37 @@ func TestParseGivesTheValuesOfEncodingJSONAndInterfaceToValue(t *testing.T) {
 	}
 }
 
+func TestParsePathsDropsSeveralPathsAndRecordsSpans(t *testing.T) {
+	review := `{"request": {"uid": "u", "object": {"metadata": {"name": "p", "managedFields": [1]}},` +
+		` "oldObject" :  {"metadata": {"managedFields": [2], "name": "q"}} , "x": {"object": 3}}}`
+	paths := []Path{
+		{Keys: []string{"request", "object", "metadata", "managedFields"}, Drop: true},
+		{Keys: []string{"request", "oldObject", "metadata", "managedFields"}, Drop: true},
+		{Keys: []string{"request", "object"}},
+		{Keys: []string{"request", "oldObject"}},
+		{Keys: []string{"request", "missing"}},
+		{},
+	}
+	spans := make([]Span, len(paths))
+	got, err := ParsePaths([]byte(review), paths, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ast.MustParseTerm(`{"request": {"uid": "u", "object": {"metadata": {"name": "p"}}, "oldObject": {"metadata": {"name": "q"}}, "x": {"object": 3}}}`).Value
+	if got.Compare(want) != 0 {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	wantSpans := map[int]string{
+		2: `{"metadata": {"name": "p", "managedFields": [1]}}`,
+		3: `{"metadata": {"managedFields": [2], "name": "q"}}`,
+	}
+	for i, span := range spans {
+		if text := review[span.Start:span.End]; text != wantSpans[i] {
+			t.Errorf("span of %v is %q, want %q", paths[i].Keys, text, wantSpans[i])
+		}
+	}
+}
+
 func TestParseRefusesWhatIsNotJSON(t *testing.T) {
 	tests := []struct{ name, json string }{
 		{"nothing", ""},

@@ -74,7 +74,7 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*admission.Req
 	if err != nil || mediaType != "application/json" {
 		return nil, http.StatusBadRequest, fmt.Errorf("content type %q is not application/json", r.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), r.ContentLength, h.maxBody)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -90,6 +90,20 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*admission.Req
 		return nil, http.StatusBadRequest, err
 	}
 	return req, 0, nil
+}
+
+// readBody reads a request's body: in one allocation when its length is
+// announced and within the limit (the API server announces it), else as it
+// comes. body is limited to limit bytes already.
+func readBody(body io.Reader, length, limit int64) ([]byte, error) {
+	if length <= 0 || length > limit {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, length)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // requestTimeout is the API server's ?timeout= for this call, capped.
