@@ -15,4 +15,9 @@
 // arguments are computed at most once per evaluation. Built-in errors make
 // the call undefined, as in topdown without strict built-in errors;
 // conflicting values for a complete rule or an object key are errors.
+//
+// New resolves each call once and folds literals of constants into values
+// built once (fold.go); collections made empty share one value until their
+// first element. Shared values are copied before any statement modifies
+// them, so no evaluation sees another's.
 package irvm

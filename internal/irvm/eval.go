@@ -197,6 +197,8 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 	switch s := s.(type) {
 	case *call:
 		return e.callStmt(locals, s)
+	case *constant:
+		locals[s.Target] = &ast.Term{Value: s.Value, Location: frozen}
 	case *ir.AssignVarStmt:
 		locals[s.Target] = e.read(locals, s.Source)
 	case *ir.AssignVarOnceStmt:
@@ -224,6 +226,7 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 		if !ok {
 			return 0, fmt.Errorf("appending to %v, which is not an array", t)
 		}
+		thaw(t)
 		t.Value = arr.Append(e.read(locals, s.Value))
 	case *ir.ResetLocalStmt:
 		locals[s.Target] = nil
@@ -248,39 +251,40 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 		return returned, nil
 	case *ir.MakeArrayStmt:
 		if s.Capacity == 0 {
-			locals[s.Target] = ast.NewTerm(emptyArray)
+			locals[s.Target] = &ast.Term{Value: emptyArray, Location: frozen}
 		} else {
 			locals[s.Target] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.Capacity)))
 		}
 	case *ir.MakeObjectStmt:
-		locals[s.Target] = ast.NewTerm(emptyObject)
+		locals[s.Target] = &ast.Term{Value: emptyObject, Location: frozen}
 	case *ir.MakeSetStmt:
-		locals[s.Target] = ast.NewTerm(emptySet)
+		locals[s.Target] = &ast.Term{Value: emptySet, Location: frozen}
 	case *ir.ObjectInsertStmt:
-		return next, insert(locals[s.Object], e.read(locals, s.Key), e.read(locals, s.Value))
-	case *ir.ObjectInsertOnceStmt:
-		t := locals[s.Object]
-		k, v := e.read(locals, s.Key), e.read(locals, s.Value)
-		if obj, ok := valueOf(t).(ast.Object); ok {
-			if cur := obj.Get(k); cur != nil {
-				if !equal(cur, v) {
-					return 0, conflict(s.Location, "object keys must be unique")
-				}
-				return next, nil
-			}
+		obj, err := object(locals[s.Object])
+		if err != nil {
+			return 0, err
 		}
-		return next, insert(t, k, v)
+		obj.Insert(e.read(locals, s.Key), e.read(locals, s.Value))
+	case *ir.ObjectInsertOnceStmt:
+		obj, err := object(locals[s.Object])
+		if err != nil {
+			return 0, err
+		}
+		k, v := e.read(locals, s.Key), e.read(locals, s.Value)
+		if cur := obj.Get(k); cur != nil {
+			if !equal(cur, v) {
+				return 0, conflict(s.Location, "object keys must be unique")
+			}
+			return next, nil
+		}
+		obj.Insert(k, v)
 	case *ir.SetAddStmt:
 		t := locals[s.Set]
-		set, ok := valueOf(t).(ast.Set)
-		switch {
-		case !ok:
+		if _, ok := valueOf(t).(ast.Set); !ok {
 			return 0, fmt.Errorf("adding to %v, which is not a set", t)
-		case set == emptySet:
-			t.Value = ast.NewSet(e.read(locals, s.Value))
-		default:
-			set.Add(e.read(locals, s.Value))
 		}
+		thaw(t)
+		t.Value.(ast.Set).Add(e.read(locals, s.Value))
 	case *ir.BlockStmt:
 		for _, b := range s.Blocks {
 			r, err := e.run(locals, b)
@@ -637,29 +641,13 @@ func dot(src ast.Value, key *ast.Term) *ast.Term {
 	return nil
 }
 
-// The values of MakeArrayStmt (of no capacity), MakeObjectStmt and
-// MakeSetStmt until something is added: a plan makes many collections that
-// stay empty (a rule's set of violations, a default of object.get), and
-// these cost no allocation but their term. They are never modified: the
-// first insert or add replaces the term's value (Array.Append copies).
-var (
-	emptyArray  = ast.NewArray()
-	emptyObject = ast.NewObject()
-	emptySet    = ast.NewSet()
-)
-
-// insert puts k: v into the object t holds.
-func insert(t, k, v *ast.Term) error {
-	obj, ok := valueOf(t).(ast.Object)
-	switch {
-	case !ok:
-		return fmt.Errorf("inserting into %v, which is not an object", t)
-	case obj == emptyObject:
-		t.Value = ast.NewObject(ast.Item(k, v))
-	default:
-		obj.Insert(k, v)
+// object is the object t holds, thawed to be modified.
+func object(t *ast.Term) (ast.Object, error) {
+	if _, ok := valueOf(t).(ast.Object); !ok {
+		return nil, fmt.Errorf("inserting into %v, which is not an object", t)
 	}
-	return nil
+	thaw(t)
+	return t.Value.(ast.Object), nil
 }
 
 // length is the number of elements of a collection, or of characters of a

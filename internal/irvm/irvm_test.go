@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,14 +162,59 @@ x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]an
 	}
 }
 
-func TestTheSharedEmptyCollectionsStayEmpty(t *testing.T) {
+func TestSharedConstantsStayAsBuilt(t *testing.T) {
 	p := program(t, `package p
-x := [{n | some n in input.ns}, {n: 1 | some n in input.ns}, [n | some n in input.ns], object.get({}, "k", [])]`, "data.p.x")
-	for range 3 {
-		v, err := p.Value(t.Context(), ast.NewTerm(ast.MustInterfaceToValue(map[string]any{"ns": []any{"a", "b"}})), nil)
-		if err != nil || v.(*ast.Array).Len() != 4 {
-			t.Fatalf("got %v, %v", v, err)
+kinds := {"Pod", "Job"}
+s contains n if some n in input.ns
+s contains k if some k in kinds
+o[n] := "x" if some n in input.ns
+a := [n | some n in input.ns]
+x := [s, o, a, object.get({}, "k", []), ["spec", "template"], {"k": "v", "b": true}, kinds]`, "data.p.x")
+	constants := func() (out []string) {
+		var walk func(blocks []*ir.Block)
+		walk = func(blocks []*ir.Block) {
+			for _, b := range blocks {
+				for _, s := range b.Stmts {
+					switch s := s.(type) {
+					case *constant:
+						out = append(out, s.Value.String())
+					case *ir.BlockStmt:
+						walk(s.Blocks)
+					case *ir.ScanStmt:
+						walk([]*ir.Block{s.Block})
+					case *ir.NotStmt:
+						walk([]*ir.Block{s.Block})
+					}
+				}
+			}
 		}
+		walk(p.plan.Blocks)
+		for _, fn := range p.dynamic.all() {
+			walk(fn.blocks)
+		}
+		slices.Sort(out)
+		return out
+	}
+	before := constants()
+	if !slices.Contains(before, `{"Job", "Pod"}`) || !slices.Contains(before, `["spec", "template"]`) {
+		t.Fatalf("the literals were not folded: %v", before)
+	}
+	want := `[{"Job", "Pod", "a", "b"}, {"a": "x", "b": "x"}, ["a", "b"], [], ["spec", "template"], {"b": true, "k": "v"}, {"Job", "Pod"}]`
+	var wg sync.WaitGroup
+	for range 4 { // in parallel, for the race detector
+		wg.Go(func() {
+			for range 50 {
+				v, err := p.Value(t.Context(), ast.NewTerm(ast.MustInterfaceToValue(map[string]any{"ns": []any{"a", "b"}})), nil)
+				if err != nil || v.String() != want {
+					t.Errorf("got %v, %v; want %s", v, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if after := constants(); !slices.Equal(before, after) {
+		t.Fatalf("constants changed from %v to %v", before, after)
 	}
 	for _, c := range []interface{ Len() int }{emptyArray, emptyObject, emptySet} {
 		if c.Len() != 0 {
@@ -309,4 +356,16 @@ func normal(tb testing.TB, v any) any {
 		tb.Fatal(err)
 	}
 	return j
+}
+
+// all is every function under n.
+func (n *pathNode) all() []*function {
+	var out []*function
+	if n.fn != nil {
+		out = append(out, n.fn)
+	}
+	for _, c := range n.children {
+		out = append(out, c.all()...)
+	}
+	return out
 }

@@ -127,6 +127,10 @@ func New(policy *ir.Policy) (*Program, error) {
 		return nil, fmt.Errorf("plan %s: %w", p.plan.Name, err)
 	}
 	p.locals = size + 1
+	p.fold(p.plan.Blocks)
+	for _, fn := range byName {
+		p.fold(fn.blocks)
+	}
 	return p, nil
 }
 
@@ -227,6 +231,8 @@ func (r resolver) stmt(s ir.Stmt, h int) (int, error) {
 	case *ir.ReturnLocalStmt:
 		locals(s.Source)
 	case *ir.BreakStmt, *ir.NopStmt:
+	case *constant: // a policy given to New again
+		locals(s.Target)
 	case *ir.DotStmt:
 		operands(s.Source, s.Key)
 		locals(s.Target)

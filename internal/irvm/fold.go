@@ -1,0 +1,151 @@
+package irvm
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/ir"
+)
+
+// The planner builds a composite literal ({"Pod", "Deployment"}, ["spec"],
+// {"k": "v"}, []) on every evaluation: a MakeSetStmt, MakeArrayStmt or
+// MakeObjectStmt followed by one statement adding each element. When every
+// element is a constant, New folds the run into one constant statement
+// whose value is built once and shared by every evaluation.
+//
+// A shared value must never be modified, yet a plan may go on adding to a
+// collection it made (a set of violations starts empty). So a constant
+// statement gives its local a term of its own, marked frozen, around the
+// shared value; the statements that modify collections replace a frozen
+// term's value by a copy first (thaw). The term is per evaluation, as a
+// made collection's is, so whatever holds it sees the change as before.
+
+// frozen marks the terms whose value is shared: their Location.
+var frozen = &ast.Location{File: "irvm: a constant shared by every evaluation"}
+
+// constant is a folded literal: Target is set to a frozen term of Value.
+type constant struct {
+	ir.Location
+	Target ir.Local
+	Value  ast.Value
+}
+
+// The constants of empty literals, which need no folding.
+var (
+	emptyArray  = ast.NewArray()
+	emptyObject = ast.NewObject()
+	emptySet    = ast.NewSet()
+)
+
+// thaw gives a frozen term a copy of its value, to be modified.
+func thaw(t *ast.Term) {
+	if t.Location != frozen {
+		return
+	}
+	switch v := t.Value.(type) {
+	case ast.Set:
+		t.Value = v.Copy()
+	case ast.Object:
+		t.Value = v.Copy()
+	}
+	// An array needs no copy: its constant has no spare capacity, so
+	// Append copies it.
+	t.Location = nil
+}
+
+// fold folds the constant literals of blocks and of the blocks inside them.
+func (p *Program) fold(blocks []*ir.Block) {
+	for _, blk := range blocks {
+		out := blk.Stmts[:0]
+		for i := 0; i < len(blk.Stmts); i++ {
+			switch s := blk.Stmts[i].(type) {
+			case *ir.ScanStmt:
+				p.fold([]*ir.Block{s.Block})
+			case *ir.WithStmt:
+				p.fold([]*ir.Block{s.Block})
+			case *ir.NotStmt:
+				p.fold([]*ir.Block{s.Block})
+			case *ir.BlockStmt:
+				p.fold(s.Blocks)
+			}
+			if c, n := p.literal(blk.Stmts[i:]); c != nil {
+				out = append(out, c)
+				i += n - 1
+				continue
+			}
+			out = append(out, blk.Stmts[i])
+		}
+		clear(blk.Stmts[len(out):])
+		blk.Stmts = out
+	}
+}
+
+// literal folds the literal that stmts start with, if they start with one:
+// the constant and how many statements it replaces.
+func (p *Program) literal(stmts []ir.Stmt) (*constant, int) {
+	var (
+		target ir.Local
+		loc    ir.Location
+		value  ast.Value
+	)
+	switch s := stmts[0].(type) {
+	case *ir.MakeArrayStmt:
+		target, loc, value = s.Target, s.Location, ast.NewArray()
+	case *ir.MakeSetStmt:
+		target, loc, value = s.Target, s.Location, ast.NewSet()
+	case *ir.MakeObjectStmt:
+		target, loc, value = s.Target, s.Location, ast.NewObject()
+	default:
+		return nil, 0
+	}
+	n := 1
+	for ; n < len(stmts); n++ {
+		v, ok := p.add(value, target, stmts[n])
+		if !ok {
+			break
+		}
+		value = v
+	}
+	if arr, ok := value.(*ast.Array); ok {
+		elems := make([]*ast.Term, arr.Len())
+		for i := range elems {
+			elems[i] = arr.Elem(i)
+		}
+		value = ast.NewArray(elems...) // no spare capacity
+	}
+	return &constant{Location: loc, Target: target, Value: value}, n
+}
+
+// add is collection with the constant element s adds to target; false
+// when s is not such a statement.
+func (p *Program) add(collection ast.Value, target ir.Local, s ir.Stmt) (ast.Value, bool) {
+	switch s := s.(type) {
+	case *ir.ArrayAppendStmt:
+		if v := p.constantOperand(s.Value); s.Array == target && v != nil {
+			return collection.(*ast.Array).Append(v), true
+		}
+	case *ir.SetAddStmt:
+		if v := p.constantOperand(s.Value); s.Set == target && v != nil {
+			collection.(ast.Set).Add(v)
+			return collection, true
+		}
+	case *ir.ObjectInsertStmt:
+		k, v := p.constantOperand(s.Key), p.constantOperand(s.Value)
+		if s.Object == target && k != nil && v != nil {
+			collection.(ast.Object).Insert(k, v)
+			return collection, true
+		}
+	}
+	return nil, false
+}
+
+// constantOperand is a string or boolean operand's value, nil for a local.
+func (p *Program) constantOperand(op ir.Operand) *ast.Term {
+	switch v := op.Value.(type) {
+	case ir.StringIndex:
+		if int(v) >= 0 && int(v) < len(p.strings) {
+			return p.strings[v]
+		}
+	case ir.Bool:
+		return ast.InternedTerm(bool(v))
+	}
+	return nil
+}
