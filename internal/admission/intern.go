@@ -7,6 +7,11 @@ func init() {
 	// objects of every request are decoded with these terms instead of a
 	// new one each (see jsonast).
 	ast.InternStringTerm(
+		// The AdmissionReview's keys, which Decode looks up.
+		"request", "resource", "subResource", "requestKind",
+		"requestResource", "requestSubResource", "name", "operation",
+		"userInfo", "username", "groups", "extra", "object", "oldObject",
+		"dryRun", "options", "group", "version",
 		// Every object.
 		"apiVersion", "kind", "metadata", "namespace", "labels",
 		"annotations", "generateName", "uid", "resourceVersion",
