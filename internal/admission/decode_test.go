@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -141,19 +142,32 @@ func TestDecodeFillsTheRequestAsEncodingJSON(t *testing.T) {
 	}
 }
 
-// typedReview is the request encoding/json reads into the Kubernetes types,
+// typedReview is the request the API server's decoder (sigs.k8s.io/json:
+// encoding/json with case-sensitive keys) reads into the Kubernetes types,
 // nil when it refuses the document.
 func typedReview(t *testing.T, data []byte) *admissionv1.AdmissionRequest {
 	t.Helper()
 	var review admissionv1.AdmissionReview
-	if json.Unmarshal(data, &review) != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &review); err != nil {
 		return nil
 	}
 	return review.Request
 }
 
+func TestDecodeMatchesKeysCaseSensitively(t *testing.T) {
+	review := strings.Replace(podReview, `"namespace":"oil-dev"`, `"nameSpace":"oil-dev"`, 1)
+	req, err := Decode([]byte(review))
+	if err != nil || req.Namespace != "" {
+		t.Fatalf("got namespace %q, %v; want none", req.Namespace, err)
+	}
+	if want := typedReview(t, []byte(review)); want == nil || want.Namespace != "" {
+		t.Fatalf("the reference reads %+v", want)
+	}
+}
+
 // FuzzDecodeReadsTheRequestAsEncodingJSON: whenever both accept a JSON
-// review, Decode's typed request is the one encoding/json fills.
+// review, Decode's typed request is the one the API server's decoder
+// (encoding/json with case-sensitive keys) fills.
 func FuzzDecodeReadsTheRequestAsEncodingJSON(f *testing.F) {
 	seeds, err := fixtures.Reviews()
 	if err != nil {
