@@ -37,8 +37,11 @@ type Request struct {
 // carries a request tenantguard can decide. The review is read in one pass,
 // straight into OPA values (jsonast), and the typed request is filled from
 // them as encoding/json would fill it, except that keys are matched
-// case-sensitively, as the API server's own decoder matches them. The
-// objects' Raw text shares data, which must not be modified afterwards.
+// case-sensitively, as the API server's own decoder matches them, and of a
+// key given twice the last value is taken whole (encoding/json would merge
+// two objects); request.response is not read. The objects' Raw text shares
+// data, which must not be modified afterwards, and so do the request's
+// strings: clone one that outlives the request.
 func Decode(data []byte) (*Request, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -94,8 +97,10 @@ func Decode(data []byte) (*Request, error) {
 	if out.OldObject, req.OldObject.Raw, err = embedded("request.oldObject", request, data, spans[spanOldObject]); err != nil {
 		return nil, err
 	}
-	if span := spans[spanOptions]; span.End > 0 && !isNull(request.Get(ast.InternedTerm("options"))) {
-		req.Options.Raw = data[span.Start:span.End]
+	// The span is that of the last request.options in the text, which is
+	// the request's own only when the last request has options.
+	if t := request.Get(ast.InternedTerm("options")); t != nil && !isNull(t) {
+		req.Options.Raw = data[spans[spanOptions].Start:spans[spanOptions].End]
 	}
 	return out, nil
 }

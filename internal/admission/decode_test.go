@@ -154,6 +154,15 @@ func typedReview(t *testing.T, data []byte) *admissionv1.AdmissionRequest {
 	return review.Request
 }
 
+func TestDecodeTakesTheLastOfARequestGivenTwice(t *testing.T) {
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"options":{},"object":{}},` +
+		`"request":{"uid":"u","kind":{"kind":"Pod"},"resource":{"resource":"pods"},"operation":"CREATE"}}`
+	req, err := Decode([]byte(review))
+	if err != nil || req.UID != "u" || req.Options.Raw != nil || req.Object != nil || req.AdmissionRequest.Object.Raw != nil {
+		t.Fatalf("got %+v, %v; want the last request, without the first's options and object", req, err)
+	}
+}
+
 func TestDecodeMatchesKeysCaseSensitively(t *testing.T) {
 	review := strings.Replace(podReview, `"namespace":"oil-dev"`, `"nameSpace":"oil-dev"`, 1)
 	req, err := Decode([]byte(review))

@@ -128,7 +128,11 @@ func (f *fields) typeError(field string, t *ast.Term, want string) {
 	}
 }
 
+// isNull reports whether t is JSON's null; nil (absent) is not.
 func isNull(t *ast.Term) bool {
+	if t == nil {
+		return false
+	}
 	_, null := t.Value.(ast.Null)
 	return null
 }

@@ -157,7 +157,7 @@ func (v *View) Delete(o Object) {
 
 func (v *View) upsertNamespace(name string, labels map[string]string) {
 	before := v.tenantOf(name) // "" for a namespace not seen yet
-	v.namespaces[name] = &namespace{labels: maps.Clone(labels)}
+	v.namespaces[name] = &namespace{name: name, labels: maps.Clone(labels)}
 	v.moveNamespace(name, before, v.tenantOf(name))
 }
 
@@ -217,6 +217,9 @@ func (v *View) tenantOf(namespace string) string {
 // namespace is what the view keeps of a namespace. It is replaced, never
 // changed, when the namespace changes.
 type namespace struct {
+	// name is the view's own copy, which a memo may keep: the caller's
+	// may share a whole request body.
+	name   string
 	labels map[string]string
 	// memo holds a memoBox once Namespace has built it.
 	memo atomic.Value
@@ -250,7 +253,7 @@ func (v *View) Namespace(name string, build func(name string, labels map[string]
 	if box, built := ns.memo.Load().(memoBox); built {
 		return ns.labels, box.v, true
 	}
-	memo = build(name, ns.labels)
+	memo = build(ns.name, ns.labels)
 	ns.memo.Store(memoBox{memo})
 	return ns.labels, memo, true
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -83,7 +84,9 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// its hold lasts until it expires.
 		name = "uid:" + string(req.UID)
 	}
-	claim := clusterview.Claim{Key: key, Namespace: req.Namespace, Name: name}
+	// Copies: a reservation outlives the request, whose decoded strings
+	// share its whole body.
+	claim := clusterview.Claim{Key: strings.Clone(key), Namespace: strings.Clone(req.Namespace), Name: strings.Clone(name)}
 	if key == clusterview.NamespacesKey {
 		// The API server sends a Namespace's own name as its namespace;
 		// the view knows namespaces by name alone.

@@ -174,6 +174,10 @@ func countFacts(q *quota, view *clusterview.View) *ast.Term {
 // namespaceFacts is cluster.namespace, which the view keeps with the
 // namespace (clusterview.View.Namespace).
 func namespaceFacts(name string, labels map[string]string) any {
+	return settled(namespaceTerm(name, labels))
+}
+
+func namespaceTerm(name string, labels map[string]string) *ast.Term {
 	l := make([][2]*ast.Term, 0, len(labels))
 	for k, v := range labels {
 		l = append(l, ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)))

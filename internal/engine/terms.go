@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -13,6 +14,9 @@ import (
 // input are never modified. It stops growing at maxCachedTerms.
 type termCache[K comparable] struct {
 	build func(K) *ast.Term
+	// clone copies a key's strings: a request's share its whole body,
+	// which a cached term must not keep alive.
+	clone func(K) K
 	mu    sync.RWMutex
 	terms map[K]*ast.Term
 }
@@ -21,8 +25,8 @@ type termCache[K comparable] struct {
 // of a cluster number in the hundreds.
 const maxCachedTerms = 4096
 
-func newTermCache[K comparable](build func(K) *ast.Term) *termCache[K] {
-	return &termCache[K]{build: build, terms: map[K]*ast.Term{}}
+func newTermCache[K comparable](clone func(K) K, build func(K) *ast.Term) *termCache[K] {
+	return &termCache[K]{clone: clone, build: build, terms: map[K]*ast.Term{}}
 }
 
 // term is the term of k, built on first use.
@@ -33,7 +37,8 @@ func (c *termCache[K]) term(k K) *ast.Term {
 	if ok {
 		return t
 	}
-	t = c.build(k)
+	k = c.clone(k)
+	t = settled(c.build(k))
 	c.mu.Lock()
 	if len(c.terms) < maxCachedTerms {
 		c.terms[k] = t
@@ -45,9 +50,24 @@ func (c *termCache[K]) term(k K) *ast.Term {
 // kinds and resources are request.kind and request.resource by group,
 // version and kind (resource).
 var (
-	kinds     = newTermCache(func(k [3]string) *ast.Term { return triple("kind", k) })
-	resources = newTermCache(func(k [3]string) *ast.Term { return triple("resource", k) })
+	kinds     = newTermCache(cloneTriple, func(k [3]string) *ast.Term { return triple("kind", k) })
+	resources = newTermCache(cloneTriple, func(k [3]string) *ast.Term { return triple("resource", k) })
 )
+
+func cloneTriple(k [3]string) [3]string {
+	return [3]string{strings.Clone(k[0]), strings.Clone(k[1]), strings.Clone(k[2])}
+}
+
+// settled is a shared term whose objects have their keys sorted now. OPA
+// sorts them in place on first iteration, under a sync.Once, but some
+// readers (Copy, Union) read them without it: sorted before it is shared,
+// a term is only read.
+func settled(t *ast.Term) *ast.Term {
+	if obj, ok := t.Value.(ast.Object); ok {
+		obj.Foreach(func(_, v *ast.Term) { settled(v) })
+	}
+	return t
+}
 
 func triple(last string, k [3]string) *ast.Term {
 	return ast.ObjectTerm(
@@ -63,7 +83,10 @@ type classFacts struct {
 }
 
 // classes are cluster.priorityClasses by default class.
-var classes = newTermCache(func(k classFacts) *ast.Term {
+var classes = newTermCache(func(k classFacts) classFacts {
+	k.name, k.class.PreemptionPolicy = strings.Clone(k.name), strings.Clone(k.class.PreemptionPolicy)
+	return k
+}, func(k classFacts) *ast.Term {
 	facts := ast.NewObject(ast.Item(ast.InternedTerm("priority"), ast.InternedTerm(int(k.class.Value))))
 	if k.class.PreemptionPolicy != "" {
 		facts.Insert(ast.InternedTerm("preemptionPolicy"), ast.InternedTerm(k.class.PreemptionPolicy))

@@ -31,9 +31,22 @@ type constant struct {
 // The constants of empty literals, which need no folding.
 var (
 	emptyArray  = ast.NewArray()
-	emptyObject = ast.NewObject()
-	emptySet    = ast.NewSet()
+	emptyObject = settled(ast.NewObject()).(ast.Object)
+	emptySet    = settled(ast.NewSet()).(ast.Set)
 )
+
+// settled is a shared object or set with its keys sorted now. OPA sorts
+// them in place on first iteration, under a sync.Once, but Copy (thaw)
+// reads them without it: sorted before it is shared, a value is only read.
+func settled(v ast.Value) ast.Value {
+	switch v := v.(type) {
+	case ast.Object:
+		v.Foreach(func(*ast.Term, *ast.Term) {})
+	case ast.Set:
+		v.Foreach(func(*ast.Term) {})
+	}
+	return v
+}
 
 // thaw gives a frozen term a copy of its value, to be modified.
 func thaw(t *ast.Term) {
@@ -104,12 +117,15 @@ func (p *Program) literal(stmts []ir.Stmt) (*constant, int) {
 		}
 		value = v
 	}
-	if arr, ok := value.(*ast.Array); ok {
-		elems := make([]*ast.Term, arr.Len())
+	switch v := value.(type) {
+	case *ast.Array:
+		elems := make([]*ast.Term, v.Len())
 		for i := range elems {
-			elems[i] = arr.Elem(i)
+			elems[i] = v.Elem(i)
 		}
 		value = ast.NewArray(elems...) // no spare capacity
+	case ast.Object, ast.Set:
+		settled(v)
 	}
 	return &constant{Location: loc, Target: target, Value: value}, n
 }
@@ -119,19 +135,22 @@ func (p *Program) literal(stmts []ir.Stmt) (*constant, int) {
 func (p *Program) add(collection ast.Value, target ir.Local, s ir.Stmt) (ast.Value, bool) {
 	switch s := s.(type) {
 	case *ir.ArrayAppendStmt:
-		if v := p.constantOperand(s.Value); s.Array == target && v != nil {
-			return collection.(*ast.Array).Append(v), true
+		arr, ok := collection.(*ast.Array)
+		if v := p.constantOperand(s.Value); ok && s.Array == target && v != nil {
+			return arr.Append(v), true
 		}
 	case *ir.SetAddStmt:
-		if v := p.constantOperand(s.Value); s.Set == target && v != nil {
-			collection.(ast.Set).Add(v)
-			return collection, true
+		set, ok := collection.(ast.Set)
+		if v := p.constantOperand(s.Value); ok && s.Set == target && v != nil {
+			set.Add(v)
+			return set, true
 		}
 	case *ir.ObjectInsertStmt:
+		obj, ok := collection.(ast.Object)
 		k, v := p.constantOperand(s.Key), p.constantOperand(s.Value)
-		if s.Object == target && k != nil && v != nil {
-			collection.(ast.Object).Insert(k, v)
-			return collection, true
+		if ok && s.Object == target && k != nil && v != nil {
+			obj.Insert(k, v)
+			return obj, true
 		}
 	}
 	return nil, false

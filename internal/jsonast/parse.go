@@ -39,11 +39,14 @@ const MaxPaths = 64
 
 // ParsePaths is Parse with several paths (at most MaxPaths; a path of no
 // keys is ignored): spans[i], when spans is at least as long as paths,
-// receives the span of the value at paths[i] unless it is dropped.
+// receives the span of the value at paths[i] unless paths[i] drops it.
 func ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
+	if len(paths) > MaxPaths {
+		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
+	}
 	p := parser{data: data, src: string(data), paths: paths, spans: spans}
 	var mask uint64
-	for i, path := range paths[:min(len(paths), MaxPaths)] {
+	for i, path := range paths {
 		if len(path.Keys) > 0 {
 			mask |= 1 << i
 		}
@@ -184,17 +187,17 @@ func (p *parser) object(paths uint64, level, depth int, build bool) (*ast.Term, 
 			return nil, p.errorf("expected ':' after an object key, got %q", p.data[p.pos])
 		}
 		p.pos++
-		below, keep, span := p.follow(paths, level, key, build)
-		if span >= 0 {
+		below, keep, spans := p.follow(paths, level, key, build)
+		if spans != 0 {
 			p.space()
-			p.spans[span].Start = p.pos
 		}
+		start := p.pos
 		v, err := p.value(below, level+1, depth, keep)
 		if err != nil {
 			return nil, err
 		}
-		if span >= 0 {
-			p.spans[span].End = p.pos
+		for m := spans; m != 0; m &= m - 1 {
+			p.spans[bits.TrailingZeros64(m)] = Span{start, p.pos}
 		}
 		if keep {
 			p.pairs = append(p.pairs, [2]*ast.Term{p.stringTerm(key), v})
@@ -210,12 +213,12 @@ func (p *parser) object(paths uint64, level, depth int, build bool) (*ast.Term, 
 }
 
 // follow finds the paths going on below key and what to do with its value:
-// keep it (built), and whose span to record (-1: none).
-func (p *parser) follow(paths uint64, level int, key string, build bool) (below uint64, keep bool, span int) {
-	keep, span = build, -1
+// keep it (built), and the span paths that end there.
+func (p *parser) follow(paths uint64, level int, key string, build bool) (below uint64, keep bool, spans uint64) {
 	if !build {
-		return 0, false, -1
+		return 0, false, 0
 	}
+	keep = true
 	for m := paths; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros64(m)
 		keys := p.paths[i].Keys
@@ -226,10 +229,10 @@ func (p *parser) follow(paths uint64, level int, key string, build bool) (below 
 		case p.paths[i].Drop:
 			keep = false
 		case i < len(p.spans):
-			span = i
+			spans |= 1 << i
 		}
 	}
-	return below, keep, span
+	return below, keep, spans
 }
 
 // open moves past an opening bracket and reports whether the container is

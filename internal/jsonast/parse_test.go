@@ -111,6 +111,7 @@ func TestParsePathsDropsSeveralPathsAndRecordsSpans(t *testing.T) {
 		{Keys: []string{"request", "oldObject"}},
 		{Keys: []string{"request", "missing"}},
 		{},
+		{Keys: []string{"request", "object"}},
 	}
 	spans := make([]Span, len(paths))
 	got, err := ParsePaths([]byte(review), paths, spans)
@@ -124,11 +125,18 @@ func TestParsePathsDropsSeveralPathsAndRecordsSpans(t *testing.T) {
 	wantSpans := map[int]string{
 		2: `{"metadata": {"name": "p", "managedFields": [1]}}`,
 		3: `{"metadata": {"managedFields": [2], "name": "q"}}`,
+		6: `{"metadata": {"name": "p", "managedFields": [1]}}`,
 	}
 	for i, span := range spans {
 		if text := review[span.Start:span.End]; text != wantSpans[i] {
 			t.Errorf("span of %v is %q, want %q", paths[i].Keys, text, wantSpans[i])
 		}
+	}
+}
+
+func TestParsePathsRefusesMorePathsThanItFollows(t *testing.T) {
+	if _, err := ParsePaths([]byte(`{}`), make([]Path, MaxPaths+1), nil); err == nil {
+		t.Fatal("a path past MaxPaths would be silently ignored")
 	}
 }
 

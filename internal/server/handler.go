@@ -92,11 +92,16 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*admission.Req
 	return req, 0, nil
 }
 
+// presizeMax is the largest announced body read into one allocation made
+// before any byte arrives: a client announcing the limit and sending slowly
+// must not cost the limit at once.
+const presizeMax = 64 << 10
+
 // readBody reads a request's body: in one allocation when its length is
-// announced and within the limit (the API server announces it), else as it
-// comes. body is limited to limit bytes already.
+// announced and small (the API server announces it), else as it comes.
+// body is limited to limit bytes already.
 func readBody(body io.Reader, length, limit int64) ([]byte, error) {
-	if length <= 0 || length > limit {
+	if length <= 0 || length > min(limit, presizeMax) {
 		return io.ReadAll(body)
 	}
 	buf := make([]byte, length)
