@@ -178,14 +178,7 @@ func TestDecodeMatchesKeysCaseSensitively(t *testing.T) {
 // review, Decode's typed request is the one the API server's decoder
 // (encoding/json with case-sensitive keys) fills.
 func FuzzDecodeReadsTheRequestAsEncodingJSON(f *testing.F) {
-	seeds, err := fixtures.Reviews()
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, body := range seeds {
-		f.Add(body)
-	}
-	f.Add([]byte(podReview))
+	addReviews(f)
 	f.Add([]byte(fullReview))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
@@ -202,7 +195,9 @@ func FuzzDecodeReadsTheRequestAsEncodingJSON(f *testing.F) {
 	})
 }
 
-func FuzzDecode(f *testing.F) {
+// addReviews seeds a fuzz target with the shared AdmissionReview fixtures
+// and podReview.
+func addReviews(f *testing.F) {
 	seeds, err := fixtures.Reviews()
 	if err != nil {
 		f.Fatal(err)
@@ -211,6 +206,10 @@ func FuzzDecode(f *testing.F) {
 		f.Add(body)
 	}
 	f.Add([]byte(podReview))
+}
+
+func FuzzDecode(f *testing.F) {
+	addReviews(f)
 	f.Add([]byte("apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest: {uid: u}\n"))
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
