@@ -2,6 +2,7 @@ package clusterview
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,10 +57,13 @@ func (v *View) Reserve(c Claim, tenants []string, ttl time.Duration) (map[string
 	v.expire(now)
 	r := v.reserved[k]
 	if r == nil {
+		// The view keeps copies: a claim's strings may share a whole
+		// request body, and the hold outlives the request.
+		k = objectKey{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)}
 		r = &reservation{tenants: slices.Clone(tenants)}
 		v.reserved[k] = r
 		for _, t := range r.tenants {
-			increment(v.pending, t, c.Key, 1)
+			increment(v.pending, t, k.key, 1)
 		}
 	}
 	r.deciding++

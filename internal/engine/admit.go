@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -84,9 +83,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// its hold lasts until it expires.
 		name = "uid:" + string(req.UID)
 	}
-	// Copies: a reservation outlives the request, whose decoded strings
-	// share its whole body.
-	claim := clusterview.Claim{Key: strings.Clone(key), Namespace: strings.Clone(req.Namespace), Name: strings.Clone(name)}
+	claim := clusterview.Claim{Key: key, Namespace: req.Namespace, Name: name}
 	if key == clusterview.NamespacesKey {
 		// The API server sends a Namespace's own name as its namespace;
 		// the view knows namespaces by name alone.

@@ -7,6 +7,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/irvm"
 )
 
 // termCache keeps the input terms that a few values decide, such as a
@@ -58,14 +59,9 @@ func cloneTriple(k [3]string) [3]string {
 	return [3]string{strings.Clone(k[0]), strings.Clone(k[1]), strings.Clone(k[2])}
 }
 
-// settled is a shared term whose objects have their keys sorted now. OPA
-// sorts them in place on first iteration, under a sync.Once, but some
-// readers (Copy, Union) read them without it: sorted before it is shared,
-// a term is only read.
+// settled is a shared term, its keys sorted (irvm.Settle).
 func settled(t *ast.Term) *ast.Term {
-	if obj, ok := t.Value.(ast.Object); ok {
-		obj.Foreach(func(_, v *ast.Term) { settled(v) })
-	}
+	irvm.Settle(t.Value)
 	return t
 }
 

@@ -31,19 +31,24 @@ type constant struct {
 // The constants of empty literals, which need no folding.
 var (
 	emptyArray  = ast.NewArray()
-	emptyObject = settled(ast.NewObject()).(ast.Object)
-	emptySet    = settled(ast.NewSet()).(ast.Set)
+	emptyObject = Settle(ast.NewObject()).(ast.Object)
+	emptySet    = Settle(ast.NewSet()).(ast.Set)
 )
 
-// settled is a shared object or set with its keys sorted now. OPA sorts
-// them in place on first iteration, under a sync.Once, but Copy (thaw)
-// reads them without it: sorted before it is shared, a value is only read.
-func settled(v ast.Value) ast.Value {
+// Settle sorts the keys of v's objects and sets, all the way down, and
+// returns v. OPA sorts them in place on first iteration, under a
+// sync.Once, but Copy and Union read them without it: a value settled
+// before it is shared between goroutines is only ever read.
+func Settle(v ast.Value) ast.Value {
 	switch v := v.(type) {
 	case ast.Object:
-		v.Foreach(func(*ast.Term, *ast.Term) {})
+		v.Foreach(func(_, e *ast.Term) { Settle(e.Value) })
 	case ast.Set:
-		v.Foreach(func(*ast.Term) {})
+		v.Foreach(func(e *ast.Term) { Settle(e.Value) })
+	case *ast.Array:
+		for i := range v.Len() {
+			Settle(v.Elem(i).Value)
+		}
 	}
 	return v
 }
@@ -125,7 +130,7 @@ func (p *Program) literal(stmts []ir.Stmt) (*constant, int) {
 		}
 		value = ast.NewArray(elems...) // no spare capacity
 	case ast.Object, ast.Set:
-		settled(v)
+		Settle(v)
 	}
 	return &constant{Location: loc, Target: target, Value: value}, n
 }
