@@ -109,6 +109,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"a plain-HTTP webhook URL", []string{"--set", "webhook.url=http://127.0.0.1:9443", "--set-file", registryArg}, "at '/webhook/url': 'http://127.0.0.1:9443' does not match pattern"},
 		{"a misspelt value", []string{"--set", "replicas=3", "--set-file", registryArg}, "additional properties 'replicas' not allowed"},
 		{"a memory limit that is not a size", []string{"--set", "memoryLimit=lots", "--set-file", registryArg}, "at '/memoryLimit': 'lots' does not match pattern"},
+		{"a GC percent below -1", []string{"--set", "gcPercent=-2", "--set-file", registryArg}, "at '/gcPercent': minimum: got -2, want -1"},
 		{"a client CA that is not PEM", []string{"--set", "webhook.clientCA=abc", "--set-file", registryArg}, "at '/webhook/clientCA': 'abc' does not match pattern"},
 		{"no registry", nil, "registry is required: --set-file registry=my-tenants.yaml"},
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -38,7 +39,9 @@ type serveOptions struct {
 	// webhookTenantLabel is --webhook-tenant-label
 	webhookTenantLabel string
 	// memoryLimit is --memory-limit (memlimit.Resolve's setting)
-	memoryLimit      string
+	memoryLimit string
+	// gcPercent is --gc-percent (memlimit.GCPercent's flag)
+	gcPercent        int
 	managers         []string
 	logLevel         string
 	quotaSyncTimeout time.Duration
@@ -88,6 +91,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
+	f.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent, "the garbage collector's target, as GOGC: how far, in percent of the live heap, the heap grows between collections (-1: off, only with a memory limit). GOGC wins when this flag is not given")
 	f.StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run: auto (OPA's plan of the rules when tenantguard's plan evaluator accepts the policy, else topdown), plan (refuse a policy it cannot run) or topdown (OPA's own evaluator)")
 	f.IntVar(&o.evaluators, "evaluators", 0, "policy evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count)")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
@@ -152,6 +156,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("--memory-limit: %v", err)
 	}
 	log.Info("memory limit", "bytes", limit, "from", source)
+	percent, source, err := memlimit.ApplyGCPercent(o.gcPercent, cmd.Flags().Changed("gc-percent"), os.Getenv)
+	if err != nil {
+		return usageErrorf("--gc-percent: %v", err)
+	}
+	log.Info("garbage collection", "percent", percent, "from", source)
 	cfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {
 		return usageErrorf("kubeconfig: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,9 +69,11 @@ type View struct {
 	namespaces  map[string]*namespace
 	objects     map[objectID]struct{}
 	seeds       [2]maphash.Seed
-	// perNamespace counts objects by quota key in each namespace, so that a
-	// namespace moving between tenants moves its counts in one step.
-	perNamespace    map[string]map[string]int
+	// perNamespace counts objects by namespace and quota key, so that a
+	// namespace moving between tenants moves its counts in one step; one
+	// map, not one per namespace. quotaKeys counts its entries by key.
+	perNamespace    map[namespaceKey]int
+	quotaKeys       map[string]int
 	perTenant       map[string]map[string]int
 	priorityClasses map[string]PriorityClass
 	// reserved holds the creates being decided or admitted and not seen
@@ -90,7 +91,8 @@ func New(tenantLabel string) *View {
 		namespaces:      map[string]*namespace{},
 		objects:         map[objectID]struct{}{},
 		seeds:           [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		perNamespace:    map[string]map[string]int{},
+		perNamespace:    map[namespaceKey]int{},
+		quotaKeys:       map[string]int{},
 		perTenant:       map[string]map[string]int{},
 		priorityClasses: map[string]PriorityClass{},
 		reserved:        map[objectKey]*reservation{},
@@ -157,9 +159,12 @@ func (v *View) Delete(o Object) {
 
 func (v *View) upsertNamespace(name string, labels map[string]string) {
 	before := v.tenantOf(name) // "" for a namespace not seen yet
-	v.namespaces[name] = &namespace{name: name, labels: maps.Clone(labels)}
+	v.namespaces[name] = &namespace{name: name, labels: NewLabels(labels)}
 	v.moveNamespace(name, before, v.tenantOf(name))
 }
+
+// namespaceKey is a quota key in a namespace.
+type namespaceKey struct{ namespace, key string }
 
 // moveNamespace moves a namespace (and everything counted in it) from one
 // tenant to another; "" is no tenant.
@@ -167,19 +172,31 @@ func (v *View) moveNamespace(name, from, to string) {
 	if from == to {
 		return
 	}
-	counts := maps.Clone(v.perNamespace[name])
-	if counts == nil {
-		counts = map[string]int{}
-	}
-	counts[NamespacesKey] = 1
-	for key, n := range counts {
-		v.bump(from, key, -n)
-		v.bump(to, key, n)
+	v.bump(from, NamespacesKey, -1)
+	v.bump(to, NamespacesKey, 1)
+	for key := range v.quotaKeys {
+		if n := v.perNamespace[namespaceKey{name, key}]; n != 0 {
+			v.bump(from, key, -n)
+			v.bump(to, key, n)
+		}
 	}
 }
 
 func (v *View) add(namespace, key string, n int) {
-	increment(v.perNamespace, namespace, key, n)
+	k := namespaceKey{namespace, key}
+	before := v.perNamespace[k]
+	switch after := before + n; {
+	case after == 0:
+		delete(v.perNamespace, k)
+		if v.quotaKeys[key]--; v.quotaKeys[key] == 0 {
+			delete(v.quotaKeys, key)
+		}
+	case before == 0:
+		v.perNamespace[k] = after
+		v.quotaKeys[key]++
+	default:
+		v.perNamespace[k] = after
+	}
 	v.bump(v.tenantOf(namespace), key, n)
 }
 
@@ -209,7 +226,7 @@ func increment(counts map[string]map[string]int, outer, key string, n int) {
 
 func (v *View) tenantOf(namespace string) string {
 	if ns := v.namespaces[namespace]; ns != nil {
-		return ns.labels[v.tenantLabel]
+		return ns.labels.Get(v.tenantLabel)
 	}
 	return ""
 }
@@ -220,22 +237,22 @@ type namespace struct {
 	// name is the view's own copy, which a memo may keep: the caller's
 	// may share a whole request body.
 	name   string
-	labels map[string]string
+	labels Labels
 	// memo holds a memoBox once Namespace has built it.
 	memo atomic.Value
 }
 
 type memoBox struct{ v any }
 
-// NamespaceLabels returns a copy-free read of a namespace's labels; callers
-// must not modify the map. ok is false for a namespace the view has not seen.
-func (v *View) NamespaceLabels(name string) (labels map[string]string, ok bool) {
+// NamespaceLabels returns a namespace's labels. ok is false for a
+// namespace the view has not seen.
+func (v *View) NamespaceLabels(name string) (labels Labels, ok bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if ns := v.namespaces[name]; ns != nil {
 		return ns.labels, true
 	}
-	return nil, false
+	return Labels{}, false
 }
 
 // Namespace is NamespaceLabels with a memo: a value built from the
@@ -243,12 +260,12 @@ func (v *View) NamespaceLabels(name string) (labels map[string]string, ok bool) 
 // last changed, and returned again until it changes. build must depend on
 // its arguments only, and the memo must not be modified; a namespace read
 // by requests in parallel may build it more than once.
-func (v *View) Namespace(name string, build func(name string, labels map[string]string) any) (labels map[string]string, memo any, ok bool) {
+func (v *View) Namespace(name string, build func(name string, labels Labels) any) (labels Labels, memo any, ok bool) {
 	v.mu.RLock()
 	ns := v.namespaces[name]
 	v.mu.RUnlock()
 	if ns == nil {
-		return nil, nil, false
+		return Labels{}, nil, false
 	}
 	if box, built := ns.memo.Load().(memoBox); built {
 		return ns.labels, box.v, true

@@ -122,7 +122,7 @@ items:
 	if pc, ok := v.PriorityClass("low"); !ok || pc.Value != 7 {
 		t.Errorf("priority class = %+v, %v", pc, ok)
 	}
-	if labels, ok := v.NamespaceLabels("a"); !ok || labels[label] != "oil" {
+	if labels, ok := v.NamespaceLabels("a"); !ok || labels.Get(label) != "oil" {
 		t.Errorf("labels = %v", labels)
 	}
 }
@@ -138,9 +138,9 @@ func TestParseRefusesObjectsWithoutIdentity(t *testing.T) {
 func TestANamespaceMemoIsBuiltOnceAndAgainWhenTheNamespaceChanges(t *testing.T) {
 	v := New(label)
 	builds := 0
-	build := func(name string, labels map[string]string) any {
+	build := func(name string, labels Labels) any {
 		builds++
-		return name + "=" + labels[label]
+		return name + "=" + labels.Get(label)
 	}
 	steps := []struct {
 		name       string

@@ -97,7 +97,7 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota)
 		return cluster
 	}
 	cluster.Insert(ast.InternedTerm("namespace"), facts.(*ast.Term))
-	tenant, known := e.registry.Tenant(labels[e.registry.TenantLabel()])
+	tenant, known := e.registry.Tenant(labels.Get(e.registry.TenantLabel()))
 	if !known || !creating(req) {
 		return cluster
 	}
@@ -146,7 +146,7 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 	if !ok {
 		return "", nil
 	}
-	name := labels[e.registry.TenantLabel()]
+	name := labels.Get(e.registry.TenantLabel())
 	tenant, known := e.registry.Tenant(name)
 	if !known {
 		return "", nil
@@ -173,13 +173,13 @@ func countFacts(q *quota, view *clusterview.View) *ast.Term {
 
 // namespaceFacts is cluster.namespace, which the view keeps with the
 // namespace (clusterview.View.Namespace).
-func namespaceFacts(name string, labels map[string]string) any {
+func namespaceFacts(name string, labels clusterview.Labels) any {
 	return settled(namespaceTerm(name, labels))
 }
 
-func namespaceTerm(name string, labels map[string]string) *ast.Term {
-	l := make([][2]*ast.Term, 0, len(labels))
-	for k, v := range labels {
+func namespaceTerm(name string, labels clusterview.Labels) *ast.Term {
+	l := make([][2]*ast.Term, 0, labels.Len())
+	for k, v := range labels.All() {
 		l = append(l, ast.Item(ast.InternedTerm(k), ast.InternedTerm(v)))
 	}
 	return ast.ObjectTerm(

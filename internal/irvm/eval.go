@@ -198,7 +198,11 @@ func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
 	case *call:
 		return e.callStmt(locals, s)
 	case *constant:
-		locals[s.Target] = &ast.Term{Value: s.Value, Location: frozen}
+		if s.Term != nil {
+			locals[s.Target] = s.Term
+		} else {
+			locals[s.Target] = &ast.Term{Value: s.Value, Location: frozen}
+		}
 	case *ir.AssignVarStmt:
 		locals[s.Target] = e.read(locals, s.Source)
 	case *ir.AssignVarOnceStmt:

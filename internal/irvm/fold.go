@@ -13,19 +13,26 @@ import (
 //
 // A shared value must never be modified, yet a plan may go on adding to a
 // collection it made (a set of violations starts empty). So a constant
-// statement gives its local a term of its own, marked frozen, around the
-// shared value; the statements that modify collections replace a frozen
-// term's value by a copy first (thaw). The term is per evaluation, as a
-// made collection's is, so whatever holds it sees the change as before.
+// statement whose local is mutable (mutable.go) gives it a term of its own,
+// marked frozen, around the shared value; the statements that modify
+// collections replace a frozen term's value by a copy first (thaw). The
+// term is per evaluation, as a made collection's is, so whatever holds it
+// sees the change as before. The local of any other constant gets the
+// constant's one term, marked shared, which nothing modifies.
 
 // frozen marks the terms whose value is shared: their Location.
 var frozen = &ast.Location{File: "irvm: a constant shared by every evaluation"}
 
-// constant is a folded literal: Target is set to a frozen term of Value.
+// shared marks the terms themselves shared by every evaluation.
+var shared = &ast.Location{File: "irvm: a constant term shared by every evaluation"}
+
+// constant is a folded literal: Target is set to Term when it is set, a
+// frozen term of Value otherwise.
 type constant struct {
 	ir.Location
 	Target ir.Local
 	Value  ast.Value
+	Term   *ast.Term
 }
 
 // The constants of empty literals, which need no folding.
@@ -55,6 +62,10 @@ func Settle(v ast.Value) ast.Value {
 
 // thaw gives a frozen term a copy of its value, to be modified.
 func thaw(t *ast.Term) {
+	if t.Location == shared {
+		// Modifying it would change it for every evaluation running.
+		panic("irvm: a statement modifies a constant that mutability found read-only")
+	}
 	if t.Location != frozen {
 		return
 	}
@@ -74,16 +85,7 @@ func (p *Program) fold(blocks []*ir.Block) {
 	for _, blk := range blocks {
 		out := blk.Stmts[:0]
 		for i := 0; i < len(blk.Stmts); i++ {
-			switch s := blk.Stmts[i].(type) {
-			case *ir.ScanStmt:
-				p.fold([]*ir.Block{s.Block})
-			case *ir.WithStmt:
-				p.fold([]*ir.Block{s.Block})
-			case *ir.NotStmt:
-				p.fold([]*ir.Block{s.Block})
-			case *ir.BlockStmt:
-				p.fold(s.Blocks)
-			}
+			p.fold(nested(blk.Stmts[i]))
 			if c, n := p.literal(blk.Stmts[i:]); c != nil {
 				out = append(out, c)
 				i += n - 1
@@ -93,6 +95,34 @@ func (p *Program) fold(blocks []*ir.Block) {
 		}
 		clear(blk.Stmts[len(out):])
 		blk.Stmts = out
+	}
+}
+
+// nested are the blocks inside a statement, if it has any.
+func nested(s ir.Stmt) []*ir.Block {
+	switch s := s.(type) {
+	case *ir.BlockStmt:
+		return s.Blocks
+	case *ir.ScanStmt:
+		return []*ir.Block{s.Block}
+	case *ir.NotStmt:
+		return []*ir.Block{s.Block}
+	case *ir.WithStmt:
+		return []*ir.Block{s.Block}
+	}
+	return nil
+}
+
+// share gives the folded literals of blocks whose local is not mutable
+// their one shared term.
+func share(blocks []*ir.Block, mutable map[ir.Local]bool) {
+	for _, blk := range blocks {
+		for _, s := range blk.Stmts {
+			if c, ok := s.(*constant); ok && !mutable[c.Target] && c.Term == nil {
+				c.Term = &ast.Term{Value: c.Value, Location: shared}
+			}
+			share(nested(s), mutable)
+		}
 	}
 }
 

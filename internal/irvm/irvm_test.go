@@ -202,20 +202,23 @@ x := [s, o, a, object.get({}, "k", []), ["spec", "template"], {"k": "v", "b": tr
 
 // constants are the values of a program's folded literals, sorted.
 func constants(p *Program) (out []string) {
+	for _, c := range folded(p) {
+		out = append(out, c.Value.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// folded are a program's folded literals.
+func folded(p *Program) (out []*constant) {
 	var walk func(blocks []*ir.Block)
 	walk = func(blocks []*ir.Block) {
 		for _, b := range blocks {
 			for _, s := range b.Stmts {
-				switch s := s.(type) {
-				case *constant:
-					out = append(out, s.Value.String())
-				case *ir.BlockStmt:
-					walk(s.Blocks)
-				case *ir.ScanStmt:
-					walk([]*ir.Block{s.Block})
-				case *ir.NotStmt:
-					walk([]*ir.Block{s.Block})
+				if c, ok := s.(*constant); ok {
+					out = append(out, c)
 				}
+				walk(nested(s))
 			}
 		}
 	}
@@ -223,8 +226,32 @@ func constants(p *Program) (out []string) {
 	for _, fn := range p.dynamic.all() {
 		walk(fn.blocks)
 	}
-	slices.Sort(out)
 	return out
+}
+
+func TestOnlyLiteralsThatAreAddedToGetATermPerEvaluation(t *testing.T) {
+	p := program(t, `package p
+kinds := {"Pod", "Job"}
+grown := {"c", "d", input.ns[0]}
+alias := y if {
+	y := ["a"]
+	y == ["a"]
+}
+x := [kinds, grown, alias, ["spec", "template"], [n | some n in input.ns]]`, "data.p.x")
+	perEvaluation := map[string]bool{}
+	for _, c := range folded(p) {
+		perEvaluation[c.Value.String()] = c.Term == nil
+	}
+	want := map[string]bool{`{"Job", "Pod"}`: false, `{"c", "d"}`: true, `["a"]`: false, `["spec", "template"]`: false, `[]`: true}
+	for literal, own := range want {
+		if got, ok := perEvaluation[literal]; !ok || got != own {
+			t.Errorf("literal %s: folded %t, a term per evaluation %t; want %t (all: %v)", literal, ok, got, own, perEvaluation)
+		}
+	}
+	v, err := p.Value(t.Context(), ast.NewTerm(ast.MustInterfaceToValue(map[string]any{"ns": []any{"e"}})), nil)
+	if err != nil || v.String() != `[{"Job", "Pod"}, {"c", "d", "e"}, ["a"], ["spec", "template"], ["e"]]` {
+		t.Fatalf("got %v, %v", v, err)
+	}
 }
 
 func TestConflictsAreErrorsAsInTopdown(t *testing.T) {

@@ -3,6 +3,8 @@ package irvm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -127,9 +129,17 @@ func New(policy *ir.Policy) (*Program, error) {
 		return nil, fmt.Errorf("plan %s: %w", p.plan.Name, err)
 	}
 	p.locals = size + 1
+	fns := slices.Collect(maps.Values(byName))
 	p.fold(p.plan.Blocks)
-	for _, fn := range byName {
+	for _, fn := range fns {
 		p.fold(fn.blocks)
+	}
+	// after folding: the statements that built a literal add to nothing
+	// any more
+	mutable := p.mutability(fns)
+	share(p.plan.Blocks, mutable[nil])
+	for _, fn := range fns {
+		share(fn.blocks, mutable[fn])
 	}
 	return p, nil
 }

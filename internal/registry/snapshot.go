@@ -29,7 +29,6 @@ type Snapshot struct {
 	byUser   map[string][]string
 	byGroup  map[string][]string
 	admins   map[Subject]bool
-	data     map[string]any
 }
 
 // compile applies defaults to a validated registry and indexes it.
@@ -60,7 +59,6 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 	for _, a := range reg.Settings.Administrators {
 		s.admins[userOrGroup(a)] = true
 	}
-	s.data = s.buildData()
 	return s
 }
 
@@ -189,9 +187,11 @@ func serviceAccountNamespace(user string) (string, bool) {
 
 // Data is the registry as the Rego rules read it (data.tenantguard.registry):
 // tenants keyed by name, owner and administrator indexes, settings, and the
-// restrictive defaults for a tenant missing from the registry. Callers must
-// not modify it.
-func (s *Snapshot) Data() map[string]any { return s.data }
+// restrictive defaults for a tenant missing from the registry. Each call
+// builds a new copy, which the caller owns: the snapshot does not keep one,
+// because the engine holds the registry as OPA values and a second, generic
+// copy per snapshot would only add to the heap the collector scans.
+func (s *Snapshot) Data() map[string]any { return s.buildData() }
 
 type dataTenant struct {
 	Name                 string           `json:"name"`

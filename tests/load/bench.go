@@ -38,6 +38,9 @@ type Config struct {
 	// MemoryLimit is tenantguard's soft memory limit, as serve
 	// --memory-limit takes it ("" or "0": none).
 	MemoryLimit string
+	// GCPercent is tenantguard's garbage collector target, as serve
+	// --gc-percent takes it; "" leaves serve's default.
+	GCPercent string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -69,7 +72,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
-	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, Targets: map[string]TargetInfo{}}
+	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Targets: map[string]TargetInfo{}}
 
 	names := []string{TargetNull, TargetTenantguard}
 	if cfg.OPA != "" {
@@ -92,7 +95,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.ProfileDir != "" {
 				profile = filepath.Join(cfg.ProfileDir, name+".pprof")
 			}
-			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit})
+			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
 			if err == nil {
 				target.URL = "https://" + st.Addr + "/validate?timeout=10s"
 				info.Sync, info.Ready = st.Sync, st.Ready
@@ -101,6 +104,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		target.CPU = p.CPU
 		results, err := loadTarget(ctx, cfg, target, corpus, func() { info.SaturatedRSS, _, _ = p.Memory() })
 		if err == nil {
 			info.RSS, info.PeakRSS, err = p.Memory()
@@ -177,8 +181,8 @@ func (r Result) Summary() string {
 	if r.Mode == OpenLoop {
 		mode = fmt.Sprintf("%.0f/s", r.Rate)
 	}
-	s := fmt.Sprintf("%-16s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s (%d requests, %d errors, %d wrong)",
-		mode, r.Throughput, r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Requests, r.Errors, r.Wrong)
+	s := fmt.Sprintf("%-16s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s CPU/req %s + harness %s (%d requests, %d errors, %d wrong)",
+		mode, r.Throughput, r.Latency.P50, r.Latency.P99, r.Latency.P999, cpuText(r.TargetCPU), cpuText(r.HarnessCPU), r.Requests, r.Errors, r.Wrong)
 	if r.Behind {
 		s += fmt.Sprintf(" behind schedule (%d not sent)", r.Unsent)
 	}

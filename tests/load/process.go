@@ -71,6 +71,9 @@ func (p *Process) Memory() (rss, peak float64, err error) {
 	return field("VmRSS"), field("VmHWM"), nil
 }
 
+// CPU is the CPU time, user and system, the process has used so far.
+func (p *Process) CPU() (time.Duration, error) { return processCPU(p.cmd.Process.Pid) }
+
 // Stop closes the process's stdin, which ends a served target, and kills it
 // if it has not exited a few seconds later.
 func (p *Process) Stop() {
@@ -93,6 +96,9 @@ type ServedOptions struct {
 	// MemoryLimit is tenantguard's soft memory limit, as serve
 	// --memory-limit takes it ("" or "0": none).
 	MemoryLimit string
+	// GCPercent is tenantguard's garbage collector target, as serve
+	// --gc-percent takes it; "" leaves serve's default.
+	GCPercent string
 }
 
 // StartServed runs `EXECUTABLE serve ...` (this harness's own binary) and
@@ -104,9 +110,13 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 		return nil, Started{}, err
 	}
 	out, w := io.Pipe()
-	p, err := start(ctx, target, w, exe, "serve", "-target", target, "-cert", certFile, "-key", keyFile,
+	args := []string{"serve", "-target", target, "-cert", certFile, "-key", keyFile,
 		"-tenants", strconv.Itoa(s.Tenants), "-namespaces", strconv.Itoa(s.Namespaces), "-pods", strconv.Itoa(s.Pods),
-		"-cpuprofile", o.CPUProfile, "-reload", o.Reload.String(), "-memory-limit", o.MemoryLimit)
+		"-cpuprofile", o.CPUProfile, "-reload", o.Reload.String(), "-memory-limit", o.MemoryLimit}
+	if o.GCPercent != "" {
+		args = append(args, "-gc-percent", o.GCPercent)
+	}
+	p, err := start(ctx, target, w, exe, args...)
 	if err != nil {
 		return nil, Started{}, err
 	}
@@ -175,6 +185,7 @@ func ServeMain(args []string, stdout io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the served target here")
 	reload := fs.Duration("reload", 0, "load a changed registry this often (tenantguard only; 0: never)")
 	memoryLimit := fs.String("memory-limit", "", "tenantguard's soft memory limit, as serve --memory-limit takes it (empty: none)")
+	gcPercent := fs.Int("gc-percent", memlimit.DefaultGCPercent, "tenantguard's garbage collector target, as serve --gc-percent takes it (GOGC wins when not given)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -196,8 +207,8 @@ func ServeMain(args []string, stdout io.Writer) error {
 		line, _ := json.Marshal(st)
 		_, _ = fmt.Fprintf(stdout, "%s\n", line)
 	}
-	if *target == "tenantguard" && *memoryLimit != "" {
-		if _, _, err := memlimit.Apply(*memoryLimit); err != nil {
+	if *target == "tenantguard" {
+		if err := tuneMemory(*memoryLimit, *gcPercent, flagSet(fs, "gc-percent")); err != nil {
 			return err
 		}
 	}
@@ -211,4 +222,23 @@ func ServeMain(args []string, stdout io.Writer) error {
 		return ServeNull(ctx, ln, *certFile, *keyFile, report)
 	}
 	return errors.New("unknown target " + *target)
+}
+
+// tuneMemory sets the Go runtime's memory settings as serve does: the soft
+// memory limit (none when empty) and the collector's target.
+func tuneMemory(memoryLimit string, gcPercent int, gcPercentSet bool) error {
+	if memoryLimit != "" {
+		if _, _, err := memlimit.Apply(memoryLimit); err != nil {
+			return err
+		}
+	}
+	_, _, err := memlimit.ApplyGCPercent(gcPercent, gcPercentSet, os.Getenv)
+	return err
+}
+
+// flagSet reports whether a flag was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

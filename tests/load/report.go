@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/memlimit"
 )
 
 // Report is everything one `make bench` measured.
@@ -21,6 +23,9 @@ type Report struct {
 	Corpus   int    `json:"corpus"`
 	// MemoryLimit is tenantguard's soft memory limit (serve --memory-limit).
 	MemoryLimit string `json:"memoryLimit"`
+	// GCPercent is tenantguard's collector target (serve --gc-percent); ""
+	// is serve's default.
+	GCPercent string `json:"gcPercent,omitempty"`
 	// Results of every run, target by target.
 	Results []Result              `json:"results"`
 	Targets map[string]TargetInfo `json:"targets"`
@@ -129,8 +134,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 
 // WriteRuns writes every load run as a table.
 func (r *Report) WriteRuns(w io.Writer) {
-	_, _ = fmt.Fprintln(w, "| target | load | requests | errors | wrong | req/s | p50 | p90 | p99 | p99.9 | max |")
-	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	_, _ = fmt.Fprintln(w, "| target | load | requests | errors | wrong | req/s | p50 | p90 | p99 | p99.9 | max | target CPU/req | harness CPU/req |")
+	_, _ = fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, res := range r.Results {
 		load := fmt.Sprintf("saturated, %d workers", res.Workers)
 		if res.Mode == OpenLoop {
@@ -140,8 +145,8 @@ func (r *Report) WriteRuns(w io.Writer) {
 			}
 		}
 		l := res.Latency
-		_, _ = fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %s | %s | %s | %s | %s |\n", res.Target, load, res.Requests, res.Errors, res.Wrong,
-			res.Throughput, round(l.P50), round(l.P90), round(l.P99), round(l.P999), round(l.Max))
+		_, _ = fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", res.Target, load, res.Requests, res.Errors, res.Wrong,
+			res.Throughput, round(l.P50), round(l.P90), round(l.P99), round(l.P999), round(l.Max), cpuText(res.TargetCPU), cpuText(res.HarnessCPU))
 	}
 }
 
@@ -170,8 +175,8 @@ func (r *Report) Markdown(plot string) string {
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
-		"(`serve --memory-limit`): %s.\n\n",
-		r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit))
+		"(`serve --memory-limit`): %s; its garbage collector target (`serve --gc-percent`): %s.\n\n",
+		r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
 	b.WriteString("### Targets\n\n")
 	r.WriteSummary(&b)
 	b.WriteString("\n### Load runs\n\n")
@@ -215,6 +220,22 @@ func UpdateBenchmarks(file, section string) error {
 		doc = doc[:at+1] + section + "\n" + doc[at+1:]
 	}
 	return os.WriteFile(file, []byte(doc), 0o644) //nolint:gosec // a document of the repository
+}
+
+// cpuText is a CPU time per request, or "—" when not measured.
+func cpuText(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	return d.Round(100 * time.Nanosecond).String()
+}
+
+// gcPercentText names a GC percent setting for the report.
+func gcPercentText(percent string) string {
+	if percent == "" {
+		return fmt.Sprintf("%d, serve's default", memlimit.DefaultGCPercent)
+	}
+	return percent
 }
 
 // memoryLimitText names a memory limit setting for the report.

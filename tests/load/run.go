@@ -61,6 +61,13 @@ type Result struct {
 	// a lower bound.
 	Behind bool  `json:"behind,omitempty"`
 	Unsent int64 `json:"unsent,omitempty"`
+	// TargetCPU and HarnessCPU are the CPU time, user and system, per
+	// answered request of the target's process (0: not known) and of the
+	// harness's, which shares the cores: the ratio of two targets'
+	// throughputs is that of their total CPU per request when both
+	// saturate the cores.
+	TargetCPU  time.Duration `json:"targetCpuPerRequest,omitempty"`
+	HarnessCPU time.Duration `json:"harnessCpuPerRequest,omitempty"`
 }
 
 // collector gathers the outcome of a run's requests.
@@ -108,6 +115,7 @@ func Drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) Result
 		}
 		return &corpus[n%int64(len(corpus))], true
 	}
+	cpu := startCPU(t.CPU)
 	start := time.Now()
 	behind := false
 	if r.Mode == OpenLoop {
@@ -123,6 +131,7 @@ func Drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) Result
 	}
 	res.Behind = behind || res.Unsent > 0
 	res.Throughput = float64(res.Requests-res.Errors) / elapsed.Seconds()
+	res.TargetCPU, res.HarnessCPU = cpu.perRequest(res.Requests - res.Errors)
 	return res
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
@@ -22,6 +23,9 @@ type Target struct {
 	// Decides says the target's answers must match the corpus's: false for
 	// the null webhook, which allows everything.
 	Decides bool
+	// CPU, when set, is the CPU time the target's process has used so far:
+	// runs then report its CPU time per request.
+	CPU func() (time.Duration, error)
 }
 
 // answer is the part of an AdmissionReview answer the harness checks.

@@ -112,6 +112,7 @@ func bench(args []string, stdout io.Writer) error {
 	plotFile := fs.String("plot", "", "write the latency plot (PNG) here")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each served target (TARGET.pprof) here")
 	fs.StringVar(&cfg.MemoryLimit, "memory-limit", "0", "tenantguard's soft memory limit, as serve --memory-limit takes it (0: none)")
+	fs.StringVar(&cfg.GCPercent, "gc-percent", "", "tenantguard's garbage collector target, as serve --gc-percent takes it (empty: serve's default)")
 	command := fs.String("command", "make bench", "the command named in the report")
 	if err := fs.Parse(args); err != nil {
 		return err

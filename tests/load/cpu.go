@@ -1,0 +1,97 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTick is the unit of /proc's CPU times: USER_HZ, 100 on every Linux
+// architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the CPU time (user and system) a process has used, from
+// /proc/PID/stat.
+func processCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(data))
+}
+
+// parseStatCPU reads utime and stime, fields 14 and 15 of /proc/PID/stat.
+// The command name (field 2) is in parentheses and may hold spaces, so
+// fields are counted from the last ')'.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat without a command name")
+	}
+	fields := strings.Fields(stat[i+1:]) // from field 3, the state
+	if len(fields) < 13 {
+		return 0, errors.New("/proc stat with too few fields")
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat CPU time %q: %w", f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// selfCPU is the CPU time the harness's own process has used.
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// cpuMeter measures the CPU time a run costs the target and the harness.
+type cpuMeter struct {
+	target           func() (time.Duration, error)
+	target0, self0   time.Duration
+	targetOK, selfOK bool
+}
+
+func startCPU(target func() (time.Duration, error)) *cpuMeter {
+	m := &cpuMeter{target: target}
+	if target != nil {
+		m.target0, m.targetOK = measure(target)
+	}
+	m.self0, m.selfOK = measure(selfCPU)
+	return m
+}
+
+// perRequest is the CPU time per answered request since startCPU, of the
+// target and of the harness; 0 where it could not be read.
+func (m *cpuMeter) perRequest(answered int64) (target, self time.Duration) {
+	if answered <= 0 {
+		return 0, 0
+	}
+	if m.targetOK {
+		if t, ok := measure(m.target); ok {
+			target = (t - m.target0) / time.Duration(answered)
+		}
+	}
+	if m.selfOK {
+		if t, ok := measure(selfCPU); ok {
+			self = (t - m.self0) / time.Duration(answered)
+		}
+	}
+	return target, self
+}
+
+func measure(f func() (time.Duration, error)) (time.Duration, bool) {
+	d, err := f()
+	return d, err == nil
+}
