@@ -10,6 +10,11 @@ HELM_VERSION          ?= v4.3.1
 REGO_COVERAGE         ?= 90
 # LOAD_FLAGS are extra flags for `tgload run` (make bench), e.g. -duration 5s
 LOAD_FLAGS            ?=
+# BENCH_MEMORY_LIMIT is tenantguard's soft memory limit under `make bench`
+# (serve --memory-limit, the chart's memoryLimit): it caps the Go heap and
+# leaves room for the binary and stacks, so that the RSS stays under 150 MiB
+# even past saturation, as in a pod with limits.memory 160Mi; 0 for none
+BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
 FUZZTIME              ?= 30s
 
@@ -98,14 +103,14 @@ bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load c
 	go test -run '^$$' -bench . -benchmem -count 3 ./generator/ | tee $(BENCH_OUT)/generator.txt
 	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/ | tee $(BENCH_OUT)/sidebyside.txt
 	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/ | tee $(BENCH_OUT)/reconcile.txt
-	go run ./tests/load/cmd/tgload run -opa $(OPA) $(LOAD_FLAGS) \
+	go run ./tests/load/cmd/tgload run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) \
 	  -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -) -json $(BENCH_OUT)/load.json \
 	  -benchmarks BENCHMARKS.md -plot docs/bench/latency.png -profile-dir $(BENCH_OUT)
 
 .PHONY: bench-load
 bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchmarks' last outputs in $(BENCH_OUT) if any
 	@mkdir -p $(BENCH_OUT) docs/bench
-	go run ./tests/load/cmd/tgload run -opa $(OPA) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
+	go run ./tests/load/cmd/tgload run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
 
 .PHONY: soak
