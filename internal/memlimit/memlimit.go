@@ -21,12 +21,18 @@ const Auto = "auto"
 // binary) and for the limit being soft.
 const Share = 0.9
 
+// Headroom is the least room Auto leaves under the cgroup limit: the
+// binary's resident pages and the stacks alone take about 25 MiB, more
+// than a tenth of a small pod's limit.
+const Headroom = 32 << 20
+
 // cgroupFiles are where cgroup v2 and v1 expose the memory limit.
 var cgroupFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
 // Resolve works out the soft limit in bytes for a setting: "auto", "0"
 // (none), or a size such as 128Mi. With "auto" it is Share of the cgroup
-// limit read from root (the filesystem root), or 0 when GOMEMLIMIT is set
+// limit read from root (the filesystem root), with at least Headroom left
+// (autoLimit); or 0 when GOMEMLIMIT is set
 // (the runtime has applied it) or no cgroup limit is found. source says
 // where the limit came from.
 func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, source string, err error) {
@@ -56,9 +62,20 @@ func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, 
 		if err != nil {
 			return 0, "", fmt.Errorf("reading %s: %w", file, err)
 		}
-		return int64(float64(n) * Share), "cgroup " + file, nil
+		return autoLimit(n), "cgroup " + file, nil
 	}
 	return 0, "no cgroup limit", nil
+}
+
+// autoLimit is Auto's soft limit under a cgroup limit of n bytes: Share
+// of it, less when that leaves under Headroom, unless the limit is so small
+// that leaving Headroom would halve it.
+func autoLimit(n int64) int64 {
+	soft := int64(float64(n) * Share)
+	if room := n - Headroom; room < soft && room > n/2 {
+		soft = room
+	}
+	return soft
 }
 
 // Apply resolves setting on this machine and sets the runtime's soft
