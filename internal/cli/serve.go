@@ -90,7 +90,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
-	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, leaving at least 32 MiB, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
+	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, leaving at least 32 MiB or half, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
 	f.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent, "the garbage collector's target, as GOGC: how far, in percent of the live heap, the heap grows between collections (-1: off, only with a memory limit). GOGC wins when this flag is not given")
 	f.StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run: auto (OPA's plan of the rules when tenantguard's plan evaluator accepts the policy, else topdown), plan (refuse a policy it cannot run) or topdown (OPA's own evaluator)")
 	f.IntVar(&o.evaluators, "evaluators", 0, "policy evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count)")
@@ -156,6 +156,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("--memory-limit: %v", err)
 	}
 	log.Info("memory limit", "bytes", limit, "from", source)
+	if o.gcPercent == -1 && limit == 0 && os.Getenv("GOMEMLIMIT") == "" {
+		return usageErrorf("--gc-percent -1 turns the garbage collector off: it needs a memory limit (--memory-limit, or GOMEMLIMIT), or the heap grows until the process is killed")
+	}
 	percent, source, err := memlimit.ApplyGCPercent(o.gcPercent, cmd.Flags().Changed("gc-percent"), os.Getenv)
 	if err != nil {
 		return usageErrorf("--gc-percent: %v", err)

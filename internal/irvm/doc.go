@@ -18,6 +18,7 @@
 //
 // New resolves each call once and folds literals of constants into values
 // built once (fold.go); collections made empty share one value until their
-// first element. Shared values are copied before any statement modifies
-// them, so no evaluation sees another's.
+// first element. A literal the plan may add to gets a term of its own per
+// evaluation, whose shared value is copied before the first change; any
+// other shares one term (mutable.go). So no evaluation sees another's.
 package irvm

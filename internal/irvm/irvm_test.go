@@ -144,6 +144,10 @@ s(ns) := {n | some n in ns}
 o(ns) := {n: true | some n in ns}
 a(ns) := [n | some n in ns]
 x := [s([]), s(input.ns), s([]), o([]), o(input.ns), o([]), a([]), a(input.ns), a([]), {}, [], set()]`, input: map[string]any{"ns": []any{2, 1}}},
+		{name: "a literal merged or passed through a built-in, then read", module: `
+d := object.get(input, "none", {"k": ["v"]})
+m := object.union({"a": {"b": 1}}, {"a": {"c": 2}})
+x := [d, m, d.k, m.a]`, input: map[string]any{}},
 		{name: "comprehensions over objects and nested arrays", module: `
 x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]any{"m": map[string]any{"b": []any{1, 2, 3}, "a": []any{5}}}},
 	}
@@ -227,6 +231,37 @@ func folded(p *Program) (out []*constant) {
 		walk(fn.blocks)
 	}
 	return out
+}
+
+// The planner adds to a rule's partial value read back out of the object it
+// is building (q[k] contains ... beside q.a := {...}: topdown calls that a
+// conflict, the plan merges them). The literal stored there must not be
+// shared, or the next evaluation would see the first one's additions.
+func TestALiteralReadBackAndAddedToIsNotShared(t *testing.T) {
+	p := program(t, `package p
+q.a := {"x"}
+q[k] contains "z" if k := "a"
+q.b := object.get(input, "none", {"y"})
+q[k] contains "w" if k := "b"
+x := q`, "data.p.x")
+	var first string
+	for i := range 3 {
+		v, err := p.Value(t.Context(), ast.NewTerm(ast.NewObject()), nil)
+		if err != nil {
+			t.Fatalf("evaluation %d: %v", i, err)
+		}
+		if i == 0 {
+			first = v.String()
+		}
+		if v.String() != first {
+			t.Fatalf("evaluation %d answered %v, the first %s", i, v, first)
+		}
+	}
+	for _, c := range folded(p) {
+		if s := c.Value.String(); (s == `{"x"}` || s == `{"y"}`) && c.Term != nil {
+			t.Errorf("literal %s is shared, yet added to once read back", s)
+		}
+	}
 }
 
 func TestOnlyLiteralsThatAreAddedToGetATermPerEvaluation(t *testing.T) {

@@ -12,9 +12,19 @@ import "github.com/open-policy-agent/opa/v1/ir"
 //
 // A local is mutable when a statement adds to its collection (ArrayAppend,
 // ObjectInsert, ObjectInsertOnce, SetAdd), or when its term can reach a
-// mutable local of this function or another: assigned to it, passed as an
-// argument to a mutable parameter, or returned to a call whose result is
-// mutable. Over-approximating is safe; it only costs a term.
+// mutable local of this function or another: assigned to it, merged into it
+// (ObjectMerge), passed as an argument to a mutable parameter or to a
+// built-in whose result is mutable (object.get returns its default),
+// returned to a call whose result is mutable, or stored in a collection
+// (as an element, key, value or with's value) while some mutable local is
+// read out of a collection (DotStmt): the planner adds to a rule's partial
+// value read back from the object being built (q.a := {"x"} beside
+// q[k] contains "z"). That last path is followed bluntly, for the whole
+// program. Over-approximating is safe; it only costs a term.
+//
+// A statement that would still modify a shared term panics (thaw), which
+// the server turns into a refused request: never two evaluations writing
+// to one value.
 
 // body is one function's statements, or the plan's.
 type body struct {
@@ -27,6 +37,9 @@ type body struct {
 	calls   []callSite
 	// returns are the locals the function returns
 	returns []ir.Local
+	// stored are the locals put into a collection; read the locals read
+	// out of one
+	stored, read []ir.Local
 }
 
 // callSite is a call to a planned function: fn, or any function at a path
@@ -49,10 +62,19 @@ func (p *Program) mutability(fns []*function) map[*function]map[ir.Local]bool {
 		byFn[fn] = b
 	}
 	bodies = append(bodies, newBody(nil, p.plan.Blocks))
+	readBack := false
 	for changed := true; changed; {
 		changed = false
 		for _, b := range bodies {
 			changed = b.propagate(bodies, byFn) || changed
+		}
+		if !readBack && readsMutable(bodies) {
+			readBack, changed = true, true
+			for _, b := range bodies {
+				for _, l := range b.stored {
+					b.mutable[l] = true
+				}
+			}
 		}
 	}
 	out := make(map[*function]map[ir.Local]bool, len(bodies))
@@ -81,12 +103,23 @@ func (b *body) stmt(s ir.Stmt) {
 	switch s := s.(type) {
 	case *ir.ArrayAppendStmt:
 		b.mutable[s.Array] = true
+		b.store(s.Value)
 	case *ir.ObjectInsertStmt:
 		b.mutable[s.Object] = true
+		b.store(s.Key, s.Value)
 	case *ir.ObjectInsertOnceStmt:
 		b.mutable[s.Object] = true
+		b.store(s.Key, s.Value)
 	case *ir.SetAddStmt:
 		b.mutable[s.Set] = true
+		b.store(s.Value)
+	case *ir.DotStmt:
+		b.read = append(b.read, s.Target)
+	case *ir.ObjectMergeStmt:
+		b.aliases[s.Target] = append(b.aliases[s.Target], s.A, s.B)
+	case *ir.WithStmt:
+		b.store(s.Value)
+		b.walk(nested(s))
 	case *ir.AssignVarStmt:
 		b.alias(s.Source, s.Target)
 	case *ir.AssignVarOnceStmt:
@@ -96,12 +129,36 @@ func (b *body) stmt(s ir.Stmt) {
 	case *call:
 		if s.callee.fn != nil {
 			b.calls = append(b.calls, callSite{fn: s.callee.fn, args: operandLocals(s.Args), result: s.Result})
+		} else {
+			for _, arg := range s.Args {
+				b.alias(arg, s.Result)
+			}
 		}
 	case *ir.CallDynamicStmt:
 		b.calls = append(b.calls, callSite{dynamic: true, args: s.Args, result: s.Result})
 	default:
 		b.walk(nested(s))
 	}
+}
+
+func (b *body) store(ops ...ir.Operand) {
+	for _, op := range ops {
+		if l, ok := op.Value.(ir.Local); ok {
+			b.stored = append(b.stored, l)
+		}
+	}
+}
+
+// readsMutable reports whether a local read out of a collection is mutable.
+func readsMutable(bodies []*body) bool {
+	for _, b := range bodies {
+		for _, l := range b.read {
+			if b.mutable[l] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (b *body) alias(source ir.Operand, target ir.Local) {

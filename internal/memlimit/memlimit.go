@@ -31,8 +31,9 @@ var cgroupFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/mem
 
 // Resolve works out the soft limit in bytes for a setting: "auto", "0"
 // (none), or a size such as 128Mi. With "auto" it is Share of the cgroup
-// limit read from root (the filesystem root), with at least Headroom left
-// (autoLimit); or 0 when GOMEMLIMIT is set
+// limit read from root (the filesystem root), leaving at least Headroom
+// under it, or half of a limit under 64 MiB (autoLimit); or 0 when
+// GOMEMLIMIT is set
 // (the runtime has applied it) or no cgroup limit is found. source says
 // where the limit came from.
 func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, source string, err error) {
@@ -68,14 +69,10 @@ func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, 
 }
 
 // autoLimit is Auto's soft limit under a cgroup limit of n bytes: Share
-// of it, less when that leaves under Headroom, unless the limit is so small
-// that leaving Headroom would halve it.
+// of it, but no more than n less Headroom, and no less than half of n (a
+// limit under twice Headroom). It grows with n.
 func autoLimit(n int64) int64 {
-	soft := int64(float64(n) * Share)
-	if room := n - Headroom; room < soft && room > n/2 {
-		soft = room
-	}
-	return soft
+	return min(int64(float64(n)*Share), max(n-Headroom, n/2))
 }
 
 // Apply resolves setting on this machine and sets the runtime's soft

@@ -24,7 +24,7 @@ func TestResolve(t *testing.T) {
 		{"auto takes 90% of the cgroup v2 limit", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("536870912\n")}}, noEnv, 483183820, "cgroup sys/fs/cgroup/memory.max", ""},
 		{"auto takes 90% of the cgroup v1 limit", Auto, fstest.MapFS{"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("536870912")}}, noEnv, 483183820, "cgroup sys/fs/cgroup/memory/memory.limit_in_bytes", ""},
 		{"auto leaves 32 MiB under a small limit", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("167772160")}}, noEnv, 134217728, "cgroup sys/fs/cgroup/memory.max", ""},
-		{"a limit too small to leave 32 MiB keeps 90%", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("50331648")}}, noEnv, 45298483, "cgroup sys/fs/cgroup/memory.max", ""},
+		{"a limit under 64 MiB gets half of it", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("50331648")}}, noEnv, 25165824, "cgroup sys/fs/cgroup/memory.max", ""},
 		{"an unlimited cgroup v2 sets none", Auto, fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("max\n")}}, noEnv, 0, "no cgroup limit", ""},
 		{"cgroup v1's unlimited value sets none", Auto, fstest.MapFS{"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712")}}, noEnv, 0, "no cgroup limit", ""},
 		{"no cgroup file sets none", Auto, fstest.MapFS{}, noEnv, 0, "no cgroup limit", ""},
@@ -49,6 +49,17 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("got %d from %q (%v), want %d from %q", limit, source, err, tt.limit, tt.source)
 			}
 		})
+	}
+}
+
+func TestAutoLimitGrowsWithTheCgroupLimit(t *testing.T) {
+	last := int64(0)
+	for n := int64(1 << 20); n <= 1<<30; n += 1 << 19 {
+		soft := autoLimit(n)
+		if soft < last || soft > n-n/10+1 || soft < n/2 {
+			t.Fatalf("limit %d: soft limit %d after %d", n, soft, last)
+		}
+		last = soft
 	}
 }
 
