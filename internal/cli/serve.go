@@ -156,10 +156,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("--memory-limit: %v", err)
 	}
 	log.Info("memory limit", "bytes", limit, "from", source)
-	if o.gcPercent == -1 && limit == 0 && os.Getenv("GOMEMLIMIT") == "" {
-		return usageErrorf("--gc-percent -1 turns the garbage collector off: it needs a memory limit (--memory-limit, or GOMEMLIMIT), or the heap grows until the process is killed")
-	}
-	percent, source, err := memlimit.ApplyGCPercent(o.gcPercent, cmd.Flags().Changed("gc-percent"), os.Getenv)
+	percent, source, err := memlimit.ApplyGCPercent(o.gcPercent, cmd.Flags().Changed("gc-percent"), limit, os.Getenv)
 	if err != nil {
 		return usageErrorf("--gc-percent: %v", err)
 	}

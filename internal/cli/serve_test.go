@@ -19,7 +19,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"the registry ConfigMap is NAMESPACE/NAME", append([]string{"serve", "--registry-configmap", "registry"}, tls...), `--registry-configmap must be NAMESPACE/NAME, got "registry"`},
 		{"an unknown log level is refused", append([]string{"serve", "--log-level", "loud"}, tls...), "--log-level"},
 		{"a memory limit that is not a size is refused", append([]string{"serve", "--memory-limit", "lots"}, tls...), `--memory-limit: memory limit "lots" is not "auto"`},
-		{"the collector off without a memory limit is refused", append([]string{"serve", "--gc-percent", "-1", "--memory-limit", "0"}, tls...), "--gc-percent -1 turns the garbage collector off: it needs a memory limit"},
+		{"the collector off without a memory limit is refused", append([]string{"serve", "--gc-percent", "-1", "--memory-limit", "0"}, tls...), "--gc-percent: -1 turns the garbage collector off: it needs a memory limit"},
 		{"a GC percent below -1 is refused", append([]string{"serve", "--gc-percent", "-2"}, tls...), "--gc-percent: GC percent -2 is not -1 (off) or more"},
 		{"a negative number of evaluators is refused", append([]string{"serve", "--evaluators", "-1"}, tls...), "--evaluators must be 0 (one per CPU) or more, got -1"},
 		{"an unknown evaluator is refused", append([]string{"serve", "--evaluator", "wasm"}, tls...), `--evaluator must be one of auto, plan, topdown, got "wasm"`},

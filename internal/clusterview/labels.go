@@ -68,12 +68,3 @@ func (l Labels) All() iter.Seq2[string, string] {
 		}
 	}
 }
-
-// Map is the labels as a new map.
-func (l Labels) Map() map[string]string {
-	m := make(map[string]string, l.Len())
-	for k, v := range l.All() {
-		m[k] = v
-	}
-	return m
-}

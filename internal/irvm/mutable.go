@@ -28,8 +28,7 @@ import "github.com/open-policy-agent/opa/v1/ir"
 
 // body is one function's statements, or the plan's.
 type body struct {
-	fn     *function // nil for the plan
-	blocks []*ir.Block
+	fn *function // nil for the plan
 	// mutable locals, found so far
 	mutable map[ir.Local]bool
 	// aliases[b] are the locals assigned to b
@@ -85,7 +84,7 @@ func (p *Program) mutability(fns []*function) map[*function]map[ir.Local]bool {
 }
 
 func newBody(fn *function, blocks []*ir.Block) *body {
-	b := &body{fn: fn, blocks: blocks, mutable: map[ir.Local]bool{}, aliases: map[ir.Local][]ir.Local{}}
+	b := &body{fn: fn, mutable: map[ir.Local]bool{}, aliases: map[ir.Local][]ir.Local{}}
 	b.walk(blocks)
 	return b
 }

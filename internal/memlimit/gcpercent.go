@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -20,12 +21,15 @@ const DefaultGCPercent = 300
 
 // GCPercent works out the collector's target: the flag's value when it was
 // given, else GOGC's when it is set (the runtime has applied it), else
-// DefaultGCPercent. -1 turns the collector off, as GOGC=off does: sensible
-// only with a memory limit. source says where the value came from.
-func GCPercent(flag int, flagSet bool, env func(string) string) (percent int, source string, err error) {
+// DefaultGCPercent. A flag of -1 turns the collector off, as GOGC=off does,
+// and is refused unless a memory limit bounds the heap: limit, the soft
+// limit set (Apply's), or GOMEMLIMIT. source says where the value came from.
+func GCPercent(flag int, flagSet bool, limit int64, env func(string) string) (percent int, source string, err error) {
 	switch gogc := env("GOGC"); {
 	case flagSet && flag < -1:
 		return 0, "", fmt.Errorf("GC percent %d is not -1 (off) or more", flag)
+	case flagSet && flag == -1 && limit == 0 && env("GOMEMLIMIT") == "":
+		return 0, "", errors.New("-1 turns the garbage collector off: it needs a memory limit (--memory-limit, or GOMEMLIMIT), or the heap grows until the process is killed")
 	case flagSet:
 		return flag, "flag", nil
 	case gogc == "off":
@@ -42,8 +46,8 @@ func GCPercent(flag int, flagSet bool, env func(string) string) (percent int, so
 
 // ApplyGCPercent sets the collector's target GCPercent works out, unless it
 // is GOGC's, and returns it with its source.
-func ApplyGCPercent(flag int, flagSet bool, env func(string) string) (percent int, source string, err error) {
-	percent, source, err = GCPercent(flag, flagSet, env)
+func ApplyGCPercent(flag int, flagSet bool, limit int64, env func(string) string) (percent int, source string, err error) {
+	percent, source, err = GCPercent(flag, flagSet, limit, env)
 	if err != nil || source == "GOGC" {
 		return percent, source, err
 	}

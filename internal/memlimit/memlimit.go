@@ -33,9 +33,8 @@ var cgroupFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/mem
 // (none), or a size such as 128Mi. With "auto" it is Share of the cgroup
 // limit read from root (the filesystem root), leaving at least Headroom
 // under it, or half of a limit under 64 MiB (autoLimit); or 0 when
-// GOMEMLIMIT is set
-// (the runtime has applied it) or no cgroup limit is found. source says
-// where the limit came from.
+// GOMEMLIMIT is set (the runtime has applied it) or no cgroup limit is
+// found. source says where the limit came from.
 func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, source string, err error) {
 	if setting != Auto {
 		q, err := resource.ParseQuantity(setting)

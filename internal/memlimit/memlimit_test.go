@@ -72,30 +72,41 @@ func TestGCPercent(t *testing.T) {
 			return ""
 		}
 	}
+	withMemLimit := func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "100MiB"
+		}
+		return ""
+	}
 	tests := []struct {
 		name    string
 		flag    int
 		flagSet bool
 		gogc    string
+		limit   int64
 		percent int
 		source  string
 		err     bool
 	}{
-		{"nothing set is the default", 0, false, "", DefaultGCPercent, "default", false},
-		{"GOGC wins over the default", 0, false, "150", 150, "GOGC", false},
-		{"GOGC=off is off", 0, false, "off", -1, "GOGC", false},
-		{"a GOGC the runtime cannot read is its 100", 0, false, "lots", 100, "GOGC", false},
-		{"the flag wins over GOGC", 200, true, "150", 200, "flag", false},
-		{"the flag may turn the collector off", -1, true, "", -1, "flag", false},
-		{"the flag may be Go's default", 100, true, "", 100, "flag", false},
-		{"a flag below -1 is an error", -5, true, "", 0, "", true},
+		{"nothing set is the default", 0, false, "", 0, DefaultGCPercent, "default", false},
+		{"GOGC wins over the default", 0, false, "150", 0, 150, "GOGC", false},
+		{"GOGC=off is off", 0, false, "off", 0, -1, "GOGC", false},
+		{"a GOGC the runtime cannot read is its 100", 0, false, "lots", 0, 100, "GOGC", false},
+		{"the flag wins over GOGC", 200, true, "150", 0, 200, "flag", false},
+		{"the flag may turn the collector off under a memory limit", -1, true, "", 128 << 20, -1, "flag", false},
+		{"the flag may not turn it off without one", -1, true, "", 0, 0, "", true},
+		{"the flag may be Go's default", 100, true, "", 0, 100, "flag", false},
+		{"a flag below -1 is an error", -5, true, "", 0, 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			percent, source, err := GCPercent(tt.flag, tt.flagSet, env(tt.gogc))
+			percent, source, err := GCPercent(tt.flag, tt.flagSet, tt.limit, env(tt.gogc))
 			if (err != nil) != tt.err || percent != tt.percent || source != tt.source {
 				t.Fatalf("got %d from %q (%v), want %d from %q (error: %t)", percent, source, err, tt.percent, tt.source, tt.err)
 			}
 		})
+	}
+	if percent, _, err := GCPercent(-1, true, 0, withMemLimit); err != nil || percent != -1 {
+		t.Fatalf("off under GOMEMLIMIT: got %d, %v", percent, err)
 	}
 }

@@ -227,12 +227,14 @@ func ServeMain(args []string, stdout io.Writer) error {
 // tuneMemory sets the Go runtime's memory settings as serve does: the soft
 // memory limit (none when empty) and the collector's target.
 func tuneMemory(memoryLimit string, gcPercent int, gcPercentSet bool) error {
+	var limit int64
 	if memoryLimit != "" {
-		if _, _, err := memlimit.Apply(memoryLimit); err != nil {
+		var err error
+		if limit, _, err = memlimit.Apply(memoryLimit); err != nil {
 			return err
 		}
 	}
-	_, _, err := memlimit.ApplyGCPercent(gcPercent, gcPercentSet, os.Getenv)
+	_, _, err := memlimit.ApplyGCPercent(gcPercent, gcPercentSet, limit, os.Getenv)
 	return err
 }
 
