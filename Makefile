@@ -88,6 +88,7 @@ test-rego: $(OPA) ## Test the Rego library with the real opa CLI (coverage >= RE
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	go test ./internal/admission/ -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	go test ./internal/admission/ -run '^$$' -fuzz '^FuzzDecodeReadsTheRequestAsEncodingJSON$$' -fuzztime $(FUZZTIME)
+	go test ./internal/admission/ -run '^$$' -fuzz '^FuzzEncodeWritesWhatEncodingJSONWrites$$' -fuzztime $(FUZZTIME)
 	go test ./internal/registry/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	go test ./internal/server/ -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME)
 	go test ./internal/engine/ -run '^$$' -fuzz '^FuzzAdmit$$' -fuzztime $(FUZZTIME)

@@ -1,17 +1,18 @@
 package admission
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import "github.com/tenantguard/tenantguard/internal/jsonast"
 
 func init() {
 	// The keys and common values of Kubernetes objects, made once: the
 	// objects of every request are decoded with these terms instead of a
 	// new one each (see jsonast).
-	ast.InternStringTerm(
+	jsonast.Intern(
 		// The AdmissionReview's keys, which Decode looks up.
 		"request", "resource", "subResource", "requestKind",
 		"requestResource", "requestSubResource", "name", "operation",
 		"userInfo", "username", "groups", "extra", "object", "oldObject",
 		"dryRun", "options", "group", "version",
+		"CREATE", "UPDATE", "DELETE", "CONNECT", "",
 		// Every object.
 		"apiVersion", "kind", "metadata", "namespace", "labels",
 		"annotations", "generateName", "uid", "resourceVersion",

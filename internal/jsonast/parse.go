@@ -92,10 +92,34 @@ func (p *parser) term(v ast.Value) *ast.Term {
 	return t
 }
 
-// stringTerm is the term of s, OPA's interned one when there is one.
+// interned are the terms handed out for the strings given to Intern, and
+// internedLen the longest of those strings. Written during initialization
+// only, they are read without a lock.
+var (
+	interned    = map[string]*ast.Term{}
+	internedLen int
+)
+
+// Intern makes Parse hand out one shared term for each of strs, the one OPA
+// interns for it (ast.InternStringTerm), instead of a new term each time:
+// the keys and common values of the documents parsed. As with
+// ast.InternStringTerm, call it during initialization only. Strings OPA
+// interns without Intern are parsed into terms of their own.
+func Intern(strs ...string) {
+	ast.InternStringTerm(strs...)
+	for _, s := range strs {
+		interned[s] = ast.InternedTerm(s)
+		internedLen = max(internedLen, len(s))
+	}
+}
+
+// stringTerm is the term of s, the interned one when there is one: one
+// lookup in a small table, none for a string longer than any interned.
 func (p *parser) stringTerm(s string) *ast.Term {
-	if ast.HasInternedValue(s) {
-		return ast.InternedTerm(s)
+	if len(s) <= internedLen {
+		if t, ok := interned[s]; ok {
+			return t
+		}
 	}
 	return p.term(ast.String(s))
 }

@@ -232,3 +232,25 @@ func BenchmarkParse(b *testing.B) {
 		}
 	})
 }
+
+// Interned by the tests, at initialization as Intern requires.
+func init() { Intern("internedByTheTests") }
+
+func TestParseHandsOutTheInternedTermOfAnInternedString(t *testing.T) {
+	v, err := Parse([]byte(`{"internedByTheTests":"internedByTheTests","other":"internedByTheTestsToo"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := ast.InternedTerm("internedByTheTests")
+	var keys, values []*ast.Term
+	v.(ast.Object).Foreach(func(k, v *ast.Term) { keys, values = append(keys, k), append(values, v) })
+	if keys[0] != shared || values[0] != shared {
+		t.Error("the interned string's key and value are not the interned term")
+	}
+	if keys[1] == ast.InternedTerm("other") && !ast.HasInternedValue("other") {
+		t.Error("a string not interned got a shared term")
+	}
+	if values[1].Value.(ast.String) != "internedByTheTestsToo" {
+		t.Errorf("a string longer than every interned one = %v", values[1])
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/admission"
@@ -113,11 +115,41 @@ func readBody(body io.Reader, length, limit int64) ([]byte, error) {
 
 // requestTimeout is the API server's ?timeout= for this call, capped.
 func requestTimeout(r *http.Request) time.Duration {
-	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	d, err := time.ParseDuration(queryValue(r.URL.RawQuery, "timeout"))
 	if err != nil || d <= 0 {
 		return defaultTimeout
 	}
 	return min(d, maxTimeout)
+}
+
+// queryValue is the first value of key in a raw query, as
+// url.Values.Get(key) of url.ParseQuery's result, without building the map
+// of every parameter: "" when absent or badly escaped.
+func queryValue(raw, key string) string {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if strings.Contains(pair, ";") {
+			continue // url.ParseQuery skips such a pair
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(k, "%+") {
+			var err error
+			if k, err = url.QueryUnescape(k); err != nil {
+				continue
+			}
+		}
+		if k != key {
+			continue
+		}
+		if !strings.ContainsAny(v, "%+") {
+			return v
+		}
+		if v, err := url.QueryUnescape(v); err == nil {
+			return v
+		}
+	}
+	return ""
 }
 
 // decide answers a decoded request and names its outcome. Errors and panics

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -216,6 +217,21 @@ func TestDenialsAreCountedByRule(t *testing.T) {
 	}
 	if got := counter(t, m, "tenantguard_admission_requests_total", map[string]string{"webhook": "validate", "decision": metrics.DecisionDenied}); got != 1 {
 		t.Errorf("denied requests = %v, want 1", got)
+	}
+}
+
+func TestQueryValueReadsAParameterAsURLValues(t *testing.T) {
+	for _, raw := range []string{
+		"", "timeout=5s", "a=1&timeout=5s&timeout=7s", "timeout", "timeout=", "timeout=1%32s",
+		"time%6Fut=3s", "timeout=a+b", "timeout=%zz&timeout=2s", "x;y=1&timeout=4s", "timeout=1;2&timeout=9s",
+		"&&timeout=6s&", "timeout%zz=1&timeout=8s", "timeouts=1",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			values, _ := url.ParseQuery(raw)
+			if got, want := queryValue(raw, "timeout"), values.Get("timeout"); got != want {
+				t.Errorf("queryValue(%q) = %q, url.ParseQuery gives %q", raw, got, want)
+			}
+		})
 	}
 }
 

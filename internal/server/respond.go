@@ -1,9 +1,9 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -21,9 +21,24 @@ func internalDenial(uid types.UID, err error) *admission.Response {
 		InternalRule, err)})
 }
 
+// answers are the buffers answers are encoded into, reused: the server
+// copies an answer out before writeReview returns.
+var answers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptAnswer is the largest buffer given back to answers, so that one
+// answer with many long reasons does not stay allocated.
+const maxKeptAnswer = 16 << 10
+
 // writeReview writes an AdmissionReview answer.
 func writeReview(w http.ResponseWriter, resp *admission.Response) {
-	body, err := json.Marshal(resp.Review())
+	buf, _ := answers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxKeptAnswer {
+			answers.Put(buf)
+		}
+	}()
+	body, err := resp.Encode((*buf)[:0])
+	*buf = body
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "encoding the answer: "+err.Error())
 		return
