@@ -124,7 +124,8 @@ func requestTimeout(r *http.Request) time.Duration {
 
 // queryValue is the first value of key in a raw query, as
 // url.Values.Get(key) of url.ParseQuery's result, without building the map
-// of every parameter: "" when absent or badly escaped.
+// of every parameter: "" when absent or badly escaped. Unlike ParseQuery it
+// reads a query of more than its 10,000 parameters too.
 func queryValue(raw, key string) string {
 	for raw != "" {
 		var pair string

@@ -56,13 +56,6 @@ type TargetInfo struct {
 	Ready time.Duration `json:"ready,omitempty"`
 }
 
-// DefaultSaturatedWorkers is how many requests the saturated run keeps in
-// flight. Enough to keep both cores busy: with 16, CPU per request times
-// throughput came to 1.72–1.75 of the 2 cores for the null webhook and
-// tenantguard alike (harness included), the rest idle while every request
-// was in transit; with 64, to 1.8–1.9.
-const DefaultSaturatedWorkers = 64
-
 // Targets in the order they run; every ratio is measured in one run.
 const (
 	TargetNull        = "null"
