@@ -2,6 +2,8 @@ package admission
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -80,4 +82,24 @@ func FuzzEncodeWritesWhatEncodingJSONWrites(f *testing.F) {
 			t.Errorf("Encode wrote\n%s\nencoding/json writes\n%s", got, want)
 		}
 	})
+}
+
+// TestEncodeKnowsEveryFieldOfTheAnswer fails when a Kubernetes update adds a
+// field to the answer's types, which Encode would leave out.
+func TestEncodeKnowsEveryFieldOfTheAnswer(t *testing.T) {
+	for _, c := range []struct {
+		typ    reflect.Type
+		fields []string
+	}{
+		{reflect.TypeFor[admissionv1.AdmissionResponse](), []string{"UID", "Allowed", "Result", "Patch", "PatchType", "AuditAnnotations", "Warnings"}},
+		{reflect.TypeFor[metav1.Status](), []string{"TypeMeta", "ListMeta", "Status", "Message", "Reason", "Details", "Code"}},
+	} {
+		var got []string
+		for f := range c.typ.Fields() {
+			got = append(got, f.Name)
+		}
+		if !slices.Equal(got, c.fields) {
+			t.Errorf("%s has the fields %v; Encode writes %v: teach it the new ones", c.typ, got, c.fields)
+		}
+	}
 }
