@@ -31,6 +31,11 @@ type Request struct {
 	// read by no rule, is left out.
 	Object    ast.Object
 	OldObject ast.Object
+	// Value is the whole request as decoded, Object and OldObject
+	// included: the request the policy reads as input.request. Keys the
+	// API server leaves out (name, namespace, subResource when empty)
+	// are absent, as in the review's JSON.
+	Value ast.Object
 }
 
 // Decode parses an AdmissionReview v1 in JSON or YAML and checks that it
@@ -90,7 +95,7 @@ func Decode(data []byte) (*Request, error) {
 	default:
 		return nil, badf("request.operation %q is not CREATE, UPDATE, DELETE or CONNECT", req.Operation)
 	}
-	out := &Request{AdmissionRequest: req}
+	out := &Request{AdmissionRequest: req, Value: request}
 	if out.Object, req.Object.Raw, err = embedded("request.object", request, data, spans[spanObject]); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,59 @@ func TestReviewMutatesThenValidatesTheMutatedObject(t *testing.T) {
 	}
 }
 
+func TestThePolicyReadsTheRequestAsTheAPIServerSentIt(t *testing.T) {
+	// Every field of the request is the policy's to read, those tenantguard's
+	// rules leave alone included; a key the API server left out is absent,
+	// not empty. After a mutation, the patched object takes the place of the
+	// request's and the rest stays as sent.
+	const module = `package tenantguard.main
+
+mutations := [{"op": "add", "path": "/metadata/labels/added", "value": "yes"}]
+
+decision := {"allowed": false, "deny": [{"id": "seen", "msg": msg}], "warn": [], "dryrun": []} if {
+	msg := concat("|", [
+		input.request.requestKind.kind,
+		object.get(input.request, "subResource", "absent"),
+		object.get(input.request.object.metadata.labels, "added", "no"),
+		input.request.uid,
+		input.request.userInfo.uid,
+	])
+}
+`
+	eng, err := New(t.Context(), scaleRegistry(t, 1), Options{Modules: map[string]string{"m.rego": module}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := admission.Decode([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",
+		"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+		"requestKind":{"group":"","version":"v1","kind":"Pod"},"namespace":"t0-ns0","operation":"CREATE",
+		"userInfo":{"username":"alice","uid":"a-1"},
+		"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"t0-ns0","labels":{"app":"x"}},"spec":{"containers":[{"name":"c"}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(1)
+	tests := []struct {
+		name   string
+		decide func() (*Decision, error)
+		want   string
+	}{
+		{"validating", func() (*Decision, error) { return eng.Validate(t.Context(), req, view) }, "Pod|absent|no|u1|a-1"},
+		{"mutating then validating", func() (*Decision, error) { return eng.Review(t.Context(), req, view) }, "Pod|absent|yes|u1|a-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := tt.decide()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Deny) != 1 || d.Deny[0].Msg != tt.want {
+				t.Fatalf("decision %+v, want the one denial %q", d, tt.want)
+			}
+		})
+	}
+}
+
 func TestABrokenPolicyIsRefusedWithItsErrors(t *testing.T) {
 	reg := scaleRegistry(t, 1)
 	tests := []struct {

@@ -11,29 +11,39 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
-// input is the policy input: the request, trimmed to what rules read, and the
-// cluster facts its rules need, from the view, built as OPA values.
+// input is the policy input: the request as decoded, and the cluster facts
+// its rules need, from the view, built as OPA values.
 type input struct {
-	// request is the request's fields but its objects.
-	request [][2]*ast.Term
-	// object and oldObject are the request's objects, nil when absent.
-	object, oldObject ast.Object
-	cluster           ast.Object
+	// request is the request as the API server sent it
+	// (admission.Request.Value).
+	request ast.Object
+	// patched, when a mutation changed the object, replaces the request's.
+	patched ast.Object
+	cluster ast.Object
 }
 
 // value is the OPA value both queries read.
 func (in *input) value() ast.Value {
-	fields := append(make([][2]*ast.Term, 0, len(in.request)+2), in.request...)
-	if in.object != nil {
-		fields = append(fields, ast.Item(ast.InternedTerm("object"), ast.NewTerm(in.object)))
-	}
-	if in.oldObject != nil {
-		fields = append(fields, ast.Item(ast.InternedTerm("oldObject"), ast.NewTerm(in.oldObject)))
+	request := in.request
+	if in.patched != nil {
+		request = withObject(request, in.patched)
 	}
 	return ast.NewObject(
-		ast.Item(ast.InternedTerm("request"), ast.NewTerm(ast.NewObject(fields...))),
+		ast.Item(ast.InternedTerm("request"), ast.NewTerm(request)),
 		ast.Item(ast.InternedTerm("cluster"), ast.NewTerm(in.cluster)),
 	)
+}
+
+// withObject is request with its object replaced; request is not modified.
+func withObject(request, object ast.Object) ast.Object {
+	key := ast.InternedTerm("object")
+	fields := make([][2]*ast.Term, 0, request.Len()+1)
+	request.Foreach(func(k, v *ast.Term) {
+		if !k.Equal(key) {
+			fields = append(fields, ast.Item(k, v))
+		}
+	})
+	return ast.NewObject(append(fields, ast.Item(key, ast.NewTerm(object)))...)
 }
 
 // quota is what a create counts against (counted) and the counts, by
@@ -51,28 +61,7 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota)
 		key, tenants := e.counted(req, view)
 		q = &quota{key: key, tenants: tenants}
 	}
-	groups := make([]*ast.Term, len(req.UserInfo.Groups))
-	for i, g := range req.UserInfo.Groups {
-		groups[i] = ast.InternedTerm(g)
-	}
-	str := ast.InternedTerm[string]
-	return &input{
-		request: [][2]*ast.Term{
-			ast.Item(str("uid"), str(string(req.UID))),
-			ast.Item(str("kind"), kinds.term([3]string{req.Kind.Group, req.Kind.Version, req.Kind.Kind})),
-			ast.Item(str("resource"), resources.term([3]string{req.Resource.Group, req.Resource.Version, req.Resource.Resource})),
-			ast.Item(str("subResource"), str(req.SubResource)),
-			ast.Item(str("namespace"), str(req.Namespace)),
-			ast.Item(str("name"), str(req.Name)),
-			ast.Item(str("operation"), str(string(req.Operation))),
-			ast.Item(str("userInfo"), ast.ObjectTerm(
-				ast.Item(str("username"), str(req.UserInfo.Username)),
-				ast.Item(str("groups"), ast.ArrayTerm(groups...)))),
-		},
-		object:    req.Object,
-		oldObject: req.OldObject,
-		cluster:   e.facts(req, view, q),
-	}
+	return &input{request: req.Value, cluster: e.facts(req, view, q)}
 }
 
 // facts gathers the cluster facts one request's rules read: the labels of its
@@ -192,9 +181,8 @@ func init() {
 	// The keys of the input and of the decision, made once: InternedTerm
 	// finds them instead of allocating a term per request.
 	ast.InternStringTerm(
-		"request", "cluster", "uid", "kind", "group", "version", "resource",
-		"subResource", "namespace", "operation", "userInfo", "username",
-		"groups", "object", "oldObject", "counts", "priorityClasses",
+		"request", "cluster", "object", "metadata", "name", "namespace",
+		"labels", "counts", "priorityClasses",
 		"priority", "preemptionPolicy", "allowed", "deny", "warn", "dryrun",
 		"id", "msg",
 	)

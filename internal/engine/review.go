@@ -43,7 +43,7 @@ func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clust
 		return nil, err
 	}
 	if patched != nil {
-		in.object = patched
+		in.patched = patched
 		value = in.value()
 	}
 	d, err := e.decision(ctx, value)

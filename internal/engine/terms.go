@@ -48,28 +48,10 @@ func (c *termCache[K]) term(k K) *ast.Term {
 	return t
 }
 
-// kinds and resources are request.kind and request.resource by group,
-// version and kind (resource).
-var (
-	kinds     = newTermCache(cloneTriple, func(k [3]string) *ast.Term { return triple("kind", k) })
-	resources = newTermCache(cloneTriple, func(k [3]string) *ast.Term { return triple("resource", k) })
-)
-
-func cloneTriple(k [3]string) [3]string {
-	return [3]string{strings.Clone(k[0]), strings.Clone(k[1]), strings.Clone(k[2])}
-}
-
 // settled is a shared term, its keys sorted (irvm.Settle).
 func settled(t *ast.Term) *ast.Term {
 	irvm.Settle(t.Value)
 	return t
-}
-
-func triple(last string, k [3]string) *ast.Term {
-	return ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("group"), ast.InternedTerm(k[0])),
-		ast.Item(ast.InternedTerm("version"), ast.InternedTerm(k[1])),
-		ast.Item(ast.InternedTerm(last), ast.InternedTerm(k[2])))
 }
 
 // classFacts is a tenant's default PriorityClass as the view has it.

@@ -16,9 +16,10 @@
 // the call undefined, as in topdown without strict built-in errors;
 // conflicting values for a complete rule or an object key are errors.
 //
-// New resolves each call once and folds literals of constants into values
-// built once (fold.go); collections made empty share one value until their
-// first element. A literal the plan may add to gets a term of its own per
+// New resolves each call once, folds literals of constants into values
+// built once (fold.go), and compiles each statement into a closure over its
+// decoded operands (compile.go), so that running one switches on nothing;
+// collections made empty share one value until their first element. A literal the plan may add to gets a term of its own per
 // evaluation, whose shared value is copied before the first change; any
 // other shares one term (mutable.go). So no evaluation sees another's.
 package irvm

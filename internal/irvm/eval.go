@@ -21,6 +21,7 @@ import (
 const (
 	next     = -1 // go on with the next statement
 	returned = -2 // the function returned
+	failed   = -3 // the evaluation failed: its error is in evaluation.err
 )
 
 // ErrConflict is the error of a complete rule with two values, or an object
@@ -41,10 +42,10 @@ func (p *Program) Eval(ctx context.Context, input, data *ast.Term) ([]*ast.Term,
 	defer p.release(e)
 	locals := e.frame(p.locals)
 	locals[ir.Input], locals[ir.Data] = input, data
-	for _, b := range p.plan.Blocks {
-		r, err := e.run(locals, b)
-		if err != nil {
-			return nil, err
+	for _, b := range p.code {
+		r := e.run(locals, b)
+		if r == failed {
+			return nil, e.err
 		}
 		if r == returned || r > 0 { // out of the plan
 			break
@@ -76,9 +77,9 @@ func (p *Program) release(e *evaluation) {
 	clear(e.results)
 	clear(e.args[:cap(e.args)])
 	e.stack, e.results, e.args = e.stack[:0], e.results[:0], e.args[:0]
-	e.ctx, e.retval, e.out, e.steps, e.scanning = nil, nil, nil, 0, 0
+	e.ctx, e.err, e.retval, e.out, e.steps, e.scanning = nil, nil, nil, nil, 0, 0
 	for _, sc := range e.scanners {
-		sc.locals, sc.s, sc.err = nil, nil, nil
+		sc.locals, sc.s = nil, nil
 	}
 	if e.bctx != nil {
 		e.bctx.Context, e.bctx.Time = nil, nil
@@ -130,6 +131,8 @@ type evaluation struct {
 	ctx     context.Context
 	memo    []memoEntry
 	results []*ast.Term
+	// err is the error of an evaluation that failed.
+	err error
 	// retval is the value of the last ReturnLocalStmt.
 	retval *ast.Term
 	// args is reused for the arguments of every call: functions copy
@@ -149,15 +152,29 @@ type evaluation struct {
 	scanning int
 }
 
-// run runs a block's statements until one breaks or returns.
-func (e *evaluation) run(locals []*ast.Term, b *ir.Block) (int, error) {
-	for _, s := range b.Stmts {
-		r, err := e.stmt(locals, s)
-		if err != nil || r != next {
-			return r, err
+// run runs a block's statements until one breaks, returns or fails.
+func (e *evaluation) run(l []*ast.Term, b code) int {
+	for _, in := range b {
+		if r := in(e, l); r != next {
+			return r
 		}
 	}
-	return next, nil
+	return next
+}
+
+// fail ends the evaluation with err.
+func (e *evaluation) fail(err error) int {
+	e.err = err
+	return failed
+}
+
+// undefined is what a statement whose call gave no value leads to: failed
+// when the call failed, else a break out of the block.
+func (e *evaluation) undefined() int {
+	if e.err != nil {
+		return failed
+	}
+	return 0
 }
 
 // outer is what a break from a nested block means one level out: a break
@@ -172,198 +189,21 @@ func outer(r int) int {
 	return next
 }
 
-func (e *evaluation) read(locals []*ast.Term, op ir.Operand) *ast.Term {
-	switch v := op.Value.(type) {
-	case ir.Local:
-		return locals[v]
-	case ir.StringIndex:
-		return e.p.strings[v]
-	case ir.Bool:
-		return ast.InternedTerm(bool(v))
-	}
-	return nil
+// scan is a compiled ScanStmt: it runs body for each key and value of the
+// source collection, in the order topdown iterates: arrays by index,
+// objects and sets sorted.
+type scan struct {
+	source, key, value ir.Local
+	body               code
 }
 
-// local reads an operand that must be a local: a constant operand, or an
-// undefined local, is nil.
-func local(locals []*ast.Term, op ir.Operand) *ast.Term {
-	if l, ok := op.Value.(ir.Local); ok {
-		return locals[l]
-	}
-	return nil
-}
-
-func (e *evaluation) stmt(locals []*ast.Term, s ir.Stmt) (int, error) {
-	switch s := s.(type) {
-	case *call:
-		return e.callStmt(locals, s)
-	case *constant:
-		if s.Term != nil {
-			locals[s.Target] = s.Term
-		} else {
-			locals[s.Target] = &ast.Term{Value: s.Value, Location: frozen}
-		}
-	case *ir.AssignVarStmt:
-		locals[s.Target] = e.read(locals, s.Source)
-	case *ir.AssignVarOnceStmt:
-		v := e.read(locals, s.Source)
-		if cur := locals[s.Target]; cur != nil {
-			if !equal(cur, v) {
-				return 0, conflict(s.Location, "complete rules must not produce multiple outputs")
-			}
-			return next, nil
-		}
-		locals[s.Target] = v
-	case *ir.DotStmt:
-		src := local(locals, s.Source)
-		if src == nil {
-			return 0, nil
-		}
-		v := dot(src.Value, e.read(locals, s.Key))
-		if v == nil {
-			return 0, nil
-		}
-		locals[s.Target] = v
-	case *ir.ArrayAppendStmt:
-		t := locals[s.Array]
-		arr, ok := valueOf(t).(*ast.Array)
-		if !ok {
-			return 0, fmt.Errorf("appending to %v, which is not an array", t)
-		}
-		thaw(t)
-		t.Value = arr.Append(e.read(locals, s.Value))
-	case *ir.ResetLocalStmt:
-		locals[s.Target] = nil
-	case *ir.NotEqualStmt:
-		if equal(e.read(locals, s.A), e.read(locals, s.B)) {
-			return 0, nil
-		}
-	case *ir.EqualStmt:
-		if !equal(e.read(locals, s.A), e.read(locals, s.B)) {
-			return 0, nil
-		}
-	case *ir.IsDefinedStmt:
-		if locals[s.Source] == nil {
-			return 0, nil
-		}
-	case *ir.IsUndefinedStmt:
-		if locals[s.Source] != nil {
-			return 0, nil
-		}
-	case *ir.ReturnLocalStmt:
-		e.retval = locals[s.Source]
-		return returned, nil
-	case *ir.MakeArrayStmt:
-		if s.Capacity == 0 {
-			locals[s.Target] = &ast.Term{Value: emptyArray, Location: frozen}
-		} else {
-			locals[s.Target] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.Capacity)))
-		}
-	case *ir.MakeObjectStmt:
-		locals[s.Target] = &ast.Term{Value: emptyObject, Location: frozen}
-	case *ir.MakeSetStmt:
-		locals[s.Target] = &ast.Term{Value: emptySet, Location: frozen}
-	case *ir.ObjectInsertStmt:
-		obj, err := object(locals[s.Object])
-		if err != nil {
-			return 0, err
-		}
-		obj.Insert(e.read(locals, s.Key), e.read(locals, s.Value))
-	case *ir.ObjectInsertOnceStmt:
-		obj, err := object(locals[s.Object])
-		if err != nil {
-			return 0, err
-		}
-		k, v := e.read(locals, s.Key), e.read(locals, s.Value)
-		if cur := obj.Get(k); cur != nil {
-			if !equal(cur, v) {
-				return 0, conflict(s.Location, "object keys must be unique")
-			}
-			return next, nil
-		}
-		obj.Insert(k, v)
-	case *ir.SetAddStmt:
-		t := locals[s.Set]
-		if _, ok := valueOf(t).(ast.Set); !ok {
-			return 0, fmt.Errorf("adding to %v, which is not a set", t)
-		}
-		thaw(t)
-		t.Value.(ast.Set).Add(e.read(locals, s.Value))
-	case *ir.BlockStmt:
-		for _, b := range s.Blocks {
-			r, err := e.run(locals, b)
-			if err != nil {
-				return 0, err
-			}
-			if r = outer(r); r != next {
-				return r, nil
-			}
-		}
-	case *ir.ScanStmt:
-		return e.scan(locals, s)
-	case *ir.NotStmt:
-		r, err := e.run(locals, s.Block)
-		switch {
-		case err != nil:
-			return 0, err
-		case r == next: // the negated block held
-			return 0, nil
-		case r == 0: // it did not
-			return next, nil
-		}
-		return outer(r), nil
-	case *ir.BreakStmt:
-		return int(s.Index), nil
-	case *ir.CallDynamicStmt:
-		return e.callDynamic(locals, s)
-	case *ir.WithStmt:
-		return e.with(locals, s)
-	case *ir.MakeNullStmt:
-		locals[s.Target] = ast.InternedNullTerm
-	case *ir.MakeNumberIntStmt:
-		locals[s.Target] = ast.InternedTerm(int(s.Value))
-	case *ir.AssignIntStmt:
-		locals[s.Target] = ast.InternedTerm(int(s.Value))
-	case *ir.MakeNumberRefStmt:
-		locals[s.Target] = e.p.numbers[s.Index]
-	case *ir.LenStmt:
-		n, ok := length(e.read(locals, s.Source))
-		if !ok {
-			return 0, nil
-		}
-		locals[s.Target] = ast.InternedTerm(n)
-	case *ir.IsArrayStmt:
-		if _, ok := valueOf(local(locals, s.Source)).(*ast.Array); !ok {
-			return 0, nil
-		}
-	case *ir.IsObjectStmt:
-		if _, ok := valueOf(local(locals, s.Source)).(ast.Object); !ok {
-			return 0, nil
-		}
-	case *ir.IsSetStmt:
-		if _, ok := valueOf(local(locals, s.Source)).(ast.Set); !ok {
-			return 0, nil
-		}
-	case *ir.ObjectMergeStmt:
-		locals[s.Target] = merge(locals[s.A], locals[s.B])
-	case *ir.ResultSetAddStmt:
-		e.results = append(e.results, locals[s.Value])
-	case *ir.NopStmt:
-	default:
-		return 0, fmt.Errorf("statement %T is not supported", s)
-	}
-	return next, nil
-}
-
-// scan runs the block for each key and value of a collection, in the order
-// topdown iterates: arrays by index, objects and sets sorted.
-func (e *evaluation) scan(locals []*ast.Term, s *ir.ScanStmt) (int, error) {
-	src := locals[s.Source]
+func (s *scan) run(e *evaluation, l []*ast.Term) int {
+	src := l[s.source]
 	if src == nil {
-		return next, nil
+		return next
 	}
 	sc := e.scanner()
-	sc.locals, sc.s, sc.result, sc.err = locals, s, next, nil
+	sc.locals, sc.s, sc.result = l, s, next
 	switch c := src.Value.(type) {
 	case *ast.Array:
 		for i := range c.Len() {
@@ -376,20 +216,19 @@ func (e *evaluation) scan(locals []*ast.Term, s *ir.ScanStmt) (int, error) {
 	case ast.Set:
 		c.Until(sc.elem)
 	}
-	result, err := sc.result, sc.err
-	sc.locals, sc.s, sc.err = nil, nil, nil
+	result := sc.result
+	sc.locals, sc.s = nil, nil
 	e.scanning--
-	return result, err
+	return result
 }
 
-// scanner runs the block of one scan being run. Its callbacks are bound
+// scanner runs the body of one scan being run. Its callbacks are bound
 // once, when it is first needed, so that a scan allocates nothing.
 type scanner struct {
 	e      *evaluation
 	locals []*ast.Term
-	s      *ir.ScanStmt
+	s      *scan
 	result int
-	err    error
 	// pair and elem are body for objects' and sets' iterators.
 	pair func(k, v *ast.Term) bool
 	elem func(t *ast.Term) bool
@@ -412,69 +251,48 @@ func (e *evaluation) scanner() *scanner {
 func (sc *scanner) body(k, v *ast.Term) bool {
 	e := sc.e
 	if e.steps++; e.steps%checkEvery == 0 {
-		if sc.err = e.ctx.Err(); sc.err != nil {
+		if err := e.ctx.Err(); err != nil {
+			sc.result = e.fail(err)
 			return true
 		}
 	}
-	sc.locals[sc.s.Key], sc.locals[sc.s.Value] = k, v
-	r, err := e.run(sc.locals, sc.s.Block)
-	switch {
-	case err != nil:
-		sc.err = err
-	case r == next || r == 0: // the body held, or broke out of itself: go on
+	sc.locals[sc.s.key], sc.locals[sc.s.value] = k, v
+	switch r := e.run(sc.locals, sc.s.body); r {
+	case next, 0: // the body held, or broke out of itself: go on
 		return false
-	case r == 1: // out of the scan
-	case r == returned:
-		sc.result = returned
+	case 1: // out of the scan
+	case returned, failed:
+		sc.result = r
 	default: // beyond the block holding the scan
 		sc.result = r - 2
 	}
 	return true
 }
 
-func (e *evaluation) callStmt(locals []*ast.Term, s *call) (int, error) {
-	c := s.callee
-	args := e.args[:0]
-	for _, op := range s.Args {
-		args = append(args, e.read(locals, op))
-	}
-	e.args = args
-	var (
-		v   *ast.Term
-		err error
-	)
-	if c.fn != nil {
-		v, err = e.call(c.fn, args)
-	} else {
-		v, err = e.builtin(c, args)
-	}
-	if err != nil || v == nil {
-		return 0, err
-	}
-	locals[s.Result] = v
-	return next, nil
-}
-
-// call runs a planned function; nil is undefined.
-func (e *evaluation) call(fn *function, args []*ast.Term) (*ast.Term, error) {
+// call runs a planned function on the arguments read from the caller's
+// locals l; nil is undefined, or failed when e.err is set.
+func (e *evaluation) call(fn *function, l []*ast.Term, args []operand) *ast.Term {
 	if fn.memo >= 0 && e.memo[fn.memo].done {
-		return e.memo[fn.memo].value, nil
+		return e.memo[fn.memo].value
 	}
 	if e.steps++; e.steps%checkEvery == 0 {
 		if err := e.ctx.Err(); err != nil {
-			return nil, err
+			e.err = err
+			return nil
 		}
 	}
+	// The caller's l stays valid if the stack grows: it keeps the old
+	// array, whose values it still reads.
 	locals := e.frame(fn.locals)
-	defer e.pop(fn.locals)
 	for i, p := range fn.params {
-		locals[p] = args[i]
+		locals[p] = args[i].get(l)
 	}
 	var v *ast.Term
-	for _, b := range fn.blocks {
-		r, err := e.run(locals, b)
-		if err != nil {
-			return nil, err
+	for _, b := range fn.code {
+		r := e.run(locals, b)
+		if r == failed {
+			e.pop(fn.locals)
+			return nil
 		}
 		if r == returned {
 			v = e.retval
@@ -484,68 +302,11 @@ func (e *evaluation) call(fn *function, args []*ast.Term) (*ast.Term, error) {
 			break
 		}
 	}
+	e.pop(fn.locals)
 	if fn.memo >= 0 {
 		e.memo[fn.memo] = memoEntry{done: true, value: v}
 	}
-	return v, nil
-}
-
-// callDynamic calls the rule at a path computed at run time, as for
-// data.rules[family].violations. No function at the path: break 0, so the
-// plan reads the path from data instead; a function that is undefined:
-// the reference is undefined, which the planner reaches with break 3.
-func (e *evaluation) callDynamic(locals []*ast.Term, s *ir.CallDynamicStmt) (int, error) {
-	node := e.p.dynamic
-	for _, op := range s.Path {
-		str, ok := valueOf(e.read(locals, op)).(ast.String)
-		if !ok {
-			return 0, nil
-		}
-		if node = node.children[string(str)]; node == nil {
-			return 0, nil
-		}
-	}
-	fn := node.fn
-	if fn == nil || len(fn.params) != len(s.Args) {
-		return 0, nil
-	}
-	args := e.args[:0]
-	for _, l := range s.Args {
-		args = append(args, locals[l])
-	}
-	e.args = args
-	v, err := e.call(fn, args)
-	if err != nil {
-		return 0, err
-	}
-	if v == nil {
-		return 3, nil
-	}
-	locals[s.Result] = v
-	return next, nil
-}
-
-// with runs a block with a local (input, data) replaced at a path, and
-// a fresh memo, since rules computed before may now differ.
-func (e *evaluation) with(locals []*ast.Term, s *ir.WithStmt) (int, error) {
-	saved, savedMemo := locals[s.Local], e.memo
-	path := make([]*ast.Term, len(s.Path))
-	for i, idx := range s.Path {
-		path[i] = e.p.strings[idx]
-	}
-	locals[s.Local] = upsert(saved, path, e.read(locals, s.Value))
-	e.memo = make([]memoEntry, e.p.memoized)
-	r, err := e.run(locals, s.Block)
-	locals[s.Local], e.memo = saved, savedMemo
-	switch {
-	case err != nil:
-		return 0, err
-	case r == next:
-		return next, nil
-	case r == 0:
-		return 0, nil
-	}
-	return outer(r), nil
+	return v
 }
 
 // builtin calls one of topdown's built-ins; nil is undefined. A built-in's

@@ -27,6 +27,8 @@ type Program struct {
 	memoized int
 	// locals is the frame size of the plan itself.
 	locals int
+	// code is the plan's blocks compiled.
+	code []code
 	// pool keeps evaluations' state for reuse.
 	pool sync.Pool
 }
@@ -37,6 +39,8 @@ type function struct {
 	params []ir.Local
 	ret    ir.Local
 	blocks []*ir.Block
+	// code is blocks compiled.
+	code   []code
 	locals int
 	// memo is the function's slot in an evaluation's memo, -1 when it has
 	// arguments besides input and data and is not memoized.
@@ -140,6 +144,11 @@ func New(policy *ir.Policy) (*Program, error) {
 	share(p.plan.Blocks, mutable[nil])
 	for _, fn := range fns {
 		share(fn.blocks, mutable[fn])
+	}
+	c := compiler{p}
+	p.code = c.blocks(p.plan.Blocks)
+	for _, fn := range fns {
+		fn.code = c.blocks(fn.blocks)
 	}
 	return p, nil
 }
