@@ -69,8 +69,8 @@ func Decode(data []byte) (*Request, error) {
 		return nil, badf("not an AdmissionReview: the document is %s, not an object", ast.ValueName(v))
 	}
 	var f fields
-	apiVersion, kind := f.str(review, "", "apiVersion"), f.str(review, "", "kind")
-	request := f.obj(review, "", "request")
+	apiVersion, kind := f.str(review, "", keyAPIVersion), f.str(review, "", keyKind)
+	request := f.obj(review, "", keyRequest)
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -96,15 +96,15 @@ func Decode(data []byte) (*Request, error) {
 		return nil, badf("request.operation %q is not CREATE, UPDATE, DELETE or CONNECT", req.Operation)
 	}
 	out := &Request{AdmissionRequest: req, Value: request}
-	if out.Object, req.Object.Raw, err = embedded("request.object", request, data, spans[spanObject]); err != nil {
+	if out.Object, req.Object.Raw, err = embedded(keyObject, request, data, spans[spanObject]); err != nil {
 		return nil, err
 	}
-	if out.OldObject, req.OldObject.Raw, err = embedded("request.oldObject", request, data, spans[spanOldObject]); err != nil {
+	if out.OldObject, req.OldObject.Raw, err = embedded(keyOldObject, request, data, spans[spanOldObject]); err != nil {
 		return nil, err
 	}
 	// The span is that of the last request.options in the text, which is
 	// the request's own only when the last request has options.
-	if t := request.Get(ast.InternedTerm("options")); t != nil && !isNull(t) {
+	if t := request.Get(keyOptions.term); t != nil && !isNull(t) {
 		req.Options.Raw = data[spans[spanOptions].Start:spans[spanOptions].End]
 	}
 	return out, nil
@@ -130,14 +130,14 @@ const (
 
 // embedded is one of the request's objects, decoded already, and its text;
 // nil for an object absent or null.
-func embedded(field string, request ast.Object, data []byte, span jsonast.Span) (ast.Object, []byte, error) {
-	t := request.Get(ast.InternedTerm(field[len("request."):]))
+func embedded(k key, request ast.Object, data []byte, span jsonast.Span) (ast.Object, []byte, error) {
+	t := request.Get(k.term)
 	if t == nil || isNull(t) {
 		return nil, nil, nil
 	}
 	obj, ok := t.Value.(ast.Object)
 	if !ok {
-		return nil, nil, badf("%s is not a JSON object but %s", field, ast.ValueName(t.Value))
+		return nil, nil, badf("request.%s is not a JSON object but %s", k.name, ast.ValueName(t.Value))
 	}
 	return obj, data[span.Start:span.End], nil
 }

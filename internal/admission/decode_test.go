@@ -33,6 +33,35 @@ func TestDecodeKeepsTheRequestAndExactNumbers(t *testing.T) {
 	}
 }
 
+func TestTheKeysDecodeReadsAreTheTermsTheDecoderPutsInTheReview(t *testing.T) {
+	// Looking a key up by the term the decoder used skips comparing strings.
+	req, err := Decode([]byte(podReview))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	var walk func(obj ast.Object)
+	walk = func(obj ast.Object) {
+		obj.Foreach(func(k, v *ast.Term) {
+			for _, want := range []key{keyUID, keyKind, keyResource, keyGroup, keyNamespace, keyOperation, keyUserInfo, keyUsername, keyObject} {
+				if k.Value.Compare(want.term.Value) == 0 {
+					seen++
+					if k != want.term {
+						t.Errorf("the review's key %v is a term of its own", k)
+					}
+				}
+			}
+			if o, ok := v.Value.(ast.Object); ok {
+				walk(o)
+			}
+		})
+	}
+	walk(req.Value)
+	if seen < 9 {
+		t.Fatalf("saw %d of the keys, want every one of them", seen)
+	}
+}
+
 func TestDecodeLeavesOutManagedFields(t *testing.T) {
 	review := strings.Replace(podReview, `"object":{"kind":"Pod",`, `"object":{"kind":"Pod","metadata":{"name":"p","managedFields":[{"manager":"kubectl"}]},`, 1)
 	req, err := Decode([]byte(review))

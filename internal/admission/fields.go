@@ -6,6 +6,47 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tenantguard/tenantguard/internal/jsonast"
+)
+
+// key is a key of the review: its name, for messages, and its term, made
+// once, the one the decoder puts in the review (jsonast.Intern), so that a
+// lookup finds it without comparing strings.
+type key struct {
+	name string
+	term *ast.Term
+}
+
+func newKey(name string) key {
+	jsonast.Intern(name)
+	return key{name: name, term: ast.InternedTerm(name)}
+}
+
+// The keys Decode reads.
+var (
+	keyAPIVersion         = newKey("apiVersion")
+	keyRequest            = newKey("request")
+	keyUID                = newKey("uid")
+	keyKind               = newKey("kind")
+	keyResource           = newKey("resource")
+	keyGroup              = newKey("group")
+	keyVersion            = newKey("version")
+	keySubResource        = newKey("subResource")
+	keyRequestSubResource = newKey("requestSubResource")
+	keyName               = newKey("name")
+	keyNamespace          = newKey("namespace")
+	keyOperation          = newKey("operation")
+	keyRequestKind        = newKey("requestKind")
+	keyRequestResource    = newKey("requestResource")
+	keyUserInfo           = newKey("userInfo")
+	keyUsername           = newKey("username")
+	keyGroups             = newKey("groups")
+	keyExtra              = newKey("extra")
+	keyDryRun             = newKey("dryRun")
+	keyObject             = newKey("object")
+	keyOldObject          = newKey("oldObject")
+	keyOptions            = newKey("options")
 )
 
 // fields reads the typed fields of a decoded review as encoding/json fills
@@ -18,30 +59,30 @@ type fields struct{ err error }
 // request fills an AdmissionRequest but its objects and options.
 func (f *fields) request(obj ast.Object) *admissionv1.AdmissionRequest {
 	req := &admissionv1.AdmissionRequest{
-		UID:                types.UID(f.str(obj, "request.", "uid")),
-		Kind:               f.gvk(f.obj(obj, "request.", "kind"), "request.kind."),
-		Resource:           f.gvr(f.obj(obj, "request.", "resource"), "request.resource."),
-		SubResource:        f.str(obj, "request.", "subResource"),
-		RequestSubResource: f.str(obj, "request.", "requestSubResource"),
-		Name:               f.str(obj, "request.", "name"),
-		Namespace:          f.str(obj, "request.", "namespace"),
-		Operation:          admissionv1.Operation(f.str(obj, "request.", "operation")),
+		UID:                types.UID(f.str(obj, "request.", keyUID)),
+		Kind:               f.gvk(f.obj(obj, "request.", keyKind), "request.kind."),
+		Resource:           f.gvr(f.obj(obj, "request.", keyResource), "request.resource."),
+		SubResource:        f.str(obj, "request.", keySubResource),
+		RequestSubResource: f.str(obj, "request.", keyRequestSubResource),
+		Name:               f.str(obj, "request.", keyName),
+		Namespace:          f.str(obj, "request.", keyNamespace),
+		Operation:          admissionv1.Operation(f.str(obj, "request.", keyOperation)),
 	}
-	if kind := f.obj(obj, "request.", "requestKind"); kind != nil {
+	if kind := f.obj(obj, "request.", keyRequestKind); kind != nil {
 		gvk := f.gvk(kind, "request.requestKind.")
 		req.RequestKind = &gvk
 	}
-	if resource := f.obj(obj, "request.", "requestResource"); resource != nil {
+	if resource := f.obj(obj, "request.", keyRequestResource); resource != nil {
 		gvr := f.gvr(resource, "request.requestResource.")
 		req.RequestResource = &gvr
 	}
-	if user := f.obj(obj, "request.", "userInfo"); user != nil {
+	if user := f.obj(obj, "request.", keyUserInfo); user != nil {
 		req.UserInfo = authenticationv1.UserInfo{
-			Username: f.str(user, "request.userInfo.", "username"),
-			UID:      f.str(user, "request.userInfo.", "uid"),
-			Groups:   f.strs(user.Get(ast.InternedTerm("groups")), "request.userInfo.groups"),
+			Username: f.str(user, "request.userInfo.", keyUsername),
+			UID:      f.str(user, "request.userInfo.", keyUID),
+			Groups:   f.strs(user.Get(keyGroups.term), "request.userInfo.groups"),
 		}
-		if extra := f.obj(user, "request.userInfo.", "extra"); extra != nil {
+		if extra := f.obj(user, "request.userInfo.", keyExtra); extra != nil {
 			req.UserInfo.Extra = make(map[string]authenticationv1.ExtraValue, extra.Len())
 			extra.Foreach(func(k, v *ast.Term) {
 				key := string(k.Value.(ast.String))
@@ -49,7 +90,7 @@ func (f *fields) request(obj ast.Object) *admissionv1.AdmissionRequest {
 			})
 		}
 	}
-	if t := obj.Get(ast.InternedTerm("dryRun")); t != nil && !isNull(t) {
+	if t := obj.Get(keyDryRun.term); t != nil && !isNull(t) {
 		b, ok := t.Value.(ast.Boolean)
 		if !ok {
 			f.typeError("request.dryRun", t, "a boolean")
@@ -61,41 +102,41 @@ func (f *fields) request(obj ast.Object) *admissionv1.AdmissionRequest {
 }
 
 func (f *fields) gvk(obj ast.Object, prefix string) metav1.GroupVersionKind {
-	return metav1.GroupVersionKind{Group: f.str(obj, prefix, "group"), Version: f.str(obj, prefix, "version"), Kind: f.str(obj, prefix, "kind")}
+	return metav1.GroupVersionKind{Group: f.str(obj, prefix, keyGroup), Version: f.str(obj, prefix, keyVersion), Kind: f.str(obj, prefix, keyKind)}
 }
 
 func (f *fields) gvr(obj ast.Object, prefix string) metav1.GroupVersionResource {
-	return metav1.GroupVersionResource{Group: f.str(obj, prefix, "group"), Version: f.str(obj, prefix, "version"), Resource: f.str(obj, prefix, "resource")}
+	return metav1.GroupVersionResource{Group: f.str(obj, prefix, keyGroup), Version: f.str(obj, prefix, keyVersion), Resource: f.str(obj, prefix, keyResource)}
 }
 
-// str is obj[key] as a string; "" when obj is nil or has no such key.
-func (f *fields) str(obj ast.Object, prefix, key string) string {
+// str is obj[k] as a string; "" when obj is nil or has no such key.
+func (f *fields) str(obj ast.Object, prefix string, k key) string {
 	if obj == nil {
 		return ""
 	}
-	t := obj.Get(ast.InternedTerm(key))
+	t := obj.Get(k.term)
 	if t == nil || isNull(t) {
 		return ""
 	}
 	s, ok := t.Value.(ast.String)
 	if !ok {
-		f.typeError(prefix+key, t, "a string")
+		f.typeError(prefix+k.name, t, "a string")
 	}
 	return string(s)
 }
 
-// obj is obj[key] as an object; nil when absent or null.
-func (f *fields) obj(obj ast.Object, prefix, key string) ast.Object {
+// obj is obj[k] as an object; nil when absent or null.
+func (f *fields) obj(obj ast.Object, prefix string, k key) ast.Object {
 	if obj == nil {
 		return nil
 	}
-	t := obj.Get(ast.InternedTerm(key))
+	t := obj.Get(k.term)
 	if t == nil || isNull(t) {
 		return nil
 	}
 	o, ok := t.Value.(ast.Object)
 	if !ok {
-		f.typeError(prefix+key, t, "an object")
+		f.typeError(prefix+k.name, t, "an object")
 	}
 	return o
 }

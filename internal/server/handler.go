@@ -72,9 +72,11 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request) (*admission.Req
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: POST an AdmissionReview", r.Method)
 	}
-	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mediaType != "application/json" {
-		return nil, http.StatusBadRequest, fmt.Errorf("content type %q is not application/json", r.Header.Get("Content-Type"))
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // what the API server sends
+		mediaType, _, err := mime.ParseMediaType(ct)
+		if err != nil || mediaType != "application/json" {
+			return nil, http.StatusBadRequest, fmt.Errorf("content type %q is not application/json", ct)
+		}
 	}
 	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), r.ContentLength, h.maxBody)
 	if err != nil {

@@ -65,6 +65,19 @@ func TestBadInputIsRefusedWith400(t *testing.T) {
 	}
 }
 
+func TestJSONIsAcceptedWhateverItsParametersAndCase(t *testing.T) {
+	store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
+	srv, _ := newServer(t, store, Options{})
+	valid := review(t, strangerCase(t))
+	for _, contentType := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
+		t.Run(contentType, func(t *testing.T) {
+			if status, body := post(t, srv.Handler(), "/validate", contentType, valid); status != http.StatusOK {
+				t.Fatalf("got %d %s, want an answer", status, body)
+			}
+		})
+	}
+}
+
 // alone is the local ledger giving every place back once decided: the
 // corpus's cases are each decided on their own, not as a series of creates.
 type alone struct{ engine.LocalLedger }

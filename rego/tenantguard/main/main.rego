@@ -62,11 +62,14 @@ _with_mode(mode) := [violation |
 decision := _clean if {
 	count(violations) == 0
 } else := {
-	"allowed": count(_with_mode("deny")) == 0,
-	"deny": _with_mode("deny"),
+	"allowed": count(_deny) == 0,
+	"deny": _deny,
 	"warn": _with_mode("warn"),
 	"dryrun": _with_mode("dryrun"),
 }
+
+# The violations in deny mode, worked out once for both of decision's uses.
+_deny := _with_mode("deny")
 
 _clean := {"allowed": true, "deny": [], "warn": [], "dryrun": []}
 
