@@ -26,11 +26,16 @@ type Pool struct {
 	done chan struct{}
 }
 
+// job is one evaluation handed to a worker. Jobs are reused: finished
+// takes one signal per run.
 type job struct {
 	fn       func()
 	finished chan struct{}
 	panicked *Panic
 }
+
+// jobs keeps jobs, and their channels, for reuse.
+var jobs = sync.Pool{New: func() any { return &job{finished: make(chan struct{}, 1)} }}
 
 // NewPool starts size workers; 0 or less is GOMAXPROCS, one per CPU the Go
 // runtime uses. Close stops them.
@@ -60,7 +65,7 @@ func (p *Pool) work() {
 }
 
 func (j *job) run() {
-	defer close(j.finished)
+	defer func() { j.finished <- struct{}{} }()
 	defer func() {
 		if p := recover(); p != nil {
 			j.panicked = &Panic{Value: p, Stack: debug.Stack()}
@@ -87,20 +92,28 @@ func (p *Pool) Do(ctx context.Context, fn func()) error {
 		fn()
 		return nil
 	}
-	j := &job{fn: fn, finished: make(chan struct{})}
 	if ctx.Err() != nil { // a free worker must not run an ended request
 		return notWaiting(ctx)
 	}
+	j := jobs.Get().(*job)
+	j.fn = fn
 	select {
 	case p.jobs <- j:
 	case <-ctx.Done():
+		j.fn = nil
+		jobs.Put(j)
 		return notWaiting(ctx)
 	case <-p.done:
+		j.fn = nil
+		jobs.Put(j)
 		return errors.New("the policy evaluators are stopped")
 	}
 	<-j.finished
-	if j.panicked != nil {
-		panic(j.panicked)
+	panicked := j.panicked
+	j.fn, j.panicked = nil, nil
+	jobs.Put(j)
+	if panicked != nil {
+		panic(panicked)
 	}
 	return nil
 }

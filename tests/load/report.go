@@ -109,8 +109,10 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	case d >= time.Millisecond:
 		return d.Round(10 * time.Microsecond)
+	case d >= time.Microsecond:
+		return d.Round(100 * time.Nanosecond)
 	}
-	return d.Round(time.Microsecond)
+	return d // an allocation-free encoding takes tens of nanoseconds
 }
 
 // micros formats nanoseconds as a rounded duration.
