@@ -96,16 +96,19 @@ func Decode(data []byte) (*Request, error) {
 		return nil, badf("request.operation %q is not CREATE, UPDATE, DELETE or CONNECT", req.Operation)
 	}
 	out := &Request{AdmissionRequest: req, Value: request}
-	if out.Object, req.Object.Raw, err = embedded(keyObject, request, data, spans[spanObject]); err != nil {
+	if out.Object, req.Object.Raw, err = f.embedded(keyObject, request, data, spans[spanObject]); err != nil {
 		return nil, err
 	}
-	if out.OldObject, req.OldObject.Raw, err = embedded(keyOldObject, request, data, spans[spanOldObject]); err != nil {
+	if out.OldObject, req.OldObject.Raw, err = f.embedded(keyOldObject, request, data, spans[spanOldObject]); err != nil {
 		return nil, err
 	}
 	// The span is that of the last request.options in the text, which is
 	// the request's own only when the last request has options.
-	if t := request.Get(keyOptions.term); t != nil && !isNull(t) {
+	if t := request.Get(keyOptions.term); t != nil && !f.null(t) {
 		req.Options.Raw = data[spans[spanOptions].Start:spans[spanOptions].End]
+	}
+	if f.nulls {
+		out.Value = absent(request)
 	}
 	return out, nil
 }
@@ -130,9 +133,9 @@ const (
 
 // embedded is one of the request's objects, decoded already, and its text;
 // nil for an object absent or null.
-func embedded(k key, request ast.Object, data []byte, span jsonast.Span) (ast.Object, []byte, error) {
+func (f *fields) embedded(k key, request ast.Object, data []byte, span jsonast.Span) (ast.Object, []byte, error) {
 	t := request.Get(k.term)
-	if t == nil || isNull(t) {
+	if t == nil || f.null(t) {
 		return nil, nil, nil
 	}
 	obj, ok := t.Value.(ast.Object)

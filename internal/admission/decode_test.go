@@ -39,13 +39,14 @@ func TestTheKeysDecodeReadsAreTheTermsTheDecoderPutsInTheReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := 0
+	keys := []key{keyUID, keyKind, keyResource, keyGroup, keyNamespace, keyOperation, keyUserInfo, keyUsername, keyObject}
+	seen := map[string]bool{}
 	var walk func(obj ast.Object)
 	walk = func(obj ast.Object) {
 		obj.Foreach(func(k, v *ast.Term) {
-			for _, want := range []key{keyUID, keyKind, keyResource, keyGroup, keyNamespace, keyOperation, keyUserInfo, keyUsername, keyObject} {
+			for _, want := range keys {
 				if k.Value.Compare(want.term.Value) == 0 {
-					seen++
+					seen[want.name] = true
 					if k != want.term {
 						t.Errorf("the review's key %v is a term of its own", k)
 					}
@@ -57,8 +58,29 @@ func TestTheKeysDecodeReadsAreTheTermsTheDecoderPutsInTheReview(t *testing.T) {
 		})
 	}
 	walk(req.Value)
-	if seen < 9 {
-		t.Fatalf("saw %d of the keys, want every one of them", seen)
+	if len(seen) != len(keys) {
+		t.Fatalf("saw the keys %v, want all %d", seen, len(keys))
+	}
+}
+
+func TestANullThePolicyCouldReadIsTheZeroValueGoReads(t *testing.T) {
+	// The policy and the Go code must decide on one request: a null subResource
+	// read as "" by Go but as null by Rego would count a create against its
+	// quota in Go and skip the quota rule in Rego.
+	req, err := Decode([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",
+		"kind":{"group":null,"version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+		"subResource":null,"name":null,"namespace":"ns","operation":"DELETE",
+		"userInfo":{"username":null,"groups":["a",null]},"object":null,"oldObject":{"metadata":{"labels":null}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ast.MustParseTerm(`{"uid":"u1","kind":{"version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+		"namespace":"ns","operation":"DELETE","userInfo":{"groups":["a",""]},"oldObject":{"metadata":{"labels":null}}}`).Value
+	if req.Value.Compare(want) != 0 {
+		t.Fatalf("the policy reads %v, want %v", req.Value, want)
+	}
+	if req.SubResource != "" || req.Name != "" || req.UserInfo.Username != "" || !reflect.DeepEqual(req.UserInfo.Groups, []string{"a", ""}) {
+		t.Fatalf("Go reads %+v", req.AdmissionRequest)
 	}
 }
 

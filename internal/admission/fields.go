@@ -53,8 +53,21 @@ var (
 // admissionv1.AdmissionReview, but with case-sensitive keys, as the API
 // server's own decoder (sigs.k8s.io/json) reads them: a missing key or a
 // null leaves the zero value, a value of the wrong type is an error. It
-// keeps the first error, naming the field.
-type fields struct{ err error }
+// keeps the first error, naming the field, and notes whether it read a
+// null (see absent).
+type fields struct {
+	err   error
+	nulls bool
+}
+
+// null reports whether t is JSON's null, and notes it.
+func (f *fields) null(t *ast.Term) bool {
+	if isNull(t) {
+		f.nulls = true
+		return true
+	}
+	return false
+}
 
 // request fills an AdmissionRequest but its objects and options.
 func (f *fields) request(obj ast.Object) *admissionv1.AdmissionRequest {
@@ -90,7 +103,7 @@ func (f *fields) request(obj ast.Object) *admissionv1.AdmissionRequest {
 			})
 		}
 	}
-	if t := obj.Get(keyDryRun.term); t != nil && !isNull(t) {
+	if t := obj.Get(keyDryRun.term); t != nil && !f.null(t) {
 		b, ok := t.Value.(ast.Boolean)
 		if !ok {
 			f.typeError("request.dryRun", t, "a boolean")
@@ -115,7 +128,7 @@ func (f *fields) str(obj ast.Object, prefix string, k key) string {
 		return ""
 	}
 	t := obj.Get(k.term)
-	if t == nil || isNull(t) {
+	if t == nil || f.null(t) {
 		return ""
 	}
 	s, ok := t.Value.(ast.String)
@@ -131,7 +144,7 @@ func (f *fields) obj(obj ast.Object, prefix string, k key) ast.Object {
 		return nil
 	}
 	t := obj.Get(k.term)
-	if t == nil || isNull(t) {
+	if t == nil || f.null(t) {
 		return nil
 	}
 	o, ok := t.Value.(ast.Object)
@@ -143,7 +156,7 @@ func (f *fields) obj(obj ast.Object, prefix string, k key) ast.Object {
 
 // strs is a list of strings; nil when t is nil or null.
 func (f *fields) strs(t *ast.Term, field string) []string {
-	if t == nil || isNull(t) {
+	if t == nil || f.null(t) {
 		return nil
 	}
 	arr, ok := t.Value.(*ast.Array)
@@ -156,7 +169,7 @@ func (f *fields) strs(t *ast.Term, field string) []string {
 		elem := arr.Elem(i)
 		if s, ok := elem.Value.(ast.String); ok {
 			out[i] = string(s)
-		} else if !isNull(elem) {
+		} else if !f.null(elem) {
 			f.typeError(field, elem, "a list of strings")
 		}
 	}
@@ -167,6 +180,43 @@ func (f *fields) typeError(field string, t *ast.Term, want string) {
 	if f.err == nil {
 		f.err = badf("not an AdmissionReview: %s is %s, not %s", field, ast.ValueName(t.Value), want)
 	}
+}
+
+// absent is the request with its nulls read as the typed request reads
+// them, so that the policy sees what Go decides with: a null value is left
+// out, as if its key were absent (the zero value), and a null in a list of
+// strings is "". The objects and options are kept whole, but a null one is
+// left out too. Decode calls it only for a request with a null in a field
+// it reads (the API server sends none), so it need not be quick.
+func absent(obj ast.Object) ast.Object {
+	out := ast.NewObjectWithCapacity(obj.Len())
+	obj.Foreach(func(k, v *ast.Term) {
+		switch {
+		case isNull(v):
+			return
+		case k.Equal(keyObject.term) || k.Equal(keyOldObject.term) || k.Equal(keyOptions.term):
+		default:
+			v = absentValue(v)
+		}
+		out.Insert(k, v)
+	})
+	return out
+}
+
+func absentValue(t *ast.Term) *ast.Term {
+	switch v := t.Value.(type) {
+	case ast.Object:
+		return ast.NewTerm(absent(v))
+	case *ast.Array:
+		elems := make([]*ast.Term, v.Len())
+		for i := range elems {
+			if elems[i] = v.Elem(i); isNull(elems[i]) {
+				elems[i] = ast.InternedEmptyString
+			}
+		}
+		return ast.ArrayTerm(elems...)
+	}
+	return t
 }
 
 // isNull reports whether t is JSON's null; nil (absent) is not.

@@ -11,8 +11,9 @@ import (
 )
 
 // termCache keeps the input terms that a few values decide, such as a
-// request's kind, built once and shared by every request: terms of the
-// input are never modified. It stops growing at maxCachedTerms.
+// tenant's default PriorityClass, built once and shared by every request:
+// terms of the input are never modified. It stops growing at
+// maxCachedTerms.
 type termCache[K comparable] struct {
 	build func(K) *ast.Term
 	// clone copies a key's strings: a request's share its whole body,

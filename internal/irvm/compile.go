@@ -7,13 +7,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ir"
 )
 
-// New compiles each statement of the plan into a closure over what it
-// reads, once: its operands decoded into a local's index or a constant's
-// term, its calls resolved, its nested blocks compiled. Running a statement
-// is then one indirect call to code made for it, with no switch on the
-// statement's type or on its operands' types, and a block is a slice of
-// such calls laid out together.
-
 // instr runs one compiled statement on a frame's locals and returns next,
 // returned, failed (the error is in e.err) or the index of a break.
 type instr func(e *evaluation, l []*ast.Term) int
@@ -35,7 +28,12 @@ func (o operand) get(l []*ast.Term) *ast.Term {
 	return l[o.local]
 }
 
-// compiler compiles the statements of a program whose calls are resolved.
+// compiler compiles the statements of a program whose calls are resolved,
+// once, in New: each into a closure over what it reads, its operands decoded
+// into a local's index or a constant's term, its nested blocks compiled.
+// Running a statement is then one indirect call to code made for it, with
+// no switch on the statement's type or on its operands' types, and a block
+// is a slice of such calls laid out together.
 type compiler struct{ p *Program }
 
 func (c compiler) blocks(blocks []*ir.Block) []code {
@@ -176,13 +174,12 @@ func (c compiler) stmt(s ir.Stmt) instr {
 			return returned
 		}
 	case *ir.MakeArrayStmt:
+		if s.Capacity == 0 {
+			return empty(s.Target, emptyArray)
+		}
 		target, capacity := s.Target, int(s.Capacity)
 		return func(_ *evaluation, l []*ast.Term) int {
-			if capacity == 0 {
-				l[target] = &ast.Term{Value: emptyArray, Location: frozen}
-			} else {
-				l[target] = ast.NewTerm(ast.NewArrayWithCapacity(capacity))
-			}
+			l[target] = ast.NewTerm(ast.NewArrayWithCapacity(capacity))
 			return next
 		}
 	case *ir.MakeObjectStmt:
@@ -331,28 +328,13 @@ func empty(target ir.Local, v ast.Value) instr {
 	}
 }
 
-// dot compiles src[key]; the key of most is a constant string.
+// dot compiles src[key].
 func (c compiler) dot(s *ir.DotStmt) instr {
 	src, key, target := c.local(s.Source), c.operand(s.Key), s.Target
 	if src.local < 0 {
 		return func(*evaluation, []*ast.Term) int { return 0 }
 	}
 	from := src.local
-	if key.local < 0 {
-		k := key.term
-		return func(_ *evaluation, l []*ast.Term) int {
-			t := l[from]
-			if t == nil {
-				return 0
-			}
-			v := dot(t.Value, k)
-			if v == nil {
-				return 0
-			}
-			l[target] = v
-			return next
-		}
-	}
 	return func(_ *evaluation, l []*ast.Term) int {
 		t := l[from]
 		if t == nil {
@@ -371,7 +353,9 @@ func (c compiler) dot(s *ir.DotStmt) instr {
 func (c compiler) call(s *call) instr {
 	args, result, callee := c.operands(s.Args), s.Result, s.callee
 	if fn := callee.fn; fn != nil && fn.memo >= 0 {
-		// A rule: computed at most once per evaluation.
+		// A rule, computed at most once per evaluation: most calls find
+		// it computed, which is checked here before calling e.call (which
+		// checks again, for CallDynamicStmt).
 		memo := fn.memo
 		return func(e *evaluation, l []*ast.Term) int {
 			var v *ast.Term

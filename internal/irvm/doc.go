@@ -18,8 +18,9 @@
 //
 // New resolves each call once, folds literals of constants into values
 // built once (fold.go), and compiles each statement into a closure over its
-// decoded operands (compile.go), so that running one switches on nothing;
-// collections made empty share one value until their first element. A literal the plan may add to gets a term of its own per
+// decoded operands (compile.go), so that running one does not switch on its
+// type or its operands'; collections made empty share one value until their
+// first element. A literal the plan may add to gets a term of its own per
 // evaluation, whose shared value is copied before the first change; any
 // other shares one term (mutable.go). So no evaluation sees another's.
 package irvm

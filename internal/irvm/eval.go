@@ -135,8 +135,8 @@ type evaluation struct {
 	err error
 	// retval is the value of the last ReturnLocalStmt.
 	retval *ast.Term
-	// args is reused for the arguments of every call: functions copy
-	// theirs into their frame and built-ins do not keep them.
+	// args is reused for the arguments of every built-in call: built-ins
+	// do not keep them (functions read theirs into their frame).
 	args []*ast.Term
 	// out and iter collect a built-in's output.
 	out  *ast.Term

@@ -293,6 +293,10 @@ func TestConflictsAreErrorsAsInTopdown(t *testing.T) {
 	tests := []struct{ name, module string }{
 		{name: "a complete rule with two values", module: "x := 1 if true\nx := 2 if true"},
 		{name: "an object rule with two values for a key", module: "x[k] := v if some k, v in {\"a\": 1}\nx[k] := v if some k, v in {\"a\": 2}"},
+		{name: "through the rule that calls the rule", module: "c := 1 if true\nc := 2 if true\ny := c + 1\nx := y"},
+		{name: "inside a negation", module: "c := 1 if true\nc := 2 if true\nx := true if not c == 5"},
+		{name: "inside a with", module: "c := input.a if true\nc := 2 if true\nx := v if v := c with input.a as 1"},
+		{name: "through a rule found at run time", module: "r.a.v := 1 if true\nr.a.v := 2 if true\nx := [v | some k in [\"a\"]; v := r[k].v]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestTableDurationsKeepThreeFiguresOrTheNanoseconds(t *testing.T) {
+func TestTableDurationsAreRoundedToTheirScale(t *testing.T) {
 	tests := []struct {
 		name string
 		in   time.Duration
@@ -14,7 +14,7 @@ func TestTableDurationsKeepThreeFiguresOrTheNanoseconds(t *testing.T) {
 		{"seconds to the hundredth", 1234567 * time.Microsecond, "1.23s"},
 		{"milliseconds to the hundredth", 1234567 * time.Nanosecond, "1.23ms"},
 		{"microseconds to the tenth", 8234 * time.Nanosecond, "8.2µs"},
-		{"hundreds of microseconds to the tenth", 460049 * time.Nanosecond, "460µs"},
+		{"hundreds of microseconds to the tenth", 460149 * time.Nanosecond, "460.1µs"},
 		{"under a microsecond, the nanoseconds", 67 * time.Nanosecond, "67ns"},
 	}
 	for _, tt := range tests {
