@@ -55,15 +55,10 @@ func (c compiler) block(b *ir.Block) code {
 }
 
 func (c compiler) operand(op ir.Operand) operand {
-	switch v := op.Value.(type) {
-	case ir.Local:
-		return operand{local: int(v)}
-	case ir.StringIndex:
-		return operand{local: -1, term: c.p.strings[v]}
-	case ir.Bool:
-		return operand{local: -1, term: ast.InternedTerm(bool(v))}
+	if l, ok := op.Value.(ir.Local); ok {
+		return operand{local: int(l)}
 	}
-	return operand{local: -1}
+	return operand{local: -1, term: c.p.constantOperand(op)}
 }
 
 func (c compiler) operands(ops []ir.Operand) []operand {
@@ -91,11 +86,7 @@ func (c compiler) stmt(s ir.Stmt) instr {
 		if s.Term != nil {
 			return set(s.Target, s.Term)
 		}
-		target, v := s.Target, s.Value
-		return func(_ *evaluation, l []*ast.Term) int {
-			l[target] = &ast.Term{Value: v, Location: frozen}
-			return next
-		}
+		return fresh(s.Target, s.Value)
 	case *ir.AssignVarStmt:
 		src, target := c.operand(s.Source), s.Target
 		if src.local < 0 {
@@ -175,7 +166,7 @@ func (c compiler) stmt(s ir.Stmt) instr {
 		}
 	case *ir.MakeArrayStmt:
 		if s.Capacity == 0 {
-			return empty(s.Target, emptyArray)
+			return fresh(s.Target, emptyArray)
 		}
 		target, capacity := s.Target, int(s.Capacity)
 		return func(_ *evaluation, l []*ast.Term) int {
@@ -183,9 +174,9 @@ func (c compiler) stmt(s ir.Stmt) instr {
 			return next
 		}
 	case *ir.MakeObjectStmt:
-		return empty(s.Target, emptyObject)
+		return fresh(s.Target, emptyObject)
 	case *ir.MakeSetStmt:
-		return empty(s.Target, emptySet)
+		return fresh(s.Target, emptySet)
 	case *ir.ObjectInsertStmt:
 		target, k, v := s.Object, c.operand(s.Key), c.operand(s.Value)
 		return func(e *evaluation, l []*ast.Term) int {
@@ -320,8 +311,10 @@ func (c compiler) local(op ir.Operand) operand {
 	return operand{local: -1}
 }
 
-// empty is the statement that makes an empty collection.
-func empty(target ir.Local, v ast.Value) instr {
+// fresh is the statement that gives a local a term of its own, marked
+// frozen, around a shared value: an empty collection, or a folded literal
+// the plan may add to.
+func fresh(target ir.Local, v ast.Value) instr {
 	return func(_ *evaluation, l []*ast.Term) int {
 		l[target] = &ast.Term{Value: v, Location: frozen}
 		return next
@@ -352,28 +345,18 @@ func (c compiler) dot(s *ir.DotStmt) instr {
 // call compiles a call to a planned function or a built-in.
 func (c compiler) call(s *call) instr {
 	args, result, callee := c.operands(s.Args), s.Result, s.callee
-	if fn := callee.fn; fn != nil && fn.memo >= 0 {
-		// A rule, computed at most once per evaluation: most calls find
-		// it computed, which is checked here before calling e.call (which
-		// checks again, for CallDynamicStmt).
+	if fn := callee.fn; fn != nil {
+		// A rule is computed at most once per evaluation, and most calls
+		// find it computed: its memo is read here without calling e.call
+		// (which reads it too, for CallDynamicStmt).
 		memo := fn.memo
 		return func(e *evaluation, l []*ast.Term) int {
 			var v *ast.Term
-			if m := &e.memo[memo]; m.done {
-				v = m.value
+			if memo >= 0 && e.memo[memo].done {
+				v = e.memo[memo].value
 			} else {
 				v = e.call(fn, l, args)
 			}
-			if v == nil {
-				return e.undefined()
-			}
-			l[result] = v
-			return next
-		}
-	}
-	if fn := callee.fn; fn != nil {
-		return func(e *evaluation, l []*ast.Term) int {
-			v := e.call(fn, l, args)
 			if v == nil {
 				return e.undefined()
 			}
