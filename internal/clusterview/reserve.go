@@ -49,18 +49,28 @@ type Reservation struct {
 // seen yet, this one left out. The hold is taken in the same step, so of
 // parallel creates each sees the ones reserved before it. ttl bounds how
 // long an admitted create holds its place without being seen.
+//
+// It reads the counts of objects seen under a read lock, which informers
+// alone contend for, and holds the reservations' lock for the hold itself;
+// what it allocates is allocated before either, so that no request waits on
+// another's allocation (or the garbage collector's assist it may run).
 func (v *View) Reserve(c Claim, tenants []string, ttl time.Duration) (map[string]int, *Reservation) {
-	k := objectKey{c.Key, c.Namespace, c.Name}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	// The view keeps copies: a claim's strings may share a whole request
+	// body, and the hold outlives the request. Made here, they are dropped
+	// when the claim is held already (the API server retried the create).
+	k := objectKey{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)}
+	fresh := &reservation{tenants: slices.Clone(tenants)}
+	counts := make(map[string]int, len(tenants))
+	out := &Reservation{view: v, claim: k, ttl: ttl}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	v.res.Lock()
+	defer v.res.Unlock()
 	now := v.now()
 	v.expire(now)
 	r := v.reserved[k]
 	if r == nil {
-		// The view keeps copies: a claim's strings may share a whole
-		// request body, and the hold outlives the request.
-		k = objectKey{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)}
-		r = &reservation{tenants: slices.Clone(tenants)}
+		r = fresh
 		v.reserved[k] = r
 		for _, t := range r.tenants {
 			increment(v.pending, t, k.key, 1)
@@ -68,7 +78,6 @@ func (v *View) Reserve(c Claim, tenants []string, ttl time.Duration) (map[string
 	}
 	r.deciding++
 	r.expires = now.Add(ttl)
-	counts := make(map[string]int, len(tenants))
 	for _, t := range tenants {
 		n := v.perTenant[t][c.Key] + v.pending[t][c.Key]
 		if slices.Contains(r.tenants, t) {
@@ -76,15 +85,15 @@ func (v *View) Reserve(c Claim, tenants []string, ttl time.Duration) (map[string
 		}
 		counts[t] = n
 	}
-	return counts, &Reservation{view: v, claim: k, ttl: ttl}
+	return counts, out
 }
 
 // Keep marks the create admitted: its place is held until the object is
 // seen or the hold expires.
 func (r *Reservation) Keep() {
 	v := r.view
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.res.Lock()
+	defer v.res.Unlock()
 	if res := v.reserved[r.claim]; res != nil {
 		res.deciding--
 		res.kept = true
@@ -96,8 +105,8 @@ func (r *Reservation) Keep() {
 // A claim an earlier decision admitted keeps its place.
 func (r *Reservation) Release() {
 	v := r.view
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.res.Lock()
+	defer v.res.Unlock()
 	if res := v.reserved[r.claim]; res != nil {
 		res.deciding--
 		if res.deciding <= 0 && !res.kept {
@@ -108,12 +117,20 @@ func (r *Reservation) Release() {
 
 // Reserved returns how many creates hold a place in tenant's count of key.
 func (v *View) Reserved(tenant, key string) int {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
+	v.res.Lock()
+	defer v.res.Unlock()
 	return v.pending[tenant][key]
 }
 
-// unreserve drops a claim's hold; the caller holds v.mu.
+// takeOver drops the hold of an object seen, whose count now includes it;
+// the caller holds v.mu.
+func (v *View) takeOver(k objectKey) {
+	v.res.Lock()
+	defer v.res.Unlock()
+	v.unreserve(k)
+}
+
+// unreserve drops a claim's hold; the caller holds v.res.
 func (v *View) unreserve(k objectKey) {
 	r, ok := v.reserved[k]
 	if !ok {
@@ -126,7 +143,7 @@ func (v *View) unreserve(k objectKey) {
 }
 
 // expire drops the holds whose time is up, at most once a second; the
-// caller holds v.mu. Until then an expired hold still counts, which can only
+// caller holds v.res. Until then an expired hold still counts, which can only
 // refuse a create, never admit one too many. A decision never runs longer
 // than the hold's ttl (the webhook's timeout is at most 30 s).
 func (v *View) expire(now time.Time) {

@@ -156,3 +156,76 @@ func TestAGivenBackReservationLeavesNoTraceOfItsTenantName(t *testing.T) {
 		t.Errorf("pending %v, reserved %d after every reservation was given back", v.pending, len(v.reserved))
 	}
 }
+
+// TestReadsDoNotWaitForAHoldBeingWritten holds the reservations' lock, as a
+// create does while its hold is written (and as long as its goroutine is
+// descheduled there): the reads every request makes must not wait for it.
+func TestReadsDoNotWaitForAHoldBeingWritten(t *testing.T) {
+	v := oilView(1)
+	v.res.Lock()
+	defer v.res.Unlock()
+	done := make(chan []bool, 1)
+	go func() {
+		_, labelled := v.NamespaceLabels("a")
+		_, _, memo := v.Namespace("a", func(string, Labels) any { return 1 })
+		_, class := v.PriorityClass("tenant-low")
+		done <- []bool{labelled, memo, !class, v.Seen(Claim{Key: "pods", Namespace: "a", Name: "A"})}
+	}()
+	select {
+	case got := <-done:
+		for i, ok := range got {
+			if !ok {
+				t.Errorf("read %d answered wrong while a hold was being written", i)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reads waited for the reservations' lock")
+	}
+}
+
+// TestCreatesAndTheInformerCountEachObjectOnce admits creates in parallel
+// while the informer reports the objects seen, each as soon as its create
+// holds a place (the API server may store it before the webhook's answer is
+// kept): each is counted once at the end, whether its hold was kept before
+// or after the object was seen.
+func TestCreatesAndTheInformerCountEachObjectOnce(t *testing.T) {
+	const existing, creates = 3, 200
+	v := oilView(existing)
+	var wg sync.WaitGroup
+	for i := range creates {
+		name := fmt.Sprintf("p-%d", i)
+		wg.Go(func() {
+			_, r := v.Reserve(Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			var both sync.WaitGroup
+			both.Go(r.Keep)
+			both.Go(func() { v.Upsert(pod("a", name)) })
+			both.Go(func() { _ = v.Count("oil", "pods") })
+			both.Wait()
+		})
+	}
+	wg.Wait()
+	if got := v.Count("oil", "pods"); got != existing+creates {
+		t.Errorf("oil's count is %d, want %d: an object counted twice or not at all", got, existing+creates)
+	}
+}
+
+// BenchmarkCreateRequests makes each request's calls on the view, in
+// parallel, as the webhook does for a counted create: the namespace's
+// labels, its memo, the hold, and the hold kept.
+func BenchmarkCreateRequests(b *testing.B) {
+	v := oilView(10)
+	var n sync.Mutex
+	next := 0
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n.Lock()
+			next++
+			name := "p-" + fmt.Sprint(next)
+			n.Unlock()
+			v.NamespaceLabels("a")
+			v.Namespace("a", func(string, Labels) any { return 1 })
+			_, r := v.Reserve(Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			r.Keep()
+		}
+	})
+}

@@ -63,8 +63,14 @@ func (v *View) hash(seed maphash.Seed, k objectKey) uint64 {
 }
 
 // View is safe for concurrent use. The zero value is not usable; call New.
+//
+// mu guards what the informers change; a request only reads it. res guards
+// the reservations, which requests change: a create's hold and its release
+// do not stop the other requests' reads. A goroutine holding both takes mu
+// first.
 type View struct {
 	mu          sync.RWMutex
+	res         sync.Mutex
 	tenantLabel string
 	namespaces  map[string]*namespace
 	objects     map[objectID]struct{}
@@ -77,7 +83,8 @@ type View struct {
 	perTenant       map[string]map[string]int
 	priorityClasses map[string]PriorityClass
 	// reserved holds the creates being decided or admitted and not seen
-	// yet; pending counts them by tenant and quota key (reserve.go).
+	// yet; pending counts them by tenant and quota key (reserve.go). res
+	// guards them and nextExpiry.
 	reserved   map[objectKey]*reservation
 	pending    map[string]map[string]int
 	nextExpiry time.Time
@@ -119,12 +126,12 @@ func (v *View) Upsert(o Object) {
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
 		v.upsertNamespace(o.Name, o.Labels)
-		v.unreserve(objectKey{NamespacesKey, "", o.Name})
+		v.takeOver(objectKey{NamespacesKey, "", o.Name})
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
 		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
-		v.unreserve(k)
+		v.takeOver(k)
 		id := v.id(k)
 		if _, seen := v.objects[id]; seen {
 			return
@@ -280,6 +287,8 @@ func (v *View) Namespace(name string, build func(name string, labels Labels) any
 func (v *View) Count(tenant, key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	v.res.Lock()
+	defer v.res.Unlock()
 	return v.perTenant[tenant][key] + v.pending[tenant][key]
 }
 
