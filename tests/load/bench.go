@@ -27,6 +27,9 @@ type Config struct {
 	Warmup time.Duration
 	// Saturate is the closed-loop run: Workers and Duration.
 	Saturate Run
+	// Rounds is how many turns the null webhook and tenantguard take at
+	// the saturated run, each for Saturate.Duration/Rounds (Interleave).
+	Rounds int
 	// Rates are the open-loop rates, each run for Step with OpenWorkers
 	// senders at most.
 	Rates       []float64
@@ -63,8 +66,10 @@ const (
 	TargetOPA         = "opa"
 )
 
-// Bench starts each target in turn, loads it saturated and then at each
-// open-loop rate, and records its memory.
+// Bench starts the null webhook and tenantguard, warms each up, runs them
+// saturated in turn (Interleave), then at each open-loop rate one after the
+// other, and records their memory; then does the same for the classic OPA
+// setup on its own, when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	dir, certFile, keyFile, pool, err := servingCert("tgload")
 	if err != nil {
@@ -72,65 +77,127 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
-	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Targets: map[string]TargetInfo{}}
-
-	names := []string{TargetNull, TargetTenantguard}
-	if cfg.OPA != "" {
-		names = append(names, TargetOPA)
-	}
-	for _, name := range names {
-		client := newClient(pool, max(cfg.OpenWorkers, cfg.Saturate.Workers))
-		target := &Target{Name: name, Client: client, Decides: name != TargetNull}
-		var p *Process
-		var info TargetInfo
-		_, _ = fmt.Fprintf(cfg.Log, "%s: starting\n", name)
-		switch name {
-		case TargetOPA:
-			var base string
-			p, base, err = StartOPA(ctx, cfg.OPA, dir, certFile, keyFile, client, cfg.Scale)
-			target.URL = base + OPAPath
-		default:
-			var st Started
-			profile := ""
-			if cfg.ProfileDir != "" {
-				profile = filepath.Join(cfg.ProfileDir, name+".pprof")
-			}
-			p, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
-			if err == nil {
-				target.URL = "https://" + st.Addr + "/validate?timeout=10s"
-				info.Sync, info.Ready = st.Sync, st.Ready
-			}
+	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Rounds: max(cfg.Rounds, 1), Targets: map[string]TargetInfo{}}
+	var served []*running
+	defer func() {
+		for _, s := range served {
+			s.process.Stop()
 		}
+	}()
+	launch := func(name string) (*running, error) {
+		s, err := startTarget(ctx, cfg, name, dir, certFile, keyFile, pool)
 		if err != nil {
 			return nil, err
 		}
-		target.CPU = p.CPU
-		results, err := loadTarget(ctx, cfg, target, corpus, func() { info.SaturatedRSS, _, _ = p.Memory() })
-		if err == nil {
-			info.RSS, info.PeakRSS, err = p.Memory()
-		}
-		p.Stop()
-		if err != nil {
+		served = append(served, s)
+		return s, warm(ctx, cfg, s.target, corpus)
+	}
+	for _, name := range []string{TargetNull, TargetTenantguard} {
+		if _, err := launch(name); err != nil {
 			return nil, err
 		}
-		report.Results = append(report.Results, results...)
-		report.Targets[name] = info
 	}
+	targets := make([]*Target, len(served))
+	for i, s := range served {
+		targets[i] = s.target
+	}
+	results := make([][]Result, len(served))
+	for i, res := range Interleave(ctx, targets, corpus, cfg.Saturate, cfg.Rounds) {
+		served[i].info.SaturatedRSS, _, _ = served[i].process.Memory()
+		_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", targets[i].Name, res.Summary())
+		results[i] = append(results[i], res)
+	}
+	for _, rate := range cfg.Rates {
+		for i, t := range targets {
+			res := Drive(ctx, t, corpus, openRun(cfg, rate))
+			_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", t.Name, res.Summary())
+			results[i] = append(results[i], res)
+		}
+	}
+	for i, s := range served {
+		if s.info.RSS, s.info.PeakRSS, err = s.process.Memory(); err != nil {
+			return nil, err
+		}
+		s.process.Stop()
+		report.Results = append(report.Results, results[i]...)
+		report.Targets[s.target.Name] = s.info
+	}
+	if cfg.OPA == "" {
+		return report, nil
+	}
+	s, err := launch(TargetOPA)
+	if err != nil {
+		return nil, err
+	}
+	res := loadTarget(ctx, cfg, s.target, corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() })
+	if s.info.RSS, s.info.PeakRSS, err = s.process.Memory(); err != nil {
+		return nil, err
+	}
+	report.Results = append(report.Results, res...)
+	report.Targets[TargetOPA] = s.info
 	return report, nil
 }
 
-// loadTarget warms a target up, then runs it saturated and at every rate;
-// afterSaturated runs once the saturated run is over.
-func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request, afterSaturated func()) ([]Result, error) {
-	warm := Drive(ctx, t, corpus, Run{Mode: Saturated, Workers: cfg.Saturate.Workers, Duration: cfg.Warmup})
-	if warm.Errors+warm.Wrong > 0 {
-		return nil, fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, warm.Errors, warm.Wrong, warm.FirstError)
+// running is a target's process, started, and what it cost.
+type running struct {
+	target  *Target
+	process *Process
+	info    TargetInfo
+}
+
+// startTarget starts one target's process: the classic OPA setup, or this
+// harness's binary serving the null webhook or tenantguard.
+func startTarget(ctx context.Context, cfg Config, name, dir, certFile, keyFile string, pool *x509.CertPool) (*running, error) {
+	client := newClient(pool, max(cfg.OpenWorkers, cfg.Saturate.Workers))
+	s := &running{target: &Target{Name: name, Client: client, Decides: name != TargetNull}}
+	_, _ = fmt.Fprintf(cfg.Log, "%s: starting\n", name)
+	var err error
+	if name == TargetOPA {
+		var base string
+		s.process, base, err = StartOPA(ctx, cfg.OPA, dir, certFile, keyFile, client, cfg.Scale)
+		s.target.URL = base + OPAPath
+	} else {
+		profile := ""
+		if cfg.ProfileDir != "" {
+			profile = filepath.Join(cfg.ProfileDir, name+".pprof")
+		}
+		var st Started
+		s.process, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
+		if err == nil {
+			s.target.URL = "https://" + st.Addr + "/validate?timeout=10s"
+			s.info.Sync, s.info.Ready = st.Sync, st.Ready
+		}
 	}
-	var out []Result
+	if err != nil {
+		return nil, err
+	}
+	s.target.CPU = s.process.CPU
+	return s, nil
+}
+
+// warm runs a target saturated for the warm-up, untimed, and fails on an
+// error or a wrong answer.
+func warm(ctx context.Context, cfg Config, t *Target, corpus []scale.Request) error {
+	w := Drive(ctx, t, corpus, Run{Mode: Saturated, Workers: cfg.Saturate.Workers, Duration: cfg.Warmup})
+	if w.Errors+w.Wrong > 0 {
+		return fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, w.Errors, w.Wrong, w.FirstError)
+	}
+	return nil
+}
+
+// openRun is the open-loop run at rate.
+func openRun(cfg Config, rate float64) Run {
+	return Run{Mode: OpenLoop, Rate: rate, Workers: cfg.OpenWorkers, Duration: cfg.Step}
+}
+
+// loadTarget runs a warmed-up target saturated and then at every rate;
+// afterSaturated runs once the saturated run is over.
+func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request, afterSaturated func()) []Result {
 	runs := []Run{cfg.Saturate}
 	for _, rate := range cfg.Rates {
-		runs = append(runs, Run{Mode: OpenLoop, Rate: rate, Workers: cfg.OpenWorkers, Duration: cfg.Step})
+		runs = append(runs, openRun(cfg, rate))
 	}
+	var out []Result
 	for _, r := range runs {
 		res := Drive(ctx, t, corpus, r)
 		if r.Mode == Saturated {
@@ -139,7 +206,7 @@ func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Reque
 		_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", t.Name, res.Summary())
 		out = append(out, res)
 	}
-	return out, nil
+	return out
 }
 
 // servingCert writes a loopback serving certificate and its key into a new

@@ -72,23 +72,22 @@ func startCPU(target func() (time.Duration, error)) *cpuMeter {
 	return m
 }
 
-// perRequest is the CPU time per answered request since startCPU, of the
-// target and of the harness; 0 where it could not be read.
-func (m *cpuMeter) perRequest(answered int64) (target, self time.Duration) {
-	if answered <= 0 {
-		return 0, 0
-	}
+// spent is the CPU time the target and the harness have used since
+// startCPU, and whether each could be read.
+func (m *cpuMeter) spent() (target, self time.Duration, targetOK, selfOK bool) {
 	if m.targetOK {
-		if t, ok := measure(m.target); ok {
-			target = (t - m.target0) / time.Duration(answered)
+		var t time.Duration
+		if t, targetOK = measure(m.target); targetOK {
+			target = t - m.target0
 		}
 	}
 	if m.selfOK {
-		if t, ok := measure(selfCPU); ok {
-			self = (t - m.self0) / time.Duration(answered)
+		var t time.Duration
+		if t, selfOK = measure(selfCPU); selfOK {
+			self = t - m.self0
 		}
 	}
-	return target, self
+	return target, self, targetOK, selfOK
 }
 
 func measure(f func() (time.Duration, error)) (time.Duration, bool) {

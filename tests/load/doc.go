@@ -5,7 +5,9 @@
 // fixed rate and counts each request's latency from the moment it was due,
 // so a server that falls behind shows its queueing instead of slowing the
 // generator down (no coordinated omission). Latencies go into HDR
-// histograms. Every run is bounded in time and requests.
+// histograms. Every run is bounded in time and requests. Interleave runs
+// several targets in turns, so that a ratio between them does not take the
+// machine's drift over the run for a difference between them.
 //
 // The package also serves the null webhook, the ceiling every figure is
 // compared with: it decodes the AdmissionReview and answers allowed.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +217,54 @@ func TestNullWebhookAnswersAllowedForTheRequestsUID(t *testing.T) {
 	NullWebhook().ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", strings.NewReader("{}")))
 	if rec.Code != http.StatusBadRequest {
 		t.Errorf("a review without a request got %d", rec.Code)
+	}
+}
+
+func TestInterleaveTakesTurnsAndAddsUpEachTargetsSegments(t *testing.T) {
+	// Two webhooks log when each request arrives; driven in three rounds,
+	// the log reads A, B, A, B, A, B: five changes of target. Each result
+	// covers its target's three segments.
+	var mu sync.Mutex
+	var log []string
+	target := func(name string) *Target {
+		null := NullWebhook()
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			log = append(log, name)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			null.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return &Target{Name: name, URL: srv.URL, Client: srv.Client()}
+	}
+	a, b := target("a"), target("b")
+	corpus := scale.Corpus(10, 20)
+	results := Interleave(t.Context(), []*Target{a, b}, corpus, Run{Mode: Saturated, Workers: 1, Duration: 1500 * time.Millisecond}, 3)
+	mu.Lock()
+	defer mu.Unlock()
+	changes := 0
+	for i := 1; i < len(log); i++ {
+		if log[i] != log[i-1] {
+			changes++
+		}
+	}
+	if changes != 5 {
+		t.Errorf("the targets changed %d times over %d requests, want 5 (three rounds of two)", changes, len(log))
+	}
+	for i, res := range results {
+		served := 0
+		for _, name := range log {
+			if name == res.Target {
+				served++
+			}
+		}
+		// 1.5 s in all, at most 200 requests a second (5 ms each, one
+		// worker): over the segments' time, not the whole run's 3 s.
+		if res.Target != []string{"a", "b"}[i] || res.Requests != int64(served) || res.Errors != 0 ||
+			res.Throughput > 200 || res.Throughput < float64(served)/2.5 {
+			t.Errorf("%s: %d requests (%d served), %d errors, %.0f req/s; want every segment added up over 1.5 s",
+				res.Target, res.Requests, served, res.Errors, res.Throughput)
+		}
 	}
 }

@@ -104,35 +104,9 @@ func (c *collector) merge(h *hdrhistogram.Histogram) {
 // Drive runs the corpus against a target, in turn from a random-free,
 // fixed order, until the run's bounds or ctx end it.
 func Drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) Result {
-	c := &collector{hist: newHistogram()}
-	ctx, cancel := context.WithTimeout(ctx, r.Duration)
-	defer cancel()
-	var next atomic.Int64
-	take := func() (*scale.Request, bool) {
-		n := next.Add(1) - 1
-		if r.MaxRequests > 0 && n >= int64(r.MaxRequests) {
-			return nil, false
-		}
-		return &corpus[n%int64(len(corpus))], true
-	}
-	cpu := startCPU(t.CPU)
-	start := time.Now()
-	behind := false
-	if r.Mode == OpenLoop {
-		behind = openLoop(ctx, t, r, take, c)
-	} else {
-		closedLoop(ctx, t, r.Workers, take, c)
-	}
-	elapsed := time.Since(start)
-	res := Result{
-		Target: t.Name, Mode: r.Mode, Rate: r.Rate, Workers: r.Workers,
-		Requests: c.requests.Load(), Errors: c.errors.Load(), Wrong: c.wrong.Load(), FirstError: c.first,
-		Latency: percentiles(c.hist), Unsent: c.unsent.Load(),
-	}
-	res.Behind = behind || res.Unsent > 0
-	res.Throughput = float64(res.Requests-res.Errors) / elapsed.Seconds()
-	res.TargetCPU, res.HarnessCPU = cpu.perRequest(res.Requests - res.Errors)
-	return res
+	s := newSeries()
+	s.drive(ctx, t, corpus, r)
+	return s.result(t.Name, r)
 }
 
 // closedLoop has workers send back to back.

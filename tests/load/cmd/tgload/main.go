@@ -103,6 +103,7 @@ func bench(args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
 	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
 	fs.IntVar(&cfg.Saturate.Workers, "workers", 16, "closed-loop workers")
+	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run, alternating, each for duration/rounds")
 	rates := fs.String("rates", "500,1000,2000,3000,4000,6000", "open-loop rates (requests/s)")
 	fs.DurationVar(&cfg.Step, "step", 5*time.Second, "open-loop run length per rate")
 	fs.IntVar(&cfg.OpenWorkers, "open-workers", 256, "most requests in flight in open-loop")
