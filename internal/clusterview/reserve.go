@@ -50,10 +50,11 @@ type Reservation struct {
 // parallel creates each sees the ones reserved before it. ttl bounds how
 // long an admitted create holds its place without being seen.
 //
-// It reads the counts of objects seen under a read lock, which informers
-// alone contend for, and holds the reservations' lock for the hold itself;
-// what it allocates is allocated before either, so that no request waits on
-// another's allocation (or the garbage collector's assist it may run).
+// It reads the counts of objects seen under a read lock, which only the
+// view's writers (informers) contend for, and holds the reservations' lock
+// for the hold itself; the claim's copies, the hold and the counts are
+// allocated before either lock, so that other requests seldom wait on an
+// allocation (or the garbage collector's assist it may run).
 func (v *View) Reserve(c Claim, tenants []string, ttl time.Duration) (map[string]int, *Reservation) {
 	// The view keeps copies: a claim's strings may share a whole request
 	// body, and the hold outlives the request. Made here, they are dropped
@@ -123,7 +124,7 @@ func (v *View) Reserved(tenant, key string) int {
 }
 
 // takeOver drops the hold of an object seen, whose count now includes it;
-// the caller holds v.mu.
+// the caller holds v.mu for writing.
 func (v *View) takeOver(k objectKey) {
 	v.res.Lock()
 	defer v.res.Unlock()

@@ -64,10 +64,11 @@ func (v *View) hash(seed maphash.Seed, k objectKey) uint64 {
 
 // View is safe for concurrent use. The zero value is not usable; call New.
 //
-// mu guards what the informers change; a request only reads it. res guards
-// the reservations, which requests change: a create's hold and its release
-// do not stop the other requests' reads. A goroutine holding both takes mu
-// first.
+// mu guards what the informers (and a new tenant label) change; a request
+// only reads it. res guards the reservations, which requests change (and
+// an informer, when it sees the object of a hold): a create's hold and its
+// release do not stop the other requests' reads. A goroutine holding both
+// takes mu first.
 type View struct {
 	mu          sync.RWMutex
 	res         sync.Mutex

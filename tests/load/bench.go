@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,8 +28,9 @@ type Config struct {
 	Warmup time.Duration
 	// Saturate is the closed-loop run: Workers and Duration.
 	Saturate Run
-	// Rounds is how many turns the null webhook and tenantguard take at
-	// the saturated run, each for Saturate.Duration/Rounds (Interleave).
+	// Rounds is how many turns the null webhook and tenantguard each take
+	// at the saturated run, for Saturate.Duration/Rounds each (Interleave);
+	// 0 is 1.
 	Rounds int
 	// Rates are the open-loop rates, each run for Step with OpenWorkers
 	// senders at most.
@@ -59,7 +61,7 @@ type TargetInfo struct {
 	Ready time.Duration `json:"ready,omitempty"`
 }
 
-// Targets in the order they run; every ratio is measured in one run.
+// The targets; every ratio is measured in one run.
 const (
 	TargetNull        = "null"
 	TargetTenantguard = "tenantguard"
@@ -67,9 +69,10 @@ const (
 )
 
 // Bench starts the null webhook and tenantguard, warms each up, runs them
-// saturated in turn (Interleave), then at each open-loop rate one after the
-// other, and records their memory; then does the same for the classic OPA
-// setup on its own, when it is configured.
+// saturated in turns (Interleave), then at each open-loop rate one after
+// the other, the first of the two alternating from rate to rate, and records
+// their memory; then does the same for the classic OPA setup on its own,
+// when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	dir, certFile, keyFile, pool, err := servingCert("tgload")
 	if err != nil {
@@ -78,6 +81,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() { _ = os.RemoveAll(dir) }()
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
 	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Rounds: max(cfg.Rounds, 1), Targets: map[string]TargetInfo{}}
+	logResult := func(res Result) { _, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", res.Target, res.Summary()) }
 	var served []*running
 	defer func() {
 		for _, s := range served {
@@ -101,48 +105,60 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	for i, s := range served {
 		targets[i] = s.target
 	}
-	results := make([][]Result, len(served))
-	for i, res := range Interleave(ctx, targets, corpus, cfg.Saturate, cfg.Rounds) {
+	for i, res := range Interleave(ctx, targets, corpus, cfg.Saturate, report.Rounds) {
 		served[i].info.SaturatedRSS, _, _ = served[i].process.Memory()
-		_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", targets[i].Name, res.Summary())
-		results[i] = append(results[i], res)
+		logResult(res)
+		served[i].results = append(served[i].results, res)
 	}
-	for _, rate := range cfg.Rates {
-		for i, t := range targets {
-			res := Drive(ctx, t, corpus, openRun(cfg, rate))
-			_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", t.Name, res.Summary())
-			results[i] = append(results[i], res)
+	for k, rate := range cfg.Rates {
+		for _, i := range turns(len(targets), k) {
+			res := Drive(ctx, targets[i], corpus, openRun(cfg, rate))
+			logResult(res)
+			served[i].results = append(served[i].results, res)
 		}
 	}
-	for i, s := range served {
-		if s.info.RSS, s.info.PeakRSS, err = s.process.Memory(); err != nil {
-			return nil, err
-		}
-		s.process.Stop()
-		report.Results = append(report.Results, results[i]...)
-		report.Targets[s.target.Name] = s.info
-	}
-	if cfg.OPA == "" {
+	err = finish(report, served)
+	served = nil // stopped
+	switch {
+	case err != nil:
+		return nil, err
+	case cfg.OPA == "":
 		return report, nil
 	}
 	s, err := launch(TargetOPA)
 	if err != nil {
 		return nil, err
 	}
-	res := loadTarget(ctx, cfg, s.target, corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() })
-	if s.info.RSS, s.info.PeakRSS, err = s.process.Memory(); err != nil {
+	s.results = loadTarget(ctx, cfg, s.target, corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() }, logResult)
+	err = finish(report, served)
+	served = nil // stopped
+	if err != nil {
 		return nil, err
 	}
-	report.Results = append(report.Results, res...)
-	report.Targets[TargetOPA] = s.info
 	return report, nil
 }
 
-// running is a target's process, started, and what it cost.
+// finish records the memory of the targets' processes, stops every one of
+// them, and adds their results to the report.
+func finish(report *Report, served []*running) error {
+	var errs []error
+	for _, s := range served {
+		var err error
+		s.info.RSS, s.info.PeakRSS, err = s.process.Memory()
+		s.process.Stop()
+		errs = append(errs, err)
+		report.Results = append(report.Results, s.results...)
+		report.Targets[s.target.Name] = s.info
+	}
+	return errors.Join(errs...)
+}
+
+// running is a target's process, started, what it cost, and its results.
 type running struct {
 	target  *Target
 	process *Process
 	info    TargetInfo
+	results []Result
 }
 
 // startTarget starts one target's process: the classic OPA setup, or this
@@ -191,8 +207,8 @@ func openRun(cfg Config, rate float64) Run {
 }
 
 // loadTarget runs a warmed-up target saturated and then at every rate;
-// afterSaturated runs once the saturated run is over.
-func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request, afterSaturated func()) []Result {
+// afterSaturated runs once the saturated run is over, logResult after each.
+func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Request, afterSaturated func(), logResult func(Result)) []Result {
 	runs := []Run{cfg.Saturate}
 	for _, rate := range cfg.Rates {
 		runs = append(runs, openRun(cfg, rate))
@@ -203,7 +219,7 @@ func loadTarget(ctx context.Context, cfg Config, t *Target, corpus []scale.Reque
 		if r.Mode == Saturated {
 			afterSaturated()
 		}
-		_, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", t.Name, res.Summary())
+		logResult(res)
 		out = append(out, res)
 	}
 	return out

@@ -2,6 +2,7 @@ package load
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -221,9 +222,10 @@ func TestNullWebhookAnswersAllowedForTheRequestsUID(t *testing.T) {
 }
 
 func TestInterleaveTakesTurnsAndAddsUpEachTargetsSegments(t *testing.T) {
-	// Two webhooks log when each request arrives; driven in three rounds,
-	// the log reads A, B, A, B, A, B: five changes of target. Each result
-	// covers its target's three segments.
+	// Two webhooks log each request as it arrives. Driven in three rounds,
+	// the order reversed every other round, the log reads a, b, b, a, a,
+	// b: runs of a and b, in turn, three changes. Each result covers its
+	// target's three segments.
 	var mu sync.Mutex
 	var log []string
 	target := func(name string) *Target {
@@ -243,14 +245,14 @@ func TestInterleaveTakesTurnsAndAddsUpEachTargetsSegments(t *testing.T) {
 	results := Interleave(t.Context(), []*Target{a, b}, corpus, Run{Mode: Saturated, Workers: 1, Duration: 1500 * time.Millisecond}, 3)
 	mu.Lock()
 	defer mu.Unlock()
-	changes := 0
-	for i := 1; i < len(log); i++ {
-		if log[i] != log[i-1] {
-			changes++
+	var turns []string
+	for i, name := range log {
+		if i == 0 || name != log[i-1] {
+			turns = append(turns, name)
 		}
 	}
-	if changes != 5 {
-		t.Errorf("the targets changed %d times over %d requests, want 5 (three rounds of two)", changes, len(log))
+	if strings.Join(turns, " ") != "a b a b" {
+		t.Errorf("the targets took turns %v over %d requests, want a b a b (a b, b a, a b)", turns, len(log))
 	}
 	for i, res := range results {
 		served := 0
@@ -266,5 +268,28 @@ func TestInterleaveTakesTurnsAndAddsUpEachTargetsSegments(t *testing.T) {
 			t.Errorf("%s: %d requests (%d served), %d errors, %.0f req/s; want every segment added up over 1.5 s",
 				res.Target, res.Requests, served, res.Errors, res.Throughput)
 		}
+	}
+}
+
+func TestASeriesKnowsCPUTimeOnlyWhenEverySegmentReadIt(t *testing.T) {
+	srv := httptest.NewTLSServer(NullWebhook())
+	t.Cleanup(srv.Close)
+	reads := 0
+	target := &Target{Name: "null", URL: srv.URL, Client: srv.Client(), CPU: func() (time.Duration, error) {
+		if reads++; reads == 3 { // the second segment's start
+			return 0, errors.New("gone")
+		}
+		return time.Duration(reads) * time.Second, nil
+	}}
+	corpus := scale.Corpus(10, 20)
+	s := newSeries()
+	segment := Run{Mode: Saturated, Workers: 1, Duration: time.Second, MaxRequests: 10}
+	s.drive(t.Context(), target, corpus, segment)
+	if res := s.result("null", segment); res.TargetCPU != time.Second/10 || res.Requests != 10 {
+		t.Fatalf("after one segment: %v a request over %d requests, want 100ms over 10", res.TargetCPU, res.Requests)
+	}
+	s.drive(t.Context(), target, corpus, segment)
+	if res := s.result("null", segment); res.TargetCPU != 0 || res.Requests != 10 {
+		t.Errorf("after a segment that could not read it: %v a request over %d requests, want 0 (unknown) over 10 (the bound is the series')", res.TargetCPU, res.Requests)
 	}
 }

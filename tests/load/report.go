@@ -26,7 +26,8 @@ type Report struct {
 	// GCPercent is tenantguard's collector target (serve --gc-percent); ""
 	// is serve's default.
 	GCPercent string `json:"gcPercent,omitempty"`
-	// Rounds is how many turns each took at the saturated run (Interleave).
+	// Rounds is how many turns the null webhook and tenantguard each took
+	// at the saturated run (Interleave).
 	Rounds int `json:"rounds"`
 	// Results of every run, target by target.
 	Results []Result              `json:"results"`
@@ -169,12 +170,20 @@ const (
 	endMarker   = "<!-- make bench: end -->"
 )
 
+// opaText says when the classic OPA setup ran, if it did.
+func opaText(targets map[string]TargetInfo) string {
+	if _, ok := targets[TargetOPA]; !ok {
+		return ""
+	}
+	return "; the classic OPA setup runs after them"
+}
+
 // roundsText says how the saturated run was shared out.
 func roundsText(rounds int) string {
 	if rounds <= 1 {
 		return "one turn each"
 	}
-	return fmt.Sprintf("%d turns each, alternating, so that the machine's drift weighs on both alike", rounds)
+	return fmt.Sprintf("%d turns each, the order reversed every other turn, so that the machine's drift weighs on both alike", rounds)
 }
 
 // Markdown is the generated section of BENCHMARKS.md.
@@ -184,12 +193,12 @@ func (r *Report) Markdown(plot string) string {
 	_, _ = fmt.Fprintf(&b, "Command: `%s`. Machine: %s. Versions: %s.\n\n", r.Command, r.Machine, r.Versions)
 	_, _ = fmt.Fprintf(&b, "Load: HTTPS with keep-alive on loopback, the load generator on the same cores as the target; "+
 		"each target in its own process, all in one run. The null webhook and tenantguard run saturated in turns, "+
-		"%s, then at each open-loop rate one after the other; the classic OPA setup runs after them. Mixed corpus of %d validating "+
+		"%s, then at each open-loop rate one after the other%s. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
 		"(`serve --memory-limit`): %s; its garbage collector target (`serve --gc-percent`): %s.\n\n",
-		roundsText(r.Rounds), r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
+		roundsText(r.Rounds), opaText(r.Targets), r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
 	b.WriteString("### Targets\n\n")
 	r.WriteSummary(&b)
 	b.WriteString("\n### Load runs\n\n")

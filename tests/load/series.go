@@ -74,23 +74,27 @@ func (s *series) result(target string, r Run) Result {
 	return res
 }
 
-// Interleave drives the targets in turn, each for its share of r, rounds
+// Interleave drives the targets in turns, each for its share of r, rounds
 // times over, and returns one Result per target over all its segments. The
 // machine's speed drifts over minutes (other guests on the host, the CPU's
 // clock), and a ratio of two targets measured one after the other takes the
 // drift for a difference between them; interleaved, each is measured across
-// the same stretch of time.
+// the same stretch of time. The order is reversed every other round (A B,
+// B A, ...), so that a steady drift favours neither. r.MaxRequests bounds
+// each target over all its segments: once it is reached, its later
+// segments send nothing.
 func Interleave(ctx context.Context, targets []*Target, corpus []scale.Request, r Run, rounds int) []Result {
+	rounds = max(rounds, 1)
 	segment := r
-	segment.Duration = r.Duration / time.Duration(max(rounds, 1))
+	segment.Duration = r.Duration / time.Duration(rounds)
 	all := make([]*series, len(targets))
 	for i := range all {
 		all[i] = newSeries()
 	}
-	for range max(rounds, 1) {
-		for i, t := range targets {
+	for round := range rounds {
+		for _, i := range turns(len(targets), round) {
 			if ctx.Err() == nil {
-				all[i].drive(ctx, t, corpus, segment)
+				all[i].drive(ctx, targets[i], corpus, segment)
 			}
 		}
 	}
@@ -99,4 +103,17 @@ func Interleave(ctx context.Context, targets []*Target, corpus []scale.Request, 
 		out[i] = all[i].result(t.Name, r)
 	}
 	return out
+}
+
+// turns is the order of n targets in round k: as given in even rounds,
+// reversed in odd ones.
+func turns(n, k int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		if k%2 == 1 {
+			order[i] = n - 1 - i
+		}
+	}
+	return order
 }
