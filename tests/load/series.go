@@ -18,12 +18,13 @@ type series struct {
 	behind  bool
 	// cpu is the CPU time the target and the harness used over the
 	// segments; cpuOK whether it could be read in every one of them.
-	cpu      [2]time.Duration
-	cpuOK    [2]bool
-	segments int
+	cpu   [2]time.Duration
+	cpuOK [2]bool
 }
 
-func newSeries() *series { return &series{c: collector{hist: newHistogram()}} }
+func newSeries() *series {
+	return &series{c: collector{hist: newHistogram()}, cpuOK: [2]bool{true, true}}
+}
 
 // drive runs one segment of the series.
 func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) {
@@ -47,9 +48,8 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 	target, self, targetOK, selfOK := cpu.spent()
 	s.cpu[0] += target
 	s.cpu[1] += self
-	s.cpuOK[0] = targetOK && (s.segments == 0 || s.cpuOK[0])
-	s.cpuOK[1] = selfOK && (s.segments == 0 || s.cpuOK[1])
-	s.segments++
+	s.cpuOK[0] = s.cpuOK[0] && targetOK
+	s.cpuOK[1] = s.cpuOK[1] && selfOK
 }
 
 // result is the series' figures, as one run of r by target.
