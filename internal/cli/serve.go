@@ -93,7 +93,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, leaving at least 32 MiB or half, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
 	f.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent, "the garbage collector's target, as GOGC: how far, in percent of the live heap, the heap grows between collections (-1: off, only with a memory limit). GOGC wins when this flag is not given")
 	f.StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run: auto (OPA's plan of the rules when tenantguard's plan evaluator accepts the policy, else topdown), plan (refuse a policy it cannot run) or topdown (OPA's own evaluator)")
-	f.IntVar(&o.evaluators, "evaluators", 0, "policy evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count)")
+	f.IntVar(&o.evaluators, "evaluators", 0, "topdown evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count); the plan evaluator runs each on its request's goroutine")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
@@ -174,7 +174,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	m := metrics.New()
 	pool := engine.NewPool(o.evaluators)
 	defer pool.Close()
-	log.Info("policy evaluators", "count", pool.Size())
+	log.Info("topdown evaluators", "count", pool.Size())
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool, Evaluator: o.evaluator})
 	if o.policyDir == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)

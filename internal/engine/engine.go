@@ -32,7 +32,10 @@ type Options struct {
 	Modules map[string]string
 	// Managers are the user names of tenantguard itself; DefaultManager when empty.
 	Managers []string
-	// Pool runs the evaluations; nil runs them on the caller's goroutine.
+	// Pool runs topdown's evaluations; nil runs them on the caller's
+	// goroutine. The plan evaluator always runs them there: it needs no
+	// more than a goroutine's initial stack, and handing an evaluation to
+	// another goroutine costs more than the bound is worth (see Pool).
 	Pool *Pool
 	// Evaluator runs the rules: EvaluatorAuto (the default), EvaluatorPlan
 	// or EvaluatorTopdown.
@@ -58,7 +61,8 @@ var Evaluators = []string{EvaluatorAuto, EvaluatorPlan, EvaluatorTopdown}
 // immutable and safe for concurrent use; a new registry or policy is a new Engine.
 type Engine struct {
 	registry *registry.Snapshot
-	pool     *Pool
+	// pool runs the evaluations of topdown; nil with the plan evaluator
+	pool *Pool
 	// evaluator is the evaluator in use, and why when auto fell back.
 	evaluator string
 	mutate    query
@@ -157,6 +161,7 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 	e.mutate = planQuery{programs[MutationsQuery], dataTerm}
 	e.decide = planQuery{programs[DecisionQuery], dataTerm}
 	e.evaluator = EvaluatorPlan
+	e.pool = nil // see Options.Pool
 	return nil
 }
 

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,38 +143,42 @@ func TestAPanicInAnEvaluationReachesTheCaller(t *testing.T) {
 	}
 }
 
-func TestConcurrentDecisionsOnAPoolMatchTheCorpus(t *testing.T) {
-	pool := NewPool(2)
-	defer pool.Close()
-	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := scaleView(50)
-	corpus := scale.Corpus(50, 100)
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < len(corpus); i += 8 {
-				req, err := admission.Decode(corpus[i].Body)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				d, err := eng.Validate(t.Context(), req, view)
-				if err != nil || d.Allowed != corpus[i].Allowed {
-					t.Errorf("%s #%d: decision %+v, %v; want allowed %v", corpus[i].Kind, i, d, err, corpus[i].Allowed)
-				}
+func TestConcurrentDecisionsMatchTheCorpusWithEitherEvaluator(t *testing.T) {
+	for _, evaluator := range []string{EvaluatorPlan, EvaluatorTopdown} {
+		t.Run(evaluator, func(t *testing.T) {
+			pool := NewPool(2)
+			defer pool.Close()
+			eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Pool: pool, Evaluator: evaluator})
+			if err != nil {
+				t.Fatal(err)
 			}
+			view := scaleView(50)
+			corpus := scale.Corpus(50, 100)
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() {
+					for i := w; i < len(corpus); i += 8 {
+						req, err := admission.Decode(corpus[i].Body)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						d, err := eng.Validate(t.Context(), req, view)
+						if err != nil || d.Allowed != corpus[i].Allowed {
+							t.Errorf("%s #%d: decision %+v, %v; want allowed %v", corpus[i].Kind, i, d, err, corpus[i].Allowed)
+						}
+					}
+				})
+			}
+			wg.Wait()
 		})
 	}
-	wg.Wait()
 }
 
-func TestAnEngineWaitsForItsPoolButItsSelfCheckDoesNot(t *testing.T) {
+func TestTopdownWaitsForThePoolButTheSelfCheckDoesNot(t *testing.T) {
 	pool, done := busyPool()
 	defer done()
-	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool})
+	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, Evaluator: EvaluatorTopdown})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +190,24 @@ func TestAnEngineWaitsForItsPoolButItsSelfCheckDoesNot(t *testing.T) {
 	_, err = eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5))
 	if err == nil || !strings.Contains(err.Error(), "waiting for a policy evaluator") {
 		t.Fatalf("decision with every evaluator busy: %v; want it to wait for the pool and time out", err)
+	}
+}
+
+func TestThePlanEvaluatorDecidesOnTheCallersGoroutine(t *testing.T) {
+	pool, done := busyPool()
+	defer done()
+	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, Evaluator: EvaluatorPlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := eng.Validate(t.Context(), podCreate(t, 1, podSpec), scaleView(5))
+	if err != nil || !d.Allowed {
+		t.Fatalf("decision with every pool worker busy: %+v, %v; want the plan evaluator to decide without the pool", d, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("decision of an ended request: %v; want it refused unevaluated with the context's error", err)
 	}
 }
 
@@ -197,5 +223,37 @@ func TestAPoolOfSizeZeroHasOneWorkerPerCPU(t *testing.T) {
 		t.Fatalf("NewPool(3) has %d workers", p.Size())
 	} else {
 		p.Close()
+	}
+}
+
+// maxPlanStack bounds the stack a plan evaluation may grow: the reason the
+// plan evaluator runs on the caller's goroutine, without the pool.
+const maxPlanStack = 32 << 10
+
+func TestPlanEvaluationsFitInASmallStack(t *testing.T) {
+	if os.Getenv("TENANTGUARD_TEST_STACK") == "" {
+		// In a child process: going over the limit crashes the program.
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPlanEvaluationsFitInASmallStack$")
+		cmd.Env = append(os.Environ(), "TENANTGUARD_TEST_STACK=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("plan evaluations of the corpus with a %d KiB stack limit: %v\n%.2000s", maxPlanStack>>10, err, out)
+		}
+		return
+	}
+	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Evaluator: EvaluatorPlan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(50)
+	corpus := scale.Corpus(50, 20) // every shape of the corpus
+	debug.SetMaxStack(maxPlanStack)
+	for _, c := range corpus {
+		req, err := admission.Decode(c.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.Review(t.Context(), req, view); err != nil {
+			t.Fatalf("%s: %v", c.Kind, err)
+		}
 	}
 }

@@ -106,18 +106,28 @@ func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, erro
 	return parseDecision(result)
 }
 
-// eval runs a prepared query on a parsed input, in the engine's pool, and
-// returns its value; undefined is an error.
+// eval runs a prepared query on a parsed input, in the engine's pool if it
+// has one, and returns its value; undefined is an error. An ended request
+// is not evaluated.
 func (e *Engine) eval(ctx context.Context, q query, name string, input ast.Value) (ast.Value, error) {
 	var (
-		result  ast.Value
-		evalErr error
+		result ast.Value
+		err    error
 	)
-	if err := e.pool.Do(ctx, func() { result, evalErr = q.eval(ctx, input) }); err != nil {
-		return nil, err
+	switch {
+	case e.pool != nil:
+		var evalErr error
+		if err := e.pool.Do(ctx, func() { result, evalErr = q.eval(ctx, input) }); err != nil {
+			return nil, err
+		}
+		err = evalErr
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("not evaluating %s: %w", name, context.Cause(ctx))
+	default:
+		result, err = q.eval(ctx, input)
 	}
-	if evalErr != nil {
-		return nil, fmt.Errorf("evaluating %s: %w", name, evalErr)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating %s: %w", name, err)
 	}
 	if result == nil {
 		return nil, fmt.Errorf("%s is undefined", name)
