@@ -16,6 +16,10 @@ LOAD_FLAGS            ?=
 # even past saturation, as in a pod with limits.memory 160Mi; 0 for none
 BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
+# BASE is the git revision `make bench-compare` measures the working tree
+# against; COMPARE_FLAGS are extra flags for `tgload compare`
+BASE                  ?= HEAD
+COMPARE_FLAGS         ?=
 FUZZTIME              ?= 30s
 
 # The local control plane for e2e tests and the demo, built from the Go module
@@ -113,6 +117,16 @@ bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchma
 	@mkdir -p $(BENCH_OUT) docs/bench
 	go run ./tests/load/cmd/tgload run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
+
+.PHONY: bench-compare
+bench-compare: ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated in turns (tgload compare)
+	@rm -rf $(BENCH_OUT)/base-src && mkdir -p $(BENCH_OUT)/base-src
+	git archive $(BASE) | tar -x -C $(BENCH_OUT)/base-src
+	cd $(BENCH_OUT)/base-src && go build -o $(BENCH_OUT)/tgload-base ./tests/load/cmd/tgload
+	go build -o $(BENCH_OUT)/tgload ./tests/load/cmd/tgload
+	@rm -rf $(BENCH_OUT)/base-src
+	$(BENCH_OUT)/tgload compare -memory-limit $(BENCH_MEMORY_LIMIT) $(COMPARE_FLAGS) \
+	  -build base=tenantguard@$(BENCH_OUT)/tgload-base -build new=tenantguard -build null=null
 
 .PHONY: soak
 soak: ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s (fails on an error, a wrong decision or RSS growth over 10%)

@@ -89,7 +89,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	launch := func(name string) (*running, error) {
-		s, err := startTarget(ctx, cfg, name, dir, certFile, keyFile, pool)
+		s, err := startTarget(ctx, cfg, Build{Name: name, Target: name}, dir, certFile, keyFile, pool)
 		if err != nil {
 			return nil, err
 		}
@@ -161,14 +161,16 @@ type running struct {
 	results []Result
 }
 
-// startTarget starts one target's process: the classic OPA setup, or this
-// harness's binary serving the null webhook or tenantguard.
-func startTarget(ctx context.Context, cfg Config, name, dir, certFile, keyFile string, pool *x509.CertPool) (*running, error) {
+// startTarget starts one target's process: the classic OPA setup, or a
+// tgload binary (this harness's unless b says) serving the null webhook or
+// tenantguard.
+func startTarget(ctx context.Context, cfg Config, b Build, dir, certFile, keyFile string, pool *x509.CertPool) (*running, error) {
+	name := b.Name
 	client := newClient(pool, max(cfg.OpenWorkers, cfg.Saturate.Workers))
-	s := &running{target: &Target{Name: name, Client: client, Decides: name != TargetNull}}
+	s := &running{target: &Target{Name: name, Client: client, Decides: b.Target != TargetNull}}
 	_, _ = fmt.Fprintf(cfg.Log, "%s: starting\n", name)
 	var err error
-	if name == TargetOPA {
+	if b.Target == TargetOPA {
 		var base string
 		s.process, base, err = StartOPA(ctx, cfg.OPA, dir, certFile, keyFile, client, cfg.Scale)
 		s.target.URL = base + OPAPath
@@ -178,7 +180,7 @@ func startTarget(ctx context.Context, cfg Config, name, dir, certFile, keyFile s
 			profile = filepath.Join(cfg.ProfileDir, name+".pprof")
 		}
 		var st Started
-		s.process, st, err = StartServed(ctx, name, certFile, keyFile, cfg.Scale, ServedOptions{CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
+		s.process, st, err = StartServed(ctx, b.Target, certFile, keyFile, cfg.Scale, ServedOptions{Executable: b.Executable, CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
 		if err == nil {
 			s.target.URL = "https://" + st.Addr + "/validate?timeout=10s"
 			s.info.Sync, s.info.Ready = st.Sync, st.Ready

@@ -88,6 +88,10 @@ func (p *Process) Stop() {
 
 // ServedOptions are the optional parts of a served target.
 type ServedOptions struct {
+	// Executable is the tgload binary that serves the target; empty is this
+	// harness's own. Another build's serves that build's tenantguard
+	// (Compare).
+	Executable string
 	// CPUProfile, when set, receives a CPU profile of the target once ready.
 	CPUProfile string
 	// Reload, when set, has tenantguard load a changed registry this often
@@ -101,13 +105,16 @@ type ServedOptions struct {
 	GCPercent string
 }
 
-// StartServed runs `EXECUTABLE serve ...` (this harness's own binary) and
-// waits for the served target to report it is ready. Later status lines
-// (the registry reloads) are kept for Reloads.
+// StartServed runs `EXECUTABLE serve ...` (o.Executable, or this harness's
+// own binary) and waits for the served target to report it is ready. Later
+// status lines (the registry reloads) are kept for Reloads.
 func StartServed(ctx context.Context, target string, certFile, keyFile string, s Scale, o ServedOptions) (*Process, Started, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, Started{}, err
+	exe := o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, Started{}, err
+		}
 	}
 	out, w := io.Pipe()
 	args := []string{"serve", "-target", target, "-cert", certFile, "-key", keyFile,

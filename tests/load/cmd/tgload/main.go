@@ -1,7 +1,9 @@
 // Command tgload is tenantguard's load harness (package load): `tgload run`
 // compares tenantguard's webhook with the null webhook and `opa run
-// --server` under load and reports the performance targets; `tgload serve`
-// is the target process it starts.
+// --server` under load and reports the performance targets; `tgload
+// compare` runs builds of tenantguard from different commits in turns;
+// `tgload soak` holds a rate and watches memory; `tgload serve` is the
+// target process they start.
 package main
 
 import (
@@ -30,17 +32,19 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tgload run|soak|serve [flags]")
+		return errors.New("usage: tgload run|compare|soak|serve [flags]")
 	}
 	switch args[0] {
 	case "serve":
 		return load.ServeMain(args[1:], stdout)
 	case "run":
 		return bench(args[1:], stdout)
+	case "compare":
+		return compare(args[1:], stdout)
 	case "soak":
 		return soak(args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q: run, soak or serve", args[0])
+	return fmt.Errorf("unknown command %q: run, compare, soak or serve", args[0])
 }
 
 // soak is `tgload soak`: it fails when the soak misses its bar.
@@ -96,13 +100,8 @@ func bench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfg := load.Config{Log: os.Stderr}
 	fs.StringVar(&cfg.OPA, "opa", "", "opa binary for the classic OPA setup (empty: leave it out)")
-	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
-	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
-	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
-	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
-	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
+	loadFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
-	fs.IntVar(&cfg.Saturate.Workers, "workers", 16, "closed-loop workers")
 	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run, alternating, each for duration/rounds")
 	rates := fs.String("rates", "500,1000,2000,3000,4000,6000", "open-loop rates (requests/s)")
 	fs.DurationVar(&cfg.Step, "step", 5*time.Second, "open-loop run length per rate")
@@ -112,8 +111,6 @@ func bench(args []string, stdout io.Writer) error {
 	benchmarks := fs.String("benchmarks", "", "BENCHMARKS.md whose generated section to rewrite")
 	plotFile := fs.String("plot", "", "write the latency plot (PNG) here")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each served target (TARGET.pprof) here")
-	fs.StringVar(&cfg.MemoryLimit, "memory-limit", "0", "tenantguard's soft memory limit, as serve --memory-limit takes it (0: none)")
-	fs.StringVar(&cfg.GCPercent, "gc-percent", "", "tenantguard's garbage collector target, as serve --gc-percent takes it (empty: serve's default)")
 	command := fs.String("command", "make bench", "the command named in the report")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -144,6 +141,19 @@ func bench(args []string, stdout io.Writer) error {
 		}
 	}
 	return write(report, stdout, *jsonOut, *benchmarks, *plotFile)
+}
+
+// loadFlags are the flags of run and compare that shape the cluster, the
+// corpus, the saturated runs and tenantguard's memory settings.
+func loadFlags(fs *flag.FlagSet, cfg *load.Config) {
+	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
+	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
+	fs.IntVar(&cfg.Saturate.Workers, "workers", 16, "closed-loop workers")
+	fs.StringVar(&cfg.MemoryLimit, "memory-limit", "0", "tenantguard's soft memory limit, as serve --memory-limit takes it (0: none)")
+	fs.StringVar(&cfg.GCPercent, "gc-percent", "", "tenantguard's garbage collector target, as serve --gc-percent takes it (empty: serve's default)")
 }
 
 func readMicro(file string) ([]load.Micro, error) {
