@@ -17,7 +17,8 @@ LOAD_FLAGS            ?=
 BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
 # BASE is the git revision `make bench-compare` measures the working tree
-# against; COMPARE_FLAGS are extra flags for `tgload compare`
+# against: 8892a25 or later, whose `tgload serve` takes -memory-limit;
+# COMPARE_FLAGS are extra flags for `tgload compare`
 BASE                  ?= HEAD
 COMPARE_FLAGS         ?=
 FUZZTIME              ?= 30s
@@ -122,9 +123,9 @@ bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchma
 bench-compare: ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated in turns (tgload compare)
 	@rm -rf $(BENCH_OUT)/base-src && mkdir -p $(BENCH_OUT)/base-src
 	git archive $(BASE) | tar -x -C $(BENCH_OUT)/base-src
-	cd $(BENCH_OUT)/base-src && go build -o $(BENCH_OUT)/tgload-base ./tests/load/cmd/tgload
+	cd $(BENCH_OUT)/base-src && go build -o $(BENCH_OUT)/tgload-base ./tests/load/cmd/tgload; \
+	  status=$$?; rm -rf $(BENCH_OUT)/base-src; exit $$status
 	go build -o $(BENCH_OUT)/tgload ./tests/load/cmd/tgload
-	@rm -rf $(BENCH_OUT)/base-src
 	$(BENCH_OUT)/tgload compare -memory-limit $(BENCH_MEMORY_LIMIT) $(COMPARE_FLAGS) \
 	  -build base=tenantguard@$(BENCH_OUT)/tgload-base -build new=tenantguard -build null=null
 

@@ -27,10 +27,12 @@ func (e *Engine) Check(ctx context.Context) error {
 		return err
 	}
 	// On the caller's goroutine: a reload must not queue behind requests
-	// for the pool, nor fail because the pool has stopped.
+	// for the pool, nor fail because the pool has stopped. Nor is it
+	// refused when its context ends (a shutdown): an ended request is not
+	// evaluated, but the check is of the policy, and takes microseconds.
 	unpooled := *e
 	unpooled.pool = nil
-	if _, err := unpooled.Review(ctx, req, clusterview.New(e.registry.TenantLabel())); err != nil {
+	if _, err := unpooled.Review(context.WithoutCancel(ctx), req, clusterview.New(e.registry.TenantLabel())); err != nil {
 		return fmt.Errorf("self-check: %w", err)
 	}
 	return nil

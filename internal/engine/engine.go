@@ -33,9 +33,9 @@ type Options struct {
 	// Managers are the user names of tenantguard itself; DefaultManager when empty.
 	Managers []string
 	// Pool runs topdown's evaluations; nil runs them on the caller's
-	// goroutine. The plan evaluator always runs them there: it needs no
-	// more than a goroutine's initial stack, and handing an evaluation to
-	// another goroutine costs more than the bound is worth (see Pool).
+	// goroutine. The plan evaluator always runs them there: it needs less
+	// than 32 KiB of stack, and handing an evaluation to another goroutine
+	// costs more than the bound is worth (see Pool).
 	Pool *Pool
 	// Evaluator runs the rules: EvaluatorAuto (the default), EvaluatorPlan
 	// or EvaluatorTopdown.

@@ -21,8 +21,8 @@ import (
 //
 // The plan evaluator does not use it. Its evaluations need less than 32 KiB
 // of stack (TestPlanEvaluationsFitInASmallStack), and handing each to a
-// worker and waking the caller again cost about 8% of the server's CPU per
-// request under load (BENCHMARKS.md).
+// worker and waking the caller again cost 3 to 8% of the server's CPU per
+// request under load, and 6 to 11% of its throughput (BENCHMARKS.md).
 //
 // A nil *Pool runs evaluations on the caller's goroutine.
 type Pool struct {

@@ -200,14 +200,21 @@ func TestThePlanEvaluatorDecidesOnTheCallersGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := eng.Validate(t.Context(), podCreate(t, 1, podSpec), scaleView(5))
+	// Through the busy pool, the decision would wait and time out.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	d, err := eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5))
 	if err != nil || !d.Allowed {
 		t.Fatalf("decision with every pool worker busy: %+v, %v; want the plan evaluator to decide without the pool", d, err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := eng.Validate(ctx, podCreate(t, 1, podSpec), scaleView(5)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("decision of an ended request: %v; want it refused unevaluated with the context's error", err)
+	ended, end := context.WithCancel(t.Context())
+	end()
+	_, err = eng.Validate(ended, podCreate(t, 1, podSpec), scaleView(5))
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "not evaluating") {
+		t.Fatalf("decision of an ended request: %v; want it refused unevaluated, with the context's error", err)
+	}
+	if err := eng.Check(ended); err != nil {
+		t.Fatalf("self-check with an ended context: %v; want the policy checked all the same", err)
 	}
 }
 
@@ -230,30 +237,57 @@ func TestAPoolOfSizeZeroHasOneWorkerPerCPU(t *testing.T) {
 // plan evaluator runs on the caller's goroutine, without the pool.
 const maxPlanStack = 32 << 10
 
+// stackChild names the evaluator the child process of
+// TestPlanEvaluationsFitInASmallStack runs the corpus with.
+const stackChild = "TENANTGUARD_TEST_STACK"
+
 func TestPlanEvaluationsFitInASmallStack(t *testing.T) {
-	if os.Getenv("TENANTGUARD_TEST_STACK") == "" {
-		// In a child process: going over the limit crashes the program.
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPlanEvaluationsFitInASmallStack$")
-		cmd.Env = append(os.Environ(), "TENANTGUARD_TEST_STACK=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("plan evaluations of the corpus with a %d KiB stack limit: %v\n%.2000s", maxPlanStack>>10, err, out)
-		}
+	if evaluator := os.Getenv(stackChild); evaluator != "" {
+		evaluateUnderStackLimit(t, evaluator)
 		return
 	}
-	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Evaluator: EvaluatorPlan})
+	// In a child process: going over the limit crashes the program.
+	child := func(evaluator string) ([]byte, error) {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestPlanEvaluationsFitInASmallStack$")
+		cmd.Env = append(os.Environ(), stackChild+"="+evaluator)
+		return cmd.CombinedOutput()
+	}
+	if out, err := child(EvaluatorPlan); err != nil {
+		t.Fatalf("plan evaluations of the corpus with a %d KiB stack limit: %v\n%.2000s", maxPlanStack>>10, err, out)
+	}
+	// topdown, which recurses deeply, shows that the limit bites.
+	if out, err := child(EvaluatorTopdown); err == nil || !strings.Contains(string(out), "stack exceeds") {
+		t.Fatalf("topdown evaluations with a %d KiB stack limit: %v; want them over it\n%.2000s", maxPlanStack>>10, err, out)
+	}
+}
+
+// evaluateUnderStackLimit reviews every shape of the corpus on a new
+// goroutine, started after the limit is set so that its stack starts small.
+func evaluateUnderStackLimit(t *testing.T, evaluator string) {
+	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Evaluator: evaluator})
 	if err != nil {
 		t.Fatal(err)
 	}
 	view := scaleView(50)
 	corpus := scale.Corpus(50, 20) // every shape of the corpus
-	debug.SetMaxStack(maxPlanStack)
-	for _, c := range corpus {
-		req, err := admission.Decode(c.Body)
-		if err != nil {
+	reqs := make([]*admission.Request, len(corpus))
+	for i, c := range corpus {
+		if reqs[i], err = admission.Decode(c.Body); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := eng.Review(t.Context(), req, view); err != nil {
-			t.Fatalf("%s: %v", c.Kind, err)
+	}
+	debug.SetMaxStack(maxPlanStack)
+	done := make(chan error)
+	go func() {
+		for i, req := range reqs {
+			if _, err := eng.Review(t.Context(), req, view); err != nil {
+				done <- fmt.Errorf("%s: %w", corpus[i].Kind, err)
+				return
+			}
 		}
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

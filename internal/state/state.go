@@ -30,8 +30,9 @@ type Observer interface {
 type Options struct {
 	// Managers are tenantguard's own user names (see engine.Options).
 	Managers []string
-	// Pool runs the engines' evaluations (see engine.Options); nil runs them
-	// on the requests' goroutines.
+	// Pool runs the engines' topdown evaluations (see engine.Options); nil
+	// runs them on the requests' goroutines, where the plan evaluator always
+	// runs its own.
 	Pool *engine.Pool
 	// Evaluator runs the rules (see engine.Options); "" is engine.EvaluatorAuto.
 	Evaluator string

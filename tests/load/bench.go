@@ -74,65 +74,43 @@ const (
 // their memory; then does the same for the classic OPA setup on its own,
 // when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
-	dir, certFile, keyFile, pool, err := servingCert("tgload")
+	f, err := newFleet(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
+	defer f.close()
 	report := &Report{Scale: cfg.Scale, Corpus: cfg.Corpus, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Rounds: max(cfg.Rounds, 1), Targets: map[string]TargetInfo{}}
 	logResult := func(res Result) { _, _ = fmt.Fprintf(cfg.Log, "%s: %s\n", res.Target, res.Summary()) }
-	var served []*running
-	defer func() {
-		for _, s := range served {
-			s.process.Stop()
-		}
-	}()
-	launch := func(name string) (*running, error) {
-		s, err := startTarget(ctx, cfg, Build{Name: name, Target: name}, dir, certFile, keyFile, pool)
-		if err != nil {
-			return nil, err
-		}
-		served = append(served, s)
-		return s, warm(ctx, cfg, s.target, corpus)
-	}
 	for _, name := range []string{TargetNull, TargetTenantguard} {
-		if _, err := launch(name); err != nil {
+		if _, err := f.launch(ctx, Build{Name: name, Target: name}); err != nil {
 			return nil, err
 		}
 	}
-	targets := make([]*Target, len(served))
-	for i, s := range served {
-		targets[i] = s.target
-	}
-	for i, res := range Interleave(ctx, targets, corpus, cfg.Saturate, report.Rounds) {
+	served, targets := f.served, f.targets()
+	for i, res := range Interleave(ctx, targets, f.corpus, cfg.Saturate, report.Rounds) {
 		served[i].info.SaturatedRSS, _, _ = served[i].process.Memory()
 		logResult(res)
 		served[i].results = append(served[i].results, res)
 	}
 	for k, rate := range cfg.Rates {
 		for _, i := range turns(len(targets), k) {
-			res := Drive(ctx, targets[i], corpus, openRun(cfg, rate))
+			res := Drive(ctx, targets[i], f.corpus, openRun(cfg, rate))
 			logResult(res)
 			served[i].results = append(served[i].results, res)
 		}
 	}
-	err = finish(report, served)
-	served = nil // stopped
-	switch {
+	switch err := f.finish(report); {
 	case err != nil:
 		return nil, err
 	case cfg.OPA == "":
 		return report, nil
 	}
-	s, err := launch(TargetOPA)
+	s, err := f.launch(ctx, Build{Name: TargetOPA, Target: TargetOPA})
 	if err != nil {
 		return nil, err
 	}
-	s.results = loadTarget(ctx, cfg, s.target, corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() }, logResult)
-	err = finish(report, served)
-	served = nil // stopped
-	if err != nil {
+	s.results = loadTarget(ctx, cfg, s.target, f.corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() }, logResult)
+	if err := f.finish(report); err != nil {
 		return nil, err
 	}
 	return report, nil

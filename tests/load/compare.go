@@ -2,10 +2,11 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-
-	"github.com/tenantguard/tenantguard/tests/scale"
+	"path/filepath"
+	"slices"
 )
 
 // Build is one served target of a comparison: its name in the figures,
@@ -32,48 +33,70 @@ type Comparison struct {
 // round), so that the machine's drift weighs on all of them alike: two
 // builds' figures taken minutes apart differ by more than most changes do.
 // Of cfg it reads Scale, Corpus, Warmup, Saturate, Rounds, MemoryLimit,
-// GCPercent and Log.
+// GCPercent and Log. The builds are checked before any starts. A build
+// that gave errors or wrong answers fails the comparison, whose figures
+// are returned with the error.
 func Compare(ctx context.Context, cfg Config, builds []Build) (*Comparison, error) {
-	if len(builds) == 0 {
-		return nil, fmt.Errorf("no build to compare")
+	builds = slices.Clone(builds)
+	if err := checkBuilds(builds); err != nil {
+		return nil, err
 	}
-	for _, b := range builds {
-		if b.Target != TargetNull && b.Target != TargetTenantguard {
-			return nil, fmt.Errorf("build %q serves %q: compare serves %s or %s", b.Name, b.Target, TargetNull, TargetTenantguard)
-		}
-	}
-	dir, certFile, keyFile, pool, err := servingCert("tgload")
+	f, err := newFleet(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
-	var served []*running
-	defer func() {
-		for _, s := range served {
-			s.process.Stop()
-		}
-	}()
-	targets := make([]*Target, len(builds))
-	for i, b := range builds {
-		s, err := startTarget(ctx, cfg, b, dir, certFile, keyFile, pool)
-		if err != nil {
+	defer f.close()
+	for _, b := range builds {
+		if _, err := f.launch(ctx, b); err != nil {
 			return nil, err
 		}
-		served = append(served, s)
-		if err := warm(ctx, cfg, s.target, corpus); err != nil {
-			return nil, err
-		}
-		targets[i] = s.target
 	}
-	c := &Comparison{Results: Interleave(ctx, targets, corpus, cfg.Saturate, cfg.Rounds)}
+	c := &Comparison{Results: Interleave(ctx, f.targets(), f.corpus, cfg.Saturate, cfg.Rounds)}
+	if err := ctx.Err(); err != nil {
+		return nil, err // turns were skipped: no figures to compare
+	}
 	first := c.Results[0]
+	var errs []error
 	for _, r := range c.Results {
 		c.Throughput = append(c.Throughput, ratio(r.Throughput, first.Throughput))
 		c.ServerCPU = append(c.ServerCPU, ratio(float64(r.TargetCPU), float64(first.TargetCPU)))
 		c.TotalCPU = append(c.TotalCPU, ratio(float64(r.TargetCPU+r.HarnessCPU), float64(first.TargetCPU+first.HarnessCPU)))
+		if r.Errors+r.Wrong > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d errors and %d wrong answers; first: %s", r.Target, r.Errors, r.Wrong, r.FirstError))
+		}
 	}
-	return c, nil
+	return c, errors.Join(errs...)
+}
+
+// checkBuilds refuses a comparison of no build, of two builds of one name,
+// of a target Compare does not serve, or of a tgload binary that is not a
+// file; a binary's path is made absolute.
+func checkBuilds(builds []Build) error {
+	if len(builds) == 0 {
+		return errors.New("no build to compare")
+	}
+	names := map[string]bool{}
+	for i, b := range builds {
+		switch {
+		case names[b.Name]:
+			return fmt.Errorf("two builds are named %q", b.Name)
+		case b.Target != TargetNull && b.Target != TargetTenantguard:
+			return fmt.Errorf("build %q serves %q: compare serves %s or %s", b.Name, b.Target, TargetNull, TargetTenantguard)
+		}
+		names[b.Name] = true
+		if b.Executable == "" {
+			continue
+		}
+		exe, err := filepath.Abs(b.Executable)
+		if err == nil {
+			_, err = os.Stat(exe)
+		}
+		if err != nil {
+			return fmt.Errorf("build %q: %w", b.Name, err)
+		}
+		builds[i].Executable = exe
+	}
+	return nil
 }
 
 // ratio is a/b, 0 when either is unknown.

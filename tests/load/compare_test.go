@@ -1,8 +1,10 @@
 package load
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +18,23 @@ func TestCompareRunsEachBuildInTurnsAndGivesItsRatiosToTheFirst(t *testing.T) {
 		Rounds:   2,
 		Log:      io.Discard,
 	}
-	// The second build names its binary: this test binary serves, as
-	// another commit's tgload would.
-	builds := []Build{{Name: "ceiling", Target: TargetNull}, {Name: "ours", Target: TargetTenantguard, Executable: os.Args[0]}}
+	// The second build is served by the binary it names: a script that
+	// leaves a mark and runs this test binary, as another commit's tgload
+	// would serve that commit's tenantguard.
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "served")
+	script := filepath.Join(dir, "tgload")
+	body := fmt.Sprintf("#!/bin/sh\ntouch %q\nexec %q \"$@\"\n", mark, os.Args[0])
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	builds := []Build{{Name: "ceiling", Target: TargetNull}, {Name: "ours", Target: TargetTenantguard, Executable: script}}
 	c, err := Compare(t.Context(), cfg, builds)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the build's own binary did not serve it: %v", err)
 	}
 	if len(c.Results) != 2 || c.Results[0].Target != "ceiling" || c.Results[1].Target != "ours" {
 		t.Fatalf("results %+v, want ceiling's then ours", c.Results)
@@ -40,9 +53,28 @@ func TestCompareRunsEachBuildInTurnsAndGivesItsRatiosToTheFirst(t *testing.T) {
 	}
 }
 
-func TestCompareRefusesATargetItCannotServe(t *testing.T) {
-	_, err := Compare(t.Context(), Config{Log: io.Discard}, []Build{{Name: "classic", Target: TargetOPA}})
-	if err == nil || !strings.Contains(err.Error(), `build "classic" serves "opa"`) {
-		t.Fatalf("error %v; want the build and its target named", err)
+func TestCompareRefusesBuildsItCannotRunBeforeStartingAny(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "tgload")
+	tests := []struct {
+		name   string
+		builds []Build
+		want   string
+	}{
+		{"no build", nil, "no build to compare"},
+		{"a target it does not serve", []Build{{Name: "classic", Target: TargetOPA}}, `build "classic" serves "opa"`},
+		{"two builds of one name", []Build{{Name: "a", Target: TargetNull}, {Name: "a", Target: TargetTenantguard}}, `two builds are named "a"`},
+		{"a binary that is not there", []Build{{Name: "null", Target: TargetNull}, {Name: "base", Target: TargetTenantguard, Executable: missing}}, `build "base": stat ` + missing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log strings.Builder
+			_, err := Compare(t.Context(), Config{Log: &log}, tt.builds)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v; want one with %q", err, tt.want)
+			}
+			if log.Len() > 0 {
+				t.Errorf("a build was started before the refusal: %s", log.String())
+			}
+		})
 	}
 }

@@ -39,7 +39,7 @@ func compare(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	c, err := load.Compare(ctx, cfg, builds)
-	if err != nil {
+	if c == nil {
 		return err
 	}
 	for i, r := range c.Results {
@@ -49,14 +49,14 @@ func compare(args []string, stdout io.Writer) error {
 				c.Results[0].Target, c.Throughput[i], c.ServerCPU[i], c.TotalCPU[i])
 		}
 	}
-	return nil
+	return err
 }
 
 // parseBuild reads NAME=TARGET[@TGLOAD].
 func parseBuild(v string) (load.Build, error) {
 	name, rest, ok := strings.Cut(v, "=")
-	target, exe, _ := strings.Cut(rest, "@")
-	if !ok || name == "" || target == "" {
+	target, exe, at := strings.Cut(rest, "@")
+	if !ok || name == "" || target == "" || (at && exe == "") {
 		return load.Build{}, fmt.Errorf("%q is not NAME=TARGET[@TGLOAD]", v)
 	}
 	return load.Build{Name: name, Target: target, Executable: exe}, nil

@@ -17,7 +17,9 @@ func TestParseBuildReadsNameTargetAndBinary(t *testing.T) {
 		{"another commit's binary", "base=tenantguard@/tmp/tgload-base", load.Build{Name: "base", Target: "tenantguard", Executable: "/tmp/tgload-base"}, false},
 		{"the null webhook", "null=null", load.Build{Name: "null", Target: "null"}, false},
 		{"a name is required", "=tenantguard", load.Build{}, true},
-		{"a target is required", "base", load.Build{}, true},
+		{"an equals sign is required", "base", load.Build{}, true},
+		{"a target is required", "base=", load.Build{}, true},
+		{"a binary named by @ is required", "base=tenantguard@", load.Build{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
