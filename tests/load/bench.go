@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/selfsigned"
@@ -114,71 +112,6 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	return report, nil
-}
-
-// finish records the memory of the targets' processes, stops every one of
-// them, and adds their results to the report.
-func finish(report *Report, served []*running) error {
-	var errs []error
-	for _, s := range served {
-		var err error
-		s.info.RSS, s.info.PeakRSS, err = s.process.Memory()
-		s.process.Stop()
-		errs = append(errs, err)
-		report.Results = append(report.Results, s.results...)
-		report.Targets[s.target.Name] = s.info
-	}
-	return errors.Join(errs...)
-}
-
-// running is a target's process, started, what it cost, and its results.
-type running struct {
-	target  *Target
-	process *Process
-	info    TargetInfo
-	results []Result
-}
-
-// startTarget starts one target's process: the classic OPA setup, or a
-// tgload binary (this harness's unless b says) serving the null webhook or
-// tenantguard.
-func startTarget(ctx context.Context, cfg Config, b Build, dir, certFile, keyFile string, pool *x509.CertPool) (*running, error) {
-	name := b.Name
-	client := newClient(pool, max(cfg.OpenWorkers, cfg.Saturate.Workers))
-	s := &running{target: &Target{Name: name, Client: client, Decides: b.Target != TargetNull}}
-	_, _ = fmt.Fprintf(cfg.Log, "%s: starting\n", name)
-	var err error
-	if b.Target == TargetOPA {
-		var base string
-		s.process, base, err = StartOPA(ctx, cfg.OPA, dir, certFile, keyFile, client, cfg.Scale)
-		s.target.URL = base + OPAPath
-	} else {
-		profile := ""
-		if cfg.ProfileDir != "" {
-			profile = filepath.Join(cfg.ProfileDir, name+".pprof")
-		}
-		var st Started
-		s.process, st, err = StartServed(ctx, b.Target, certFile, keyFile, cfg.Scale, ServedOptions{Executable: b.Executable, CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
-		if err == nil {
-			s.target.URL = "https://" + st.Addr + "/validate?timeout=10s"
-			s.info.Sync, s.info.Ready = st.Sync, st.Ready
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.target.CPU = s.process.CPU
-	return s, nil
-}
-
-// warm runs a target saturated for the warm-up, untimed, and fails on an
-// error or a wrong answer.
-func warm(ctx context.Context, cfg Config, t *Target, corpus []scale.Request) error {
-	w := Drive(ctx, t, corpus, Run{Mode: Saturated, Workers: cfg.Saturate.Workers, Duration: cfg.Warmup})
-	if w.Errors+w.Wrong > 0 {
-		return fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, w.Errors, w.Wrong, w.FirstError)
-	}
-	return nil
 }
 
 // openRun is the open-loop run at rate.

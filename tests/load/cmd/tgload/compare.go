@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,9 +30,6 @@ func compare(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 10, "turns each build takes, each for duration/rounds, the order reversed every other round")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if len(builds) == 0 {
-		return errors.New("no -build given")
 	}
 	cfg.Saturate.Mode = load.Saturated
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
