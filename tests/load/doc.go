@@ -1,7 +1,8 @@
 // Package load is tenantguard's load harness: it drives admission webhooks
 // over HTTPS with keep-alive on loopback, from a fixed request corpus, in
 // two modes. Saturate is closed-loop: a fixed number of workers send
-// back to back, which gives the saturated throughput. OpenLoop sends at a
+// back to back, enough of them that more would not raise the throughput
+// (SaturatedWorkers), which gives the saturated throughput. OpenLoop sends at a
 // fixed rate and counts each request's latency from the moment it was due,
 // so a server that falls behind shows its queueing instead of slowing the
 // generator down (no coordinated omission). Latencies go into HDR

@@ -23,6 +23,16 @@ const (
 	OpenLoop Mode = "open-loop"
 )
 
+// SaturatedWorkers is how many requests the saturated run keeps in flight
+// by default. Saturated throughput is the plateau: more requests in flight
+// must not raise it. On the 2-core machines here, with the harness on the
+// same cores, 16 was below the plateau, tenantguard's more than the null
+// webhook's. Measured in turns (BENCHMARKS.md, 2026-11-24, session 18):
+// from 16 to 64 in flight the null webhook went from 24.6-25.3k to
+// 27.2-27.7k requests/s and tenantguard from 12.4-12.9k to 15.7-16.0k;
+// at 128 neither rose further.
+const SaturatedWorkers = 64
+
 // Run bounds and shapes one run.
 type Run struct {
 	Mode Mode

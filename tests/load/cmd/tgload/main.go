@@ -151,7 +151,7 @@ func loadFlags(fs *flag.FlagSet, cfg *load.Config) {
 	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
 	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
-	fs.IntVar(&cfg.Saturate.Workers, "workers", 16, "closed-loop workers")
+	fs.IntVar(&cfg.Saturate.Workers, "workers", load.SaturatedWorkers, "closed-loop workers: the requests kept in flight in the saturated runs")
 	fs.StringVar(&cfg.MemoryLimit, "memory-limit", "0", "tenantguard's soft memory limit, as serve --memory-limit takes it (0: none)")
 	fs.StringVar(&cfg.GCPercent, "gc-percent", "", "tenantguard's garbage collector target, as serve --gc-percent takes it (empty: serve's default)")
 }
