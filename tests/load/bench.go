@@ -27,8 +27,8 @@ type Config struct {
 	// Saturate is the closed-loop run: Workers and Duration.
 	Saturate Run
 	// Rounds is how many turns the null webhook and tenantguard each take
-	// at the saturated run, for Saturate.Duration/Rounds each (Interleave);
-	// 0 is 1.
+	// at the saturated run, for Saturate.Duration/Rounds each, and at each
+	// open-loop rate, for Step/Rounds each (Interleave); 0 is 1.
 	Rounds int
 	// Rates are the open-loop rates, each run for Step with OpenWorkers
 	// senders at most.
@@ -68,9 +68,8 @@ const (
 
 // Bench starts the null webhook and tenantguard, warms each up, runs them
 // saturated in turns (Interleave), then in turns again with twice the
-// requests in flight (the plateau check), then at each open-loop rate one
-// after the other, the first of the two alternating from rate to rate, and records
-// their memory; then does the same for the classic OPA setup on its own,
+// requests in flight (the plateau check), then at each open-loop rate in
+// turns too, and records their memory; then does the same for the classic OPA setup on its own,
 // when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	f, err := newFleet(cfg)
@@ -95,9 +94,8 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		logResult(res)
 		served[i].results = append(served[i].results, res)
 	}
-	for k, rate := range cfg.Rates {
-		for _, i := range turns(len(targets), k) {
-			res := Drive(ctx, targets[i], f.corpus, openRun(cfg, rate))
+	for _, rate := range cfg.Rates {
+		for i, res := range Interleave(ctx, targets, f.corpus, openRun(cfg, rate), report.Rounds) {
 			logResult(res)
 			served[i].results = append(served[i].results, res)
 		}

@@ -232,7 +232,8 @@ func (r *Report) Markdown(plot string) string {
 	_, _ = fmt.Fprintf(&b, "Command: `%s`. Machine: %s. Versions: %s.\n\n", r.Command, r.Machine, r.Versions)
 	_, _ = fmt.Fprintf(&b, "Load: HTTPS with keep-alive on loopback, the load generator on the same cores as the target; "+
 		"each target in its own process, all in one run. The null webhook and tenantguard run saturated in turns, "+
-		"%s, then at each open-loop rate one after the other%s. Mixed corpus of %d validating "+
+		"%s; then in two turns each with twice the requests in flight, to check that the saturated figures are "+
+		"the plateau; then at each open-loop rate, in turns the same way%s. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+

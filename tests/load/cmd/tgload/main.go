@@ -102,7 +102,7 @@ func bench(args []string, stdout io.Writer) error {
 	fs.StringVar(&cfg.OPA, "opa", "", "opa binary for the classic OPA setup (empty: leave it out)")
 	loadFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
-	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run, alternating, each for duration/rounds")
+	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run and at each open-loop rate, alternating, each for duration/rounds and step/rounds")
 	rates := fs.String("rates", "500,1000,2000,3000,4000,6000", "open-loop rates (requests/s)")
 	fs.DurationVar(&cfg.Step, "step", 5*time.Second, "open-loop run length per rate")
 	fs.IntVar(&cfg.OpenWorkers, "open-workers", 256, "most requests in flight in open-loop")
