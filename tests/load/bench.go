@@ -67,9 +67,8 @@ const (
 )
 
 // Bench starts the null webhook and tenantguard, warms each up, runs them
-// saturated in turns (Interleave), then in turns again with twice the
-// requests in flight (the plateau check), then at each open-loop rate in
-// turns too, and records their memory; then does the same for the classic OPA setup on its own,
+// saturated in turns (Interleave), then at each open-loop rate in turns
+// too, and records their memory; then does the same for the classic OPA setup on its own,
 // when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	f, err := newFleet(cfg)
@@ -87,10 +86,6 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	served, targets := f.served, f.targets()
 	for i, res := range Interleave(ctx, targets, f.corpus, cfg.Saturate, report.Rounds) {
 		served[i].info.SaturatedRSS, _, _ = served[i].process.Memory()
-		logResult(res)
-		served[i].results = append(served[i].results, res)
-	}
-	for i, res := range Interleave(ctx, targets, f.corpus, plateauRun(cfg.Saturate), plateauRounds) {
 		logResult(res)
 		served[i].results = append(served[i].results, res)
 	}
@@ -115,20 +110,6 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	return report, nil
-}
-
-// plateauRounds is how many turns the null webhook and tenantguard each take
-// at the plateau check.
-const plateauRounds = 2
-
-// plateauRun is the plateau check that follows the saturated run: twice the
-// requests in flight, for half as long. A saturated throughput is the
-// plateau only if this one is not higher (Report.Plateau).
-func plateauRun(saturate Run) Run {
-	r := saturate
-	r.Workers *= 2
-	r.Duration /= 2
-	return r
 }
 
 // openRun is the open-loop run at rate.

@@ -121,8 +121,7 @@ func round(d time.Duration) time.Duration {
 // micros formats nanoseconds as a rounded duration.
 func micros(ns float64) time.Duration { return round(time.Duration(ns)) }
 
-// WriteSummary writes the targets table, the one table `make bench`
-// prints, and the plateau check under it when the run made one.
+// WriteSummary writes the targets table: the one table `make bench` prints.
 func (r *Report) WriteSummary(w io.Writer) {
 	_, _ = fmt.Fprintln(w, "| target | measured | met |")
 	_, _ = fmt.Fprintln(w, "| --- | --- | --- |")
@@ -136,44 +135,6 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 		_, _ = fmt.Fprintf(w, "| %s | %s | %s |\n", c.Target, c.Measured, met)
 	}
-	if plateau := r.Plateau(); plateau != "" {
-		_, _ = fmt.Fprintf(w, "\n%s\n", plateau)
-	}
-}
-
-// Plateau says how the saturated throughputs of the null webhook and
-// tenantguard compare with their plateau check (twice the requests in
-// flight), or "" when the run made none. A check more than 5% higher means
-// the saturated figure was taken below the plateau.
-func (r *Report) Plateau() string {
-	var parts []string
-	below := false
-	for _, target := range []string{TargetNull, TargetTenantguard} {
-		sat, ok := r.result(target, Saturated, 0)
-		check, okCheck := r.plateauCheck(target, sat.Workers)
-		if !ok || !okCheck {
-			return ""
-		}
-		gain := safeRatio(check.Throughput, sat.Throughput)
-		below = below || gain > 1.05
-		parts = append(parts, fmt.Sprintf("%s %.0f req/s (%+.1f%%)", target, check.Throughput, 100*(gain-1)))
-	}
-	verdict := "so the saturated figures are at the plateau"
-	if below {
-		verdict = "so a saturated figure was taken below the plateau: run with more `-workers`"
-	}
-	return fmt.Sprintf("Plateau check: with twice the requests in flight, %s, %s.", strings.Join(parts, ", "), verdict)
-}
-
-// plateauCheck finds a target's saturated run with more workers than the
-// saturated run's.
-func (r *Report) plateauCheck(target string, workers int) (Result, bool) {
-	for _, res := range r.Results {
-		if res.Target == target && res.Mode == Saturated && res.Workers > workers {
-			return res, true
-		}
-	}
-	return Result{}, false
 }
 
 // WriteRuns writes every load run as a table.
@@ -232,8 +193,7 @@ func (r *Report) Markdown(plot string) string {
 	_, _ = fmt.Fprintf(&b, "Command: `%s`. Machine: %s. Versions: %s.\n\n", r.Command, r.Machine, r.Versions)
 	_, _ = fmt.Fprintf(&b, "Load: HTTPS with keep-alive on loopback, the load generator on the same cores as the target; "+
 		"each target in its own process, all in one run. The null webhook and tenantguard run saturated in turns, "+
-		"%s; then in two turns each with twice the requests in flight, to check that the saturated figures are "+
-		"the plateau; then at each open-loop rate, in turns the same way%s. Mixed corpus of %d validating "+
+		"%s, then at each open-loop rate, in turns the same way%s. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
