@@ -68,8 +68,8 @@ const (
 
 // Bench starts the null webhook and tenantguard, warms each up, runs them
 // saturated in turns (Interleave), then at each open-loop rate in turns
-// too, and records their memory; then does the same for the classic OPA setup on its own,
-// when it is configured.
+// too, and records their memory; then does the same for the classic OPA
+// setup on its own, when it is configured.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	f, err := newFleet(cfg)
 	if err != nil {
