@@ -18,7 +18,8 @@ BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
 # BASE is the git revision `make bench-compare` measures the working tree
 # against: 8892a25 or later, whose `tgload serve` takes -memory-limit;
-# COMPARE_FLAGS are extra flags for `tgload compare`
+# COMPARE_FLAGS are extra flags for `tgload compare`, e.g. -rate 2000 to
+# compare latency at that open-loop rate instead of saturated throughput
 BASE                  ?= HEAD
 COMPARE_FLAGS         ?=
 # Fuzz budgets are counts of executions, about 5 s each here; FUZZ_SCALE
@@ -130,7 +131,7 @@ bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchma
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
 
 .PHONY: bench-compare
-bench-compare: ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated in turns (tgload compare)
+bench-compare: ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated (or open-loop with COMPARE_FLAGS=-rate N) in turns (tgload compare)
 	@rm -rf $(BENCH_OUT)/base-src && mkdir -p $(BENCH_OUT)/base-src
 	git archive $(BASE) | tar -x -C $(BENCH_OUT)/base-src
 	cd $(BENCH_OUT)/base-src && go build -o $(BENCH_OUT)/tgload-base ./tests/load/cmd/tgload; \

@@ -19,21 +19,24 @@ type Build struct {
 	Executable string
 }
 
-// Comparison is what Compare measured: each build's saturated run, and its
-// ratios to the first build's.
+// Comparison is what Compare measured: each build's run, and its ratios to
+// the first build's.
 type Comparison struct {
 	Results []Result
 	// Throughput, ServerCPU and TotalCPU (server and harness) per request
 	// are each build's over the first build's; 0 when a CPU time is unknown.
 	Throughput, ServerCPU, TotalCPU []float64
+	// P99 is each build's 99th percentile latency over the first build's.
+	P99 []float64
 }
 
-// Compare starts every build, warms each up, and runs them saturated in
-// turns (Interleave: cfg.Rounds turns each, the order reversed every other
-// round), so that the machine's drift weighs on all of them alike: two
+// Compare starts every build, warms each up, and runs cfg.Saturate against
+// them in turns (Interleave: cfg.Rounds turns each, the order reversed every
+// other round), so that the machine's drift weighs on all of them alike: two
 // builds' figures taken minutes apart differ by more than most changes do.
-// Of cfg it reads Scale, Corpus, Warmup, Saturate, Rounds, MemoryLimit,
-// GCPercent and Log. The builds are checked before any starts. A build
+// cfg.Saturate is a saturated run, or an open-loop one to compare latency
+// at a rate. Of cfg it reads Scale, Corpus, Warmup, Saturate, Rounds,
+// MemoryLimit, GCPercent and Log. The builds are checked before any starts. A build
 // that gave errors or wrong answers fails the comparison, whose figures
 // are returned with the error.
 func Compare(ctx context.Context, cfg Config, builds []Build) (*Comparison, error) {
@@ -61,6 +64,7 @@ func Compare(ctx context.Context, cfg Config, builds []Build) (*Comparison, erro
 		c.Throughput = append(c.Throughput, ratio(r.Throughput, first.Throughput))
 		c.ServerCPU = append(c.ServerCPU, ratio(float64(r.TargetCPU), float64(first.TargetCPU)))
 		c.TotalCPU = append(c.TotalCPU, ratio(float64(r.TargetCPU+r.HarnessCPU), float64(first.TargetCPU+first.HarnessCPU)))
+		c.P99 = append(c.P99, ratio(float64(r.Latency.P99), float64(first.Latency.P99)))
 		if r.Errors+r.Wrong > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d errors and %d wrong answers; first: %s", r.Target, r.Errors, r.Wrong, r.FirstError))
 		}

@@ -53,6 +53,31 @@ func TestCompareRunsEachBuildInTurnsAndGivesItsRatiosToTheFirst(t *testing.T) {
 	}
 }
 
+func TestCompareAtARateRunsEachBuildOpenLoopAndGivesItsLatencyRatioToTheFirst(t *testing.T) {
+	cfg := Config{
+		Scale: Scale{Tenants: 20, Namespaces: 10, Pods: 2}, Corpus: 100,
+		Warmup:   200 * time.Millisecond,
+		Saturate: Run{Mode: OpenLoop, Rate: 200, Workers: 8, Duration: time.Second},
+		Rounds:   2,
+		Log:      io.Discard,
+	}
+	builds := []Build{{Name: "ceiling", Target: TargetNull}, {Name: "ours", Target: TargetTenantguard}}
+	c, err := Compare(t.Context(), cfg, builds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range c.Results {
+		// 1 s at 200/s over two turns: 200 requests, not one more.
+		if r.Mode != OpenLoop || r.Rate != 200 || r.Requests < 180 || r.Requests > 200 || r.Behind {
+			t.Errorf("%s: %s; want 180-200 requests open-loop at 200/s", r.Target, r.Summary())
+		}
+		want := float64(r.Latency.P99) / float64(c.Results[0].Latency.P99)
+		if r.Latency.P99 <= 0 || c.P99[i] != want {
+			t.Errorf("%s: p99 %v, ratio %v; want %v", r.Target, r.Latency.P99, c.P99[i], want)
+		}
+	}
+}
+
 func TestCompareRefusesBuildsItCannotRunBeforeStartingAny(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "tgload")
 	tests := []struct {
