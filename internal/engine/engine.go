@@ -90,8 +90,12 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 	for _, m := range managers {
 		managerSet[m] = true
 	}
+	registryValue, err := sharedValue(reg.Data())
+	if err != nil {
+		return nil, fmt.Errorf("converting the registry: %w", err)
+	}
 	store := inmem.NewFromObjectWithOpts(map[string]any{"tenantguard": map[string]any{
-		"registry": reg.Data(),
+		"registry": registryValue,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
 	e := &Engine{registry: reg, pool: opts.Pool}
