@@ -17,8 +17,10 @@ import (
 // The registry lives as OPA values for the engine's life, and the garbage
 // collector visits every object of it in every cycle: the fewer objects, the
 // shorter each cycle. Sharing is safe because the store's values are never
-// changed: the plan evaluator copies a value before it changes one, and
-// topdown builds new values, as OPA's own interned terms rely on.
+// changed, which every evaluation running at once on them already relies
+// on: the plan evaluator changes only the collections an evaluation builds
+// (copying a shared constant first), topdown builds new values, and OPA's
+// own interned terms are shared the same way.
 func sharedValue(data any) (ast.Value, error) {
 	s := sharer{scalars: map[string]*ast.Term{}, containers: map[int][]*ast.Term{}}
 	t, err := s.term(data)
