@@ -22,7 +22,7 @@ import (
 // (copying a shared constant first), topdown builds new values, and OPA's
 // own interned terms are shared the same way.
 func sharedValue(data any) (ast.Value, error) {
-	s := sharer{scalars: map[string]*ast.Term{}, containers: map[int][]*ast.Term{}}
+	s := sharer{scalars: map[ast.Value]*ast.Term{}, containers: map[int][]*ast.Term{}}
 	t, err := s.term(data)
 	if err != nil {
 		return nil, err
@@ -30,10 +30,11 @@ func sharedValue(data any) (ast.Value, error) {
 	return t.Value, nil
 }
 
-// sharer remembers the terms built so far: scalars by kind and text,
-// arrays and objects by hash, compared in full on a hash match.
+// sharer remembers the terms built so far: strings and numbers by value
+// (ast.String and ast.Number are comparable, and of different types), arrays
+// and objects by hash, compared in full on a hash match.
 type sharer struct {
-	scalars    map[string]*ast.Term
+	scalars    map[ast.Value]*ast.Term
 	containers map[int][]*ast.Term
 }
 
@@ -44,12 +45,12 @@ func (s *sharer) term(x any) (*ast.Term, error) {
 	case bool:
 		return ast.InternedTerm(x), nil
 	case string:
-		return s.scalar("s", x, func() *ast.Term { return ast.InternedTerm(x) }), nil
+		return s.scalar(ast.String(x)), nil
 	case json.Number:
 		if _, err := x.Float64(); err != nil {
 			return nil, fmt.Errorf("%q is not a number: %w", x, err)
 		}
-		return s.scalar("n", string(x), func() *ast.Term { return ast.NumberTerm(x) }), nil
+		return s.scalar(ast.Number(x)), nil
 	case []any:
 		elems := make([]*ast.Term, len(x))
 		for i, e := range x {
@@ -67,27 +68,21 @@ func (s *sharer) term(x any) (*ast.Term, error) {
 			if err != nil {
 				return nil, err
 			}
-			pairs = append(pairs, [2]*ast.Term{s.scalar("s", k, func() *ast.Term { return ast.InternedTerm(k) }), v})
+			pairs = append(pairs, [2]*ast.Term{s.scalar(ast.String(k)), v})
 		}
 		return s.container(ast.ObjectTerm(pairs...)), nil
 	default:
-		// what encoding/json does not give: leave it to OPA, unshared
-		v, err := ast.InterfaceToValue(x)
-		if err != nil {
-			return nil, err
-		}
-		return ast.NewTerm(v), nil
+		return nil, fmt.Errorf("%T is not a JSON value", x)
 	}
 }
 
-// scalar is the one term of a string ("s") or number ("n") text.
-func (s *sharer) scalar(kind, text string, build func() *ast.Term) *ast.Term {
-	key := kind + text
-	if t, ok := s.scalars[key]; ok {
+// scalar is the one term of a string or number.
+func (s *sharer) scalar(v ast.Value) *ast.Term {
+	if t, ok := s.scalars[v]; ok {
 		return t
 	}
-	t := build()
-	s.scalars[key] = t
+	t := ast.NewTerm(v)
+	s.scalars[v] = t
 	return t
 }
 

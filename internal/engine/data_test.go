@@ -91,9 +91,21 @@ func TestSharedValueBuildsEqualValuesOnce(t *testing.T) {
 }
 
 func TestSharedValueRefusesWhatIsNotJSON(t *testing.T) {
-	_, err := sharedValue(map[string]any{"quota": json.Number("ten")})
-	if err == nil || !strings.Contains(err.Error(), `"ten" is not a number`) {
-		t.Fatalf("error %v; want one saying \"ten\" is not a number", err)
+	tests := []struct {
+		name string
+		data any
+		want string
+	}{
+		{"a number that is not a number", map[string]any{"quota": json.Number("ten")}, `"ten" is not a number`},
+		{"a Go value encoding/json does not give", map[string]any{"quota": 10}, "int is not a JSON value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sharedValue(tt.data)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v; want one with %q", err, tt.want)
+			}
+		})
 	}
 }
 

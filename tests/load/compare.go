@@ -36,7 +36,8 @@ type Comparison struct {
 // builds' figures taken minutes apart differ by more than most changes do.
 // cfg.Saturate is a saturated run, or an open-loop one to compare latency
 // at a rate. Of cfg it reads Scale, Corpus, Warmup, Saturate, Rounds,
-// MemoryLimit, GCPercent and Log. The builds are checked before any starts. A build
+// OpenWorkers (with Saturate.Workers, the connections kept), MemoryLimit,
+// GCPercent and Log. The builds are checked before any starts. A build
 // that gave errors or wrong answers fails the comparison, whose figures
 // are returned with the error.
 func Compare(ctx context.Context, cfg Config, builds []Build) (*Comparison, error) {
