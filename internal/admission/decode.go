@@ -46,7 +46,9 @@ type Request struct {
 // key given twice the last value is taken whole (encoding/json would merge
 // two objects); request.response is not read. The objects' Raw text shares
 // data, which must not be modified afterwards, and so do the request's
-// strings: clone one that outlives the request.
+// strings: clone one that outlives the request. Its small objects and
+// arrays may be shared with other requests' (repeated): they are only ever
+// read.
 func Decode(data []byte) (*Request, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -60,7 +62,7 @@ func Decode(data []byte) (*Request, error) {
 		data = converted
 	}
 	var spans [len(reviewPaths)]jsonast.Span
-	v, err := jsonast.ParsePaths(data, reviewPaths[:], spans[:])
+	v, err := repeated.ParsePaths(data, reviewPaths[:], spans[:])
 	if err != nil {
 		return nil, badf("not an AdmissionReview: %v", err)
 	}
@@ -112,6 +114,13 @@ func Decode(data []byte) (*Request, error) {
 	}
 	return out, nil
 }
+
+// repeated shares, between the reviews Decode reads, the values of the
+// small objects and arrays they repeat: the kind and resource of every
+// request for a kind, and an object's parts the same in many requests, such
+// as the pod template of every pod a ReplicaSet creates (jsonast.Cache).
+// About 2,000 values of at most 512 bytes of text each.
+var repeated = jsonast.NewCache(2048)
 
 // reviewPaths are what Decode does below the review's root: the objects'
 // managed fields are left out; the objects' and options' text is kept, as

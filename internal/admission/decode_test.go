@@ -12,7 +12,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/tests/scale"
 )
 
 const podReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"oil-dev","operation":"CREATE","userInfo":{"username":"alice"},"object":{"kind":"Pod","spec":{"priority":12345678901234567}}}}`
@@ -93,6 +95,41 @@ func TestDecodeLeavesOutManagedFields(t *testing.T) {
 	want := ast.MustParseTerm(`{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 12345678901234567}}`).Value
 	if req.Object.Compare(want) != 0 {
 		t.Errorf("object = %v, want %v", req.Object, want)
+	}
+}
+
+func TestDecodeSharesWhatReviewsRepeatAndGivesTheSameValues(t *testing.T) {
+	corpus := scale.Corpus(50, 100)
+	decoded := make([]*Request, 0, 3*len(corpus))
+	for range 3 {
+		for _, c := range corpus {
+			req, err := Decode(c.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded = append(decoded, req)
+		}
+	}
+	for i, req := range decoded {
+		body := corpus[i%len(corpus)].Body
+		v, err := jsonast.ParsePaths(body, reviewPaths[:], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := v.(ast.Object).Get(keyRequest.term).Value
+		if req.Value.Compare(want) != 0 {
+			t.Fatalf("review %d decoded as %v, without the cache as %v", i, req.Value, want)
+		}
+	}
+	// Every pod of the corpus has the same spec: the first review, a pod,
+	// shares it when decoded again, but not its request or object.
+	last, before := decoded[len(decoded)-len(corpus)], decoded[len(decoded)-2*len(corpus)]
+	spec := ast.InternedTerm("spec")
+	if last.Object.Get(spec) != before.Object.Get(spec) {
+		t.Error("a spec every pod repeats is decoded anew")
+	}
+	if last.Value == before.Value || last.Object == before.Object {
+		t.Error("two requests share their request or object")
 	}
 }
 

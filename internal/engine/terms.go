@@ -7,7 +7,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
-	"github.com/tenantguard/tenantguard/internal/irvm"
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 )
 
 // termCache keeps the input terms that a few values decide, such as a
@@ -49,9 +49,9 @@ func (c *termCache[K]) term(k K) *ast.Term {
 	return t
 }
 
-// settled is a shared term, its keys sorted (irvm.Settle).
+// settled is a shared term, its keys sorted (jsonast.Settle).
 func settled(t *ast.Term) *ast.Term {
-	irvm.Settle(t.Value)
+	jsonast.Settle(t.Value)
 	return t
 }
 

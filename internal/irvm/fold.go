@@ -3,6 +3,8 @@ package irvm
 import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
+
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 )
 
 // The planner builds a composite literal ({"Pod", "Deployment"}, ["spec"],
@@ -38,27 +40,9 @@ type constant struct {
 // The constants of empty literals, which need no folding.
 var (
 	emptyArray  = ast.NewArray()
-	emptyObject = Settle(ast.NewObject()).(ast.Object)
-	emptySet    = Settle(ast.NewSet()).(ast.Set)
+	emptyObject = jsonast.Settle(ast.NewObject()).(ast.Object)
+	emptySet    = jsonast.Settle(ast.NewSet()).(ast.Set)
 )
-
-// Settle sorts the keys of v's objects and sets, all the way down, and
-// returns v. OPA sorts them in place on first iteration, under a
-// sync.Once, but Copy and Union read them without it: a value settled
-// before it is shared between goroutines is only ever read.
-func Settle(v ast.Value) ast.Value {
-	switch v := v.(type) {
-	case ast.Object:
-		v.Foreach(func(_, e *ast.Term) { Settle(e.Value) })
-	case ast.Set:
-		v.Foreach(func(e *ast.Term) { Settle(e.Value) })
-	case *ast.Array:
-		for i := range v.Len() {
-			Settle(v.Elem(i).Value)
-		}
-	}
-	return v
-}
 
 // thaw gives a frozen term a copy of its value, to be modified.
 func thaw(t *ast.Term) {
@@ -160,7 +144,7 @@ func (p *Program) literal(stmts []ir.Stmt) (*constant, int) {
 		}
 		value = ast.NewArray(elems...) // no spare capacity
 	case ast.Object, ast.Set:
-		Settle(v)
+		jsonast.Settle(v)
 	}
 	return &constant{Location: loc, Target: target, Value: value}, n
 }

@@ -9,4 +9,8 @@
 //
 // String values share one copy of the input's text: a string kept beyond the
 // value's life keeps the whole input alive (strings.Clone it).
+//
+// A Cache shares the values of the small objects and arrays that many
+// documents repeat between the parses that use it, built once from their
+// text; such values must only be read.
 package jsonast

@@ -41,10 +41,15 @@ const MaxPaths = 64
 // keys is ignored): spans[i], when spans is at least as long as paths,
 // receives the span of the value at paths[i] unless paths[i] drops it.
 func ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
+	return parse(data, paths, spans, nil)
+}
+
+// parse is ParsePaths with a cache, nil for none.
+func parse(data []byte, paths []Path, spans []Span, cache *Cache) (ast.Value, error) {
 	if len(paths) > MaxPaths {
 		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
 	}
-	p := parser{data: data, src: string(data), paths: paths, spans: spans}
+	p := parser{data: data, src: string(data), paths: paths, spans: spans, cache: cache}
 	var mask uint64
 	for i, path := range paths {
 		if len(path.Keys) > 0 {
@@ -76,6 +81,7 @@ type parser struct {
 	elems []*ast.Term
 	paths []Path
 	spans []Span
+	cache *Cache
 }
 
 // slabSize is how many terms one allocation holds.
@@ -150,16 +156,11 @@ func (p *parser) value(paths uint64, level, depth int, build bool) (*ast.Term, e
 		return nil, errEnd
 	}
 	switch c := p.data[p.pos]; {
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth >= MaxDepth {
 			return nil, p.errorf("nested deeper than %d", MaxDepth)
 		}
-		return p.object(paths, level, depth+1, build)
-	case c == '[':
-		if depth >= MaxDepth {
-			return nil, p.errorf("nested deeper than %d", MaxDepth)
-		}
-		return p.array(depth+1, build)
+		return p.container(paths, level, depth, build)
 	case c == '"':
 		s, err := p.string(build)
 		if err != nil || !build {
@@ -177,6 +178,30 @@ func (p *parser) value(paths uint64, level, depth int, build bool) (*ast.Term, e
 	default:
 		return nil, p.errorf("unexpected %q", c)
 	}
+}
+
+// container reads the object or array at pos, from the cache when it can.
+func (p *parser) container(paths uint64, level, depth int, build bool) (*ast.Term, error) {
+	var miss *cacheMiss
+	if p.cache != nil && paths == 0 && build {
+		var t *ast.Term
+		if t, miss = p.shared(depth); t != nil {
+			return t, nil
+		}
+	}
+	var (
+		t   *ast.Term
+		err error
+	)
+	if p.data[p.pos] == '{' {
+		t, err = p.object(paths, level, depth+1, build)
+	} else {
+		t, err = p.array(depth+1, build)
+	}
+	if err == nil && miss != nil {
+		p.record(miss)
+	}
+	return t, err
 }
 
 func (p *parser) literal(text string, v *ast.Term) (*ast.Term, error) {

@@ -3,6 +3,7 @@ package jsonast
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,15 +198,31 @@ func FuzzParseDecodesAsEncodingJSON(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	cache := NewCache(16)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, drop := range [][]string{nil, {"metadata", "managedFields"}} {
-			want, ok := reference(bytes.Clone(data), drop...)
-			got, err := Parse(data, drop...)
-			if ok != (err == nil) {
-				t.Fatalf("reference ok %v, Parse error %v, on %q", ok, err, data)
-			}
-			if ok && got.Compare(want) != 0 {
-				t.Fatalf("got %v, want %v, on %q", got, want, data)
+		// Twice in one document, and three times with the cache, so that
+		// values are cached and handed out again, within the document and
+		// from the previous inputs'.
+		twice := slices.Concat([]byte("["), data, []byte(","), data, []byte("]"))
+		for _, doc := range [][]byte{data, twice} {
+			for _, drop := range [][]string{nil, {"metadata", "managedFields"}} {
+				want, ok := reference(bytes.Clone(doc), drop...)
+				paths := []Path{{Keys: drop, Drop: true}}
+				for i := range 4 {
+					var got ast.Value
+					var err error
+					if i == 0 {
+						got, err = ParsePaths(doc, paths, nil)
+					} else {
+						got, err = cache.ParsePaths(doc, paths, nil)
+					}
+					if ok != (err == nil) {
+						t.Fatalf("reference ok %v, parse %d error %v, on %q", ok, i, err, doc)
+					}
+					if ok && got.Compare(want) != 0 {
+						t.Fatalf("parse %d got %v, want %v, on %q", i, got, want, doc)
+					}
+				}
 			}
 		}
 	})

@@ -1,0 +1,218 @@
+package jsonast
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// parseCached parses data with c.
+func parseCached(t *testing.T, c *Cache, data string) ast.Value {
+	t.Helper()
+	v, err := c.ParsePaths([]byte(data), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// at is the term at path in v.
+func at(t *testing.T, v ast.Value, path ...string) *ast.Term {
+	t.Helper()
+	term := ast.NewTerm(v)
+	for _, k := range path {
+		obj, ok := term.Value.(ast.Object)
+		if !ok {
+			t.Fatalf("no object at %q of %v", k, v)
+		}
+		if term = obj.Get(ast.StringTerm(k)); term == nil {
+			t.Fatalf("no %q in %v", k, obj)
+		}
+	}
+	return term
+}
+
+func TestCacheHandsOutTheValueOfATextThatMissedTwice(t *testing.T) {
+	c := NewCache(64)
+	doc := func(name string) string {
+		return `{"metadata": {"name": "` + name + `"}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}`
+	}
+	first := parseCached(t, c, doc("a"))
+	second := parseCached(t, c, doc("b"))
+	third := parseCached(t, c, doc("c"))
+	fourth := parseCached(t, c, doc("d"))
+	for i, v := range []ast.Value{first, second, third, fourth} {
+		want, _ := reference([]byte(doc(string(rune('a' + i)))))
+		if v.Compare(want) != 0 {
+			t.Errorf("parse %d gave %v, want %v", i+1, v, want)
+		}
+	}
+	if at(t, first, "spec") == at(t, second, "spec") {
+		t.Error("a text seen once is shared")
+	}
+	if at(t, third, "spec") != at(t, fourth, "spec") {
+		t.Error("a text that missed twice is not handed out again")
+	}
+	if at(t, third, "spec") == at(t, second, "spec") {
+		t.Error("the value cached is the one of the parse that missed, whose strings share its input")
+	}
+	if at(t, third, "metadata") == at(t, fourth, "metadata") {
+		t.Error("different texts share a value")
+	}
+}
+
+func TestCacheKeepsNoReferenceToTheInput(t *testing.T) {
+	c := NewCache(64)
+	text := `{"labels": {"app": "web"}}`
+	buffers := make([][]byte, 3)
+	for i := range buffers {
+		buffers[i] = []byte(text)
+		if _, err := c.ParsePaths(buffers[i], nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range buffers {
+		copy(b, bytes.Repeat([]byte("x"), len(b)))
+	}
+	v := parseCached(t, c, text)
+	if want := ast.MustParseTerm(text).Value; v.Compare(want) != 0 {
+		t.Errorf("after the inputs were overwritten, the cached value is %v, want %v", v, want)
+	}
+}
+
+func TestCacheLeavesThePathsAlone(t *testing.T) {
+	c := NewCache(64)
+	// The managed fields' text repeats, and so does the object's: neither
+	// is on a path's way only, so neither may come from the cache.
+	review := `{"object": {"metadata": {"managedFields": [{"m": 1}]}}, "same": {"metadata": {"managedFields": [{"m": 1}]}}}`
+	paths := []Path{
+		{Keys: []string{"object", "metadata", "managedFields"}, Drop: true},
+		{Keys: []string{"object"}},
+	}
+	for range 4 {
+		spans := make([]Span, len(paths))
+		v, err := c.ParsePaths([]byte(review), paths, spans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ast.MustParseTerm(`{"object": {"metadata": {}}, "same": {"metadata": {"managedFields": [{"m": 1}]}}}`).Value
+		if v.Compare(want) != 0 {
+			t.Fatalf("got %v, want %v", v, want)
+		}
+		if got := review[spans[1].Start:spans[1].End]; got != `{"metadata": {"managedFields": [{"m": 1}]}}` {
+			t.Fatalf("the object's span is %q", got)
+		}
+	}
+}
+
+func TestCacheRefusesAValueNestedPastTheLimit(t *testing.T) {
+	c := NewCache(64)
+	small := `[[[1]]]`
+	for range 3 {
+		parseCached(t, c, small)
+	}
+	// Three levels above the three of the cached value: one too many.
+	deep := strings.Repeat("[", MaxDepth-2) + small + strings.Repeat("]", MaxDepth-2)
+	if _, err := c.ParsePaths([]byte(deep), nil, nil); err == nil {
+		t.Error("a cached value took the nesting past the limit")
+	}
+	fits := strings.Repeat("[", MaxDepth-3) + small + strings.Repeat("]", MaxDepth-3)
+	if _, err := c.ParsePaths([]byte(fits), nil, nil); err != nil {
+		t.Errorf("a cached value at the limit: %v", err)
+	}
+}
+
+func TestCacheKeepsAValueHitOftenAgainstOtherTexts(t *testing.T) {
+	c := NewCache(1)
+	hot, cold := `{"hot": true}`, `{"cold": true}`
+	parseCached(t, c, hot)
+	parseCached(t, c, hot) // missed twice: cached
+	first := parseCached(t, c, hot)
+	for range 3 {
+		parseCached(t, c, hot) // 4 hits in all
+	}
+	for range 3 {
+		parseCached(t, c, cold) // each miss costs hot a hit: 1 left
+	}
+	if parseCached(t, c, hot) != first { // 2 hits
+		t.Fatal("a value hit 4 times lost its slot to 3 misses")
+	}
+	for range 2 {
+		parseCached(t, c, cold) // no hits left
+	}
+	parseCached(t, c, cold)
+	parseCached(t, c, cold) // missed twice: cached
+	if parseCached(t, c, cold) != parseCached(t, c, cold) {
+		t.Error("a text that kept missing never took the slot of a value no longer hit")
+	}
+	if parseCached(t, c, hot) == first {
+		t.Error("the slot holds two values")
+	}
+}
+
+func TestCacheIsNotUsedWithoutOne(t *testing.T) {
+	var c *Cache
+	text := `{"a": [1]}`
+	v := parseCached(t, c, text)
+	if w := parseCached(t, c, text); at(t, v, "a") == at(t, w, "a") {
+		t.Error("a nil cache shares values")
+	}
+}
+
+func TestSkipFindsTheEndOfAContainer(t *testing.T) {
+	tests := []struct {
+		name, text string
+		limit, end int
+	}{
+		{"an object", `{"a": 1} tail`, 100, 8},
+		{"brackets in strings", `["]", "}", "\"]"] tail`, 100, 17},
+		{"nested containers", `{"a": [{"b": {}}]}`, 100, 18},
+		{"longer than the limit", `{"a": 1}`, 7, -1},
+		{"at the limit", `{"a": 1}`, 8, 8},
+		{"no end", `{"a": [1}`, 100, -1},
+		{"an escape at the end", `["\`, 100, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := skip([]byte(tt.text), 0, tt.limit); got != tt.end {
+				t.Errorf("skip(%q, %d) = %d, want %d", tt.text, tt.limit, got, tt.end)
+			}
+		})
+	}
+}
+
+func TestCacheIsSafeForParsesAtOnce(t *testing.T) {
+	c := NewCache(4)
+	docs := []string{
+		`{"spec": {"containers": [{"name": "web", "ports": [{"containerPort": 80}]}]}, "n": 1}`,
+		`{"spec": {"containers": [{"name": "web", "ports": [{"containerPort": 80}]}]}, "n": 2}`,
+		`{"spec": {"b": "2", "a": "1"}, "list": [{"z": 1, "y": 2}]}`,
+		`{"spec": {"z": 1, "y": 2}, "list": [{"b": "2", "a": "1"}]}`,
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				doc := docs[(g+i)%len(docs)]
+				v, err := c.ParsePaths([]byte(doc), nil, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// Copy reads the keys while another parse's String may
+				// sort them, unless they are settled.
+				if o, ok := v.(ast.Object); ok {
+					o.Get(ast.StringTerm("spec")).Value.(ast.Object).Copy()
+				}
+				if want := ast.MustParseTerm(doc).Value; v.Compare(want) != 0 || v.String() != want.String() {
+					t.Errorf("got %v, want %v", v, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
