@@ -117,9 +117,9 @@ func Decode(data []byte) (*Request, error) {
 
 // repeated shares, between the reviews Decode reads, the values of the
 // small objects and arrays they repeat: the kind and resource of every
-// request for a kind, and an object's parts the same in many requests, such
-// as the pod template of every pod a ReplicaSet creates (jsonast.Cache).
-// About 2,000 values of at most 512 bytes of text each.
+// request for a kind, and the parts of objects many requests carry alike,
+// such as a label set or a container's ports and resources (jsonast.Cache).
+// 2,048 values at most, each of at most 512 bytes of text and 32 terms.
 var repeated = jsonast.NewCache(2048)
 
 // reviewPaths are what Decode does below the review's root: the objects'

@@ -8,19 +8,23 @@ import (
 )
 
 // Cache shares the values of small objects and arrays that parses meet
-// again and again, such as the pod template of every pod a ReplicaSet
-// creates, a request's kind and resource, or a container's resources: the
-// text is looked up before it is built, and on a hit the value built the
-// first time is handed out again. It is safe for concurrent use, and its
+// again and again, such as a request's kind and resource, a label set, a
+// container's ports and resources, or a whole pod template when it is
+// small: the text is looked up before it is built, and on a hit the value
+// built the first time is handed out again. It is safe for concurrent use, and its
 // values, which every parse that hits them shares, must only be read (they
 // are settled: Settle).
 //
-// A value is cached the second time its text misses, and only if its text is
-// at most MaxCachedText bytes. Each slot keeps one value; a value that keeps
-// being hit holds its slot against newcomers, for as many misses as it had
-// hits (at most maxHits), so that the values read most stay cached while
-// one-off texts come and go. Its size is bounded: slots times a value of
-// MaxCachedText bytes of text.
+// A value is cached when its text misses twice in a row in its slot, and
+// only if its text is at most MaxCachedText bytes and it is built of at most
+// MaxCachedTerms terms. Each slot keeps one value; a value that keeps being
+// hit holds its slot against other texts, for as many misses as it had hits
+// (at most maxHits, roughly: the counts are not exact under contention), so
+// that the values read most stay cached while one-off texts come and go.
+// Its memory is bounded by its slots: each keeps a copy of the text, at most
+// MaxCachedTerms terms, and the objects and arrays they hold (at most about
+// 10 KB, under 2 KB for a typical value such as a container's resources).
+// Cached values outlive the parses that read them, until evicted.
 type Cache struct {
 	seed  maphash.Seed
 	mask  uint64
@@ -29,6 +33,18 @@ type Cache struct {
 
 // MaxCachedText is the longest text, in bytes, of a value a Cache keeps.
 const MaxCachedText = 512
+
+// MaxCachedTerms is the most terms a value a Cache keeps is built of: an
+// object, array, string or number each takes one (a string the parser
+// interns, true, false and null none).
+const MaxCachedTerms = 32
+
+// scanBudget is how many bytes a parse of n bytes may scan ahead in all to
+// look values up in the cache (skip): each lookup scans up to
+// MaxCachedText bytes, and a text nesting many containers would otherwise
+// have its bytes scanned once per container around them. Past the budget,
+// the parse goes on without the cache.
+func scanBudget(n int) int { return 2*n + MaxCachedText }
 
 // maxHits is the most hits a cached value counts, and so the most misses of
 // other texts it holds its slot against.
@@ -60,9 +76,9 @@ func NewCache(slots int) *Cache {
 	return &Cache{seed: maphash.MakeSeed(), mask: n - 1, slots: make([]cacheSlot, n)}
 }
 
-// ParsePaths is the package's ParsePaths with the cache: a value outside
-// every path, built, and at most MaxCachedText bytes long may come from it.
-// A nil cache parses as ParsePaths does.
+// ParsePaths is the package's ParsePaths with the cache: a value that no
+// path goes below or drops may come from it. A nil cache parses as
+// ParsePaths does.
 func (c *Cache) ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
 	return parse(data, paths, spans, c)
 }
@@ -71,10 +87,15 @@ func (c *Cache) ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, 
 // moves past it and returns its value. Otherwise miss is where to record the
 // value once built (record), nil when it is not to be cached.
 func (p *parser) shared(depth int) (t *ast.Term, miss *cacheMiss) {
-	end := skip(p.data, p.pos, MaxCachedText)
-	if end < 0 {
+	if p.scan <= 0 {
 		return nil, nil
 	}
+	end := skip(p.data, p.pos, min(MaxCachedText, p.scan))
+	if end < 0 {
+		p.scan -= min(MaxCachedText, len(p.data)-p.pos)
+		return nil, nil
+	}
+	p.scan -= end - p.pos
 	text := p.data[p.pos:end]
 	c := p.cache
 	h := maphash.Bytes(c.seed, text)
@@ -98,14 +119,15 @@ func (p *parser) shared(depth int) (t *ast.Term, miss *cacheMiss) {
 	if slot.missed.Swap(h) != h {
 		return nil, nil
 	}
-	return nil, &cacheMiss{slot: slot, hash: h, start: p.pos}
+	return nil, &cacheMiss{slot: slot, hash: h, start: p.pos, terms: p.terms}
 }
 
-// cacheMiss is a text that missed twice, to be cached once it is read.
+// cacheMiss is a text that missed twice, to be cached once it is read;
+// terms is the parser's count when it started.
 type cacheMiss struct {
-	slot  *cacheSlot
-	hash  uint64
-	start int
+	slot         *cacheSlot
+	hash         uint64
+	start, terms int
 }
 
 // record caches the value read since the miss, parsed again from a copy of
@@ -113,29 +135,19 @@ type cacheMiss struct {
 func (p *parser) record(m *cacheMiss) {
 	text := string(p.data[m.start:p.pos])
 	q := parser{data: []byte(text), src: text}
+	if terms := p.terms - m.terms; terms < slabSize {
+		// The value's own terms, or fewer when some came from the cache.
+		q.slab = make([]ast.Term, terms+1)
+	}
 	t, err := q.value(0, 0, 0, true)
-	if err != nil || q.pos != len(text) {
-		return // cannot be: the same text has just been read
+	if err != nil || q.pos != len(text) || q.terms > MaxCachedTerms {
+		return // an error cannot be: the same text has just been read
 	}
 	Settle(t.Value)
-	e := &cached{hash: m.hash, text: text, term: t, depth: depthOf(t.Value)}
+	// The text's nesting, not the value's: of a key given twice, the
+	// value left out nests too.
+	e := &cached{hash: m.hash, text: text, term: t, depth: q.deepest}
 	m.slot.entry.Store(e)
-}
-
-// depthOf is how deep v's objects and arrays nest, 0 for a scalar.
-func depthOf(v ast.Value) int {
-	deepest := 0
-	switch v := v.(type) {
-	case ast.Object:
-		v.Foreach(func(_, e *ast.Term) { deepest = max(deepest, depthOf(e.Value)) })
-	case *ast.Array:
-		for i := range v.Len() {
-			deepest = max(deepest, depthOf(v.Elem(i).Value))
-		}
-	default:
-		return 0
-	}
-	return deepest + 1
 }
 
 // skip finds the end of the object or array at data[pos]: the position after

@@ -5,9 +5,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
+
+// testSlots makes a collision of two texts' slots, which would change what
+// a test sees cached, about one chance in 10,000 per pair.
+const testSlots = 1 << 16
 
 // parseCached parses data with c.
 func parseCached(t *testing.T, c *Cache, data string) ast.Value {
@@ -36,7 +41,7 @@ func at(t *testing.T, v ast.Value, path ...string) *ast.Term {
 }
 
 func TestCacheHandsOutTheValueOfATextThatMissedTwice(t *testing.T) {
-	c := NewCache(64)
+	c := NewCache(testSlots)
 	doc := func(name string) string {
 		return `{"metadata": {"name": "` + name + `"}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}`
 	}
@@ -65,7 +70,7 @@ func TestCacheHandsOutTheValueOfATextThatMissedTwice(t *testing.T) {
 }
 
 func TestCacheKeepsNoReferenceToTheInput(t *testing.T) {
-	c := NewCache(64)
+	c := NewCache(testSlots)
 	text := `{"labels": {"app": "web"}}`
 	buffers := make([][]byte, 3)
 	for i := range buffers {
@@ -81,12 +86,28 @@ func TestCacheKeepsNoReferenceToTheInput(t *testing.T) {
 	if want := ast.MustParseTerm(text).Value; v.Compare(want) != 0 {
 		t.Errorf("after the inputs were overwritten, the cached value is %v, want %v", v, want)
 	}
+	// Its strings lie in the cache's own copy of the text.
+	var e *cached
+	for i := range c.slots {
+		if got := c.slots[i].entry.Load(); got != nil && got.text == text {
+			e = got
+		}
+	}
+	if e == nil || e.term.Value != v {
+		t.Fatal("the text is not cached")
+	}
+	web := string(at(t, v, "labels", "app").Value.(ast.String))
+	start := uintptr(unsafe.Pointer(unsafe.StringData(e.text)))
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(web))); p < start || p >= start+uintptr(len(e.text)) {
+		t.Error("a cached string lies outside the cache's copy of the text")
+	}
 }
 
 func TestCacheLeavesThePathsAlone(t *testing.T) {
-	c := NewCache(64)
-	// The managed fields' text repeats, and so does the object's: neither
-	// is on a path's way only, so neither may come from the cache.
+	c := NewCache(testSlots)
+	// The object's text repeats under "same", where no path leads: there
+	// it may come from the cache, but on the paths the managed fields are
+	// still dropped and the object's span still recorded.
 	review := `{"object": {"metadata": {"managedFields": [{"m": 1}]}}, "same": {"metadata": {"managedFields": [{"m": 1}]}}}`
 	paths := []Path{
 		{Keys: []string{"object", "metadata", "managedFields"}, Drop: true},
@@ -108,20 +129,74 @@ func TestCacheLeavesThePathsAlone(t *testing.T) {
 	}
 }
 
+// nestedIn is text levels deep in objects under key "a", and the path to
+// it: the objects around it are on the path, so they are not looked up in
+// the cache (nor spend the parse's scanning budget).
+func nestedIn(levels int, text string) ([]byte, []Path) {
+	doc := strings.Repeat(`{"a":`, levels) + text + strings.Repeat("}", levels)
+	keys := make([]string, levels)
+	for i := range keys {
+		keys[i] = "a"
+	}
+	return []byte(doc), []Path{{Keys: keys}}
+}
+
+// cachedTwice caches text and returns its cached value.
+func cachedTwice(t *testing.T, c *Cache, text string) ast.Value {
+	t.Helper()
+	parseCached(t, c, text)
+	parseCached(t, c, text)
+	if v := parseCached(t, c, text); v == parseCached(t, c, text) {
+		return v
+	}
+	t.Fatalf("%s is not cached", text)
+	return nil
+}
+
 func TestCacheRefusesAValueNestedPastTheLimit(t *testing.T) {
-	c := NewCache(64)
-	small := `[[[1]]]`
+	tests := []struct {
+		name, text string
+		depth      int // of the text
+	}{
+		{"arrays", `[[[1]]]`, 3},
+		{"a key given twice, its first value the deeper", `{"a": [[[1]]], "a": 1}`, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache(testSlots)
+			cached := cachedTwice(t, c, tt.text)
+			doc, paths := nestedIn(MaxDepth-tt.depth+1, tt.text)
+			if _, err := c.ParsePaths(doc, paths, nil); err == nil {
+				t.Error("a cached value took the nesting past the limit")
+			}
+			doc, paths = nestedIn(MaxDepth-tt.depth, tt.text)
+			v, err := c.ParsePaths(doc, paths, nil)
+			if err != nil {
+				t.Fatalf("a cached value at the limit: %v", err)
+			}
+			for range MaxDepth - tt.depth {
+				v = v.(ast.Object).Get(ast.StringTerm("a")).Value
+			}
+			if v != cached {
+				t.Error("the value at the limit does not come from the cache")
+			}
+		})
+	}
+}
+
+func TestCacheKeepsNoValueOfManyTerms(t *testing.T) {
+	c := NewCache(testSlots)
+	many := "[" + strings.Repeat(`{},`, MaxCachedTerms) + "{}]"
+	few := "[" + strings.Repeat(`{},`, MaxCachedTerms-2) + "{}]"
 	for range 3 {
-		parseCached(t, c, small)
+		parseCached(t, c, many)
+		parseCached(t, c, few)
 	}
-	// Three levels above the three of the cached value: one too many.
-	deep := strings.Repeat("[", MaxDepth-2) + small + strings.Repeat("]", MaxDepth-2)
-	if _, err := c.ParsePaths([]byte(deep), nil, nil); err == nil {
-		t.Error("a cached value took the nesting past the limit")
+	if parseCached(t, c, many) == parseCached(t, c, many) {
+		t.Errorf("a value of %d terms is cached", MaxCachedTerms+2)
 	}
-	fits := strings.Repeat("[", MaxDepth-3) + small + strings.Repeat("]", MaxDepth-3)
-	if _, err := c.ParsePaths([]byte(fits), nil, nil); err != nil {
-		t.Errorf("a cached value at the limit: %v", err)
+	if parseCached(t, c, few) != parseCached(t, c, few) {
+		t.Errorf("a value of %d terms is not cached", MaxCachedTerms)
 	}
 }
 

@@ -49,7 +49,7 @@ func parse(data []byte, paths []Path, spans []Span, cache *Cache) (ast.Value, er
 	if len(paths) > MaxPaths {
 		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
 	}
-	p := parser{data: data, src: string(data), paths: paths, spans: spans, cache: cache}
+	p := parser{data: data, src: string(data), paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data))}
 	var mask uint64
 	for i, path := range paths {
 		if len(path.Keys) > 0 {
@@ -82,6 +82,11 @@ type parser struct {
 	paths []Path
 	spans []Span
 	cache *Cache
+	// scan is how many more bytes the cache's lookups may scan (skip).
+	scan int
+	// terms counts the terms handed out, deepest the deepest nesting
+	// reached: what a value costs the cache that keeps it (record).
+	terms, deepest int
 }
 
 // slabSize is how many terms one allocation holds.
@@ -94,6 +99,7 @@ func (p *parser) term(v ast.Value) *ast.Term {
 	}
 	t := &p.slab[0]
 	p.slab = p.slab[1:]
+	p.terms++
 	t.Value = v
 	return t
 }
@@ -182,6 +188,7 @@ func (p *parser) value(paths uint64, level, depth int, build bool) (*ast.Term, e
 
 // container reads the object or array at pos, from the cache when it can.
 func (p *parser) container(paths uint64, level, depth int, build bool) (*ast.Term, error) {
+	p.deepest = max(p.deepest, depth+1)
 	var miss *cacheMiss
 	if p.cache != nil && paths == 0 && build {
 		var t *ast.Term
@@ -368,7 +375,9 @@ func (p *parser) array(depth int, build bool) (*ast.Term, error) {
 	if !build {
 		return nil, nil
 	}
-	return p.term(ast.NewArray(slices.Clone(p.elems[mark:])...)), nil
+	// Clipped: an append to the array copies it instead of writing past
+	// its end into elements another value may share.
+	return p.term(ast.NewArray(slices.Clip(slices.Clone(p.elems[mark:]))...)), nil
 }
 
 // string reads a string at pos, checking its escapes; unless build is set
