@@ -119,7 +119,8 @@ func Decode(data []byte) (*Request, error) {
 // small objects and arrays they repeat: the kind and resource of every
 // request for a kind, and the parts of objects many requests carry alike,
 // such as a label set or a container's ports and resources (jsonast.Cache).
-// 2,048 values at most, each of at most 512 bytes of text and 32 terms.
+// 2,048 values at most, each of at most 512 bytes of text and 32 terms: a
+// few MB for the values reviews repeat, about 24 MB at worst for crafted ones.
 var repeated = jsonast.NewCache(2048)
 
 // reviewPaths are what Decode does below the review's root: the objects'

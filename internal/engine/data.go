@@ -20,7 +20,8 @@ import (
 // changed, which every evaluation running at once on them already relies
 // on: the plan evaluator changes only the collections an evaluation builds
 // (copying a shared constant first), topdown builds new values, and OPA's
-// own interned terms are shared the same way.
+// own interned terms are shared the same way; the plan evaluator's copy is
+// settled (its keys sorted) when the engine is built.
 func sharedValue(data any) (ast.Value, error) {
 	s := sharer{scalars: map[ast.Value]*ast.Term{}, containers: map[int][]*ast.Term{}}
 	t, err := s.term(data)

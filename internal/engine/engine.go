@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/tenantguard/tenantguard/internal/irvm"
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	policy "github.com/tenantguard/tenantguard/rego"
 )
@@ -161,7 +162,8 @@ func (e *Engine) plan(ctx context.Context, modules map[string]string, store stor
 			return fmt.Errorf("planning %s: %w", q, err)
 		}
 	}
-	dataTerm := ast.NewTerm(dataValue)
+	// Every evaluation running at once reads it: settled first.
+	dataTerm := ast.NewTerm(jsonast.Settle(dataValue))
 	e.mutate = planQuery{programs[MutationsQuery], dataTerm}
 	e.decide = planQuery{programs[DecisionQuery], dataTerm}
 	e.evaluator = EvaluatorPlan

@@ -184,6 +184,33 @@ func TestCacheRefusesAValueNestedPastTheLimit(t *testing.T) {
 	}
 }
 
+func TestCacheStopsLookingUpOnceAParseHasScannedTwiceItsLength(t *testing.T) {
+	c := NewCache(testSlots)
+	small := `{"cached": true}`
+	cached := cachedTwice(t, c, small)
+	// Each of the arrays around it scans ahead up to MaxCachedText bytes
+	// to be looked up, far more than twice the document's length in all.
+	const levels = 300
+	deep := strings.Repeat("[", levels) + small + strings.Repeat("]", levels)
+	v, err := c.ParsePaths([]byte(deep), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range levels {
+		v = v.(*ast.Array).Elem(0).Value
+	}
+	if v == cached || v.Compare(cached) != 0 {
+		t.Errorf("the value %v was looked up past the budget", v)
+	}
+	shallow, err := c.ParsePaths([]byte("[["+small+"]]"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shallow.(*ast.Array).Elem(0).Value.(*ast.Array).Elem(0).Value != cached {
+		t.Error("within the budget, the value is not looked up")
+	}
+}
+
 func TestCacheKeepsNoValueOfManyTerms(t *testing.T) {
 	c := NewCache(testSlots)
 	many := "[" + strings.Repeat(`{},`, MaxCachedTerms) + "{}]"

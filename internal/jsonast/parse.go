@@ -84,8 +84,10 @@ type parser struct {
 	cache *Cache
 	// scan is how many more bytes the cache's lookups may scan (skip).
 	scan int
-	// terms counts the terms handed out, deepest the deepest nesting
-	// reached: what a value costs the cache that keeps it (record).
+	// terms counts the terms of the values read, those from the cache
+	// included (as many as parsing their text builds); deepest is the
+	// deepest nesting reached: what a value costs the cache that keeps it
+	// (record).
 	terms, deepest int
 }
 
