@@ -80,3 +80,40 @@ func TestBenchLoadsEveryTargetAndReportsTheTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestTheLatencyRateRunsForItsOwnStepInItsOwnTurns(t *testing.T) {
+	base := Config{Rates: []float64{500, LatencyRate}, Step: 5 * time.Second, Rounds: 4, OpenWorkers: 256}
+	long := base
+	long.LatencyStep, long.LatencyRounds = 30*time.Second, 30
+	tests := []struct {
+		name       string
+		cfg        Config
+		rate       float64
+		wantLength time.Duration
+		wantTurns  int
+	}{
+		{"the latency rate takes the latency step in its turns", long, LatencyRate, 30 * time.Second, 30},
+		{"another rate keeps the step and the rounds", long, 500, 5 * time.Second, 4},
+		{"without a latency step the latency rate keeps the step", base, LatencyRate, 5 * time.Second, 4},
+		{"a latency step without rounds takes one turn", Config{Step: time.Second, LatencyStep: 3 * time.Second}, LatencyRate, 3 * time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run, turns := turnsAt(tt.cfg, tt.rate)
+			if run.Mode != OpenLoop || run.Rate != tt.rate || run.Workers != tt.cfg.OpenWorkers || run.Duration != tt.wantLength || turns != tt.wantTurns {
+				t.Errorf("got %+v in %d turns, want %s at %.0f/s in %d turns", run, turns, tt.wantLength, tt.rate, tt.wantTurns)
+			}
+		})
+	}
+}
+
+func TestTheReportSaysHowLongTheLatencyRateRan(t *testing.T) {
+	r := &Report{Rounds: 4, LatencyStep: 30 * time.Second, LatencyRounds: 30, Targets: map[string]TargetInfo{}}
+	if md, want := r.Markdown(""), "at 2000/s, whose p99 the latency target compares, 30s in 30 turns each"; !strings.Contains(md, want) {
+		t.Errorf("the report lacks %q:\n%s", want, md)
+	}
+	r.LatencyStep = 0
+	if md := r.Markdown(""); strings.Contains(md, "whose p99") {
+		t.Errorf("a report without a latency step speaks of one:\n%s", md)
+	}
+}

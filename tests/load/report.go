@@ -29,6 +29,10 @@ type Report struct {
 	// Rounds is how many turns the null webhook and tenantguard each took
 	// at the saturated run (Interleave).
 	Rounds int `json:"rounds"`
+	// LatencyStep and LatencyRounds are the length of the run at
+	// LatencyRate and its turns, when they were not Step's and Rounds.
+	LatencyStep   time.Duration `json:"latencyStep,omitempty"`
+	LatencyRounds int           `json:"latencyRounds,omitempty"`
 	// Results of every run, target by target.
 	Results []Result              `json:"results"`
 	Targets map[string]TargetInfo `json:"targets"`
@@ -72,8 +76,8 @@ func (r *Report) Checks() []Check {
 	ratio := safeRatio(tg.Throughput, null.Throughput)
 	add("webhook throughput ≥ 50% of the null webhook's (saturated)", okNull && okTG, ratio >= 0.5,
 		"%.0f of %.0f req/s: %.0f%%", tg.Throughput, null.Throughput, 100*ratio)
-	nullOpen, okNullOpen := r.result(TargetNull, OpenLoop, 2000)
-	tgOpen, okTGOpen := r.result(TargetTenantguard, OpenLoop, 2000)
+	nullOpen, okNullOpen := r.result(TargetNull, OpenLoop, LatencyRate)
+	tgOpen, okTGOpen := r.result(TargetTenantguard, OpenLoop, LatencyRate)
 	ratio = safeRatio(float64(tgOpen.Latency.P99), float64(nullOpen.Latency.P99))
 	add("p99 at 2,000 req/s open-loop ≤ 1.5× the null webhook's", okNullOpen && okTGOpen, ratio <= 1.5 && !tgOpen.Behind,
 		"%s vs %s: %.2f×", round(tgOpen.Latency.P99), round(nullOpen.Latency.P99), ratio)
@@ -186,6 +190,15 @@ func roundsText(rounds int) string {
 	return fmt.Sprintf("%d turns each, the order reversed every other turn, so that the machine's drift weighs on both alike", rounds)
 }
 
+// latencyStepText says how long the run at LatencyRate lasted, when it was
+// not the other rates' step.
+func latencyStepText(step time.Duration, rounds int) string {
+	if step <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (at %d/s, whose p99 the latency target compares, %s in %d turns each)", LatencyRate, step, rounds)
+}
+
 // Markdown is the generated section of BENCHMARKS.md.
 func (r *Report) Markdown(plot string) string {
 	var b bytes.Buffer
@@ -193,12 +206,12 @@ func (r *Report) Markdown(plot string) string {
 	_, _ = fmt.Fprintf(&b, "Command: `%s`. Machine: %s. Versions: %s.\n\n", r.Command, r.Machine, r.Versions)
 	_, _ = fmt.Fprintf(&b, "Load: HTTPS with keep-alive on loopback, the load generator on the same cores as the target; "+
 		"each target in its own process, all in one run. The null webhook and tenantguard run saturated in turns, "+
-		"%s, then at each open-loop rate, in turns the same way%s. Mixed corpus of %d validating "+
+		"%s, then at each open-loop rate, in turns the same way%s%s. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
 		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
 		"(`serve --memory-limit`): %s; its garbage collector target (`serve --gc-percent`): %s.\n\n",
-		roundsText(r.Rounds), opaText(r.Targets), r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
+		roundsText(r.Rounds), latencyStepText(r.LatencyStep, r.LatencyRounds), opaText(r.Targets), r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
 	b.WriteString("### Targets\n\n")
 	r.WriteSummary(&b)
 	b.WriteString("\n### Load runs\n\n")

@@ -105,6 +105,8 @@ func bench(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run and at each open-loop rate, alternating, each for duration/rounds and step/rounds")
 	rates := fs.String("rates", "500,1000,2000,3000,4000,6000", "open-loop rates (requests/s)")
 	fs.DurationVar(&cfg.Step, "step", 5*time.Second, "open-loop run length per rate")
+	fs.DurationVar(&cfg.LatencyStep, "latency-step", 30*time.Second, fmt.Sprintf("run length at %d/s, whose p99 the latency target compares, instead of -step (0: -step)", load.LatencyRate))
+	fs.IntVar(&cfg.LatencyRounds, "latency-rounds", 30, fmt.Sprintf("turns at %d/s instead of -rounds, when -latency-step is set", load.LatencyRate))
 	fs.IntVar(&cfg.OpenWorkers, "open-workers", 256, "most requests in flight in open-loop")
 	micro := fs.String("micro", "", "comma-separated `go test -bench` outputs to include")
 	jsonOut := fs.String("json", "", "write the report as JSON here")
