@@ -3,6 +3,7 @@ package jsonast
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -80,10 +81,12 @@ func NewCache(slots int) *Cache {
 }
 
 // ParsePaths is the package's ParsePaths with the cache: a value that no
-// path goes below or drops may come from it. A nil cache parses as
-// ParsePaths does.
+// path goes below or drops may come from it. Unlike the package's, it does
+// not copy data: the strings of the values not from the cache share it, so
+// data must not be modified afterwards (the cache's values keep copies of
+// their own). A nil cache parses as ParsePaths does, sharing data too.
 func (c *Cache) ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
-	return parse(data, paths, spans, c)
+	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), paths, spans, c) //nolint:gosec // read-only: the caller keeps data unchanged
 }
 
 // shared looks up the object or array at pos, nested depth deep. On a hit it

@@ -103,6 +103,30 @@ func TestCacheKeepsNoReferenceToTheInput(t *testing.T) {
 	}
 }
 
+func TestCacheParsesWithoutCopyingTheInputButParsePathsCopiesIt(t *testing.T) {
+	data := []byte(`{"labels": {"app": "web"}}`)
+	inData := func(v ast.Value) bool {
+		s := string(at(t, v, "labels", "app").Value.(ast.String))
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= start && p < start+uintptr(len(data))
+	}
+	shared, err := NewCache(testSlots).ParsePaths(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inData(shared) {
+		t.Error("the cache's parse copied its input: a string does not lie in it")
+	}
+	copied, err := ParsePaths(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inData(copied) {
+		t.Error("ParsePaths did not copy its input: a string lies in it")
+	}
+}
+
 func TestCacheLeavesThePathsAlone(t *testing.T) {
 	c := NewCache(testSlots)
 	// The object's text repeats under "same", where no path leads: there

@@ -41,15 +41,16 @@ const MaxPaths = 64
 // keys is ignored): spans[i], when spans is at least as long as paths,
 // receives the span of the value at paths[i] unless paths[i] drops it.
 func ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
-	return parse(data, paths, spans, nil)
+	return parse(data, string(data), paths, spans, nil)
 }
 
-// parse is ParsePaths with a cache, nil for none.
-func parse(data []byte, paths []Path, spans []Span, cache *Cache) (ast.Value, error) {
+// parse is ParsePaths with a cache, nil for none; src is data as a string,
+// which the values' strings are cut from.
+func parse(data []byte, src string, paths []Path, spans []Span, cache *Cache) (ast.Value, error) {
 	if len(paths) > MaxPaths {
 		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
 	}
-	p := parser{data: data, src: string(data), paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data))}
+	p := parser{data: data, src: src, paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data))}
 	var mask uint64
 	for i, path := range paths {
 		if len(path.Keys) > 0 {
