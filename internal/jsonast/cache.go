@@ -84,7 +84,8 @@ func NewCache(slots int) *Cache {
 // path goes below or drops may come from it. Unlike the package's, it does
 // not copy data: the strings of the values not from the cache share it, so
 // data must not be modified afterwards (the cache's values keep copies of
-// their own). A nil cache parses as ParsePaths does, sharing data too.
+// their own). With a nil cache nothing comes from a cache, and the strings
+// share data all the same.
 func (c *Cache) ParsePaths(data []byte, paths []Path, spans []Span) (ast.Value, error) {
 	return parse(data, unsafe.String(unsafe.SliceData(data), len(data)), paths, spans, c) //nolint:gosec // read-only: the caller keeps data unchanged
 }

@@ -7,8 +7,10 @@
 // checks them (ast.NumberChecked), every one of them, including those of a
 // dropped path or of a key given twice, which InterfaceToValue never sees.
 //
-// String values share one copy of the input's text: a string kept beyond the
-// value's life keeps the whole input alive (strings.Clone it).
+// String values share one copy of the input's text, or with
+// Cache.ParsePaths the input itself, which must then stay unchanged: a
+// string kept beyond the value's life keeps the whole input alive
+// (strings.Clone it).
 //
 // A Cache shares the values of the small objects and arrays that many
 // documents repeat between the parses that use it, built once from their

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func exampleFile(t *testing.T) string {
@@ -93,6 +94,14 @@ func TestPrefixTenantPrefersTheLongestName(t *testing.T) {
 		if got, _ := snap.PrefixTenant(ns); got != want {
 			t.Errorf("PrefixTenant(%q) = %q, want %q", ns, got, want)
 		}
+	}
+	// The name is the registry's: a part of the namespace given would keep
+	// the whole request body it was decoded from alive in a hold.
+	body := []byte("oil-x-dev")
+	got, _ := snap.PrefixTenant(unsafe.String(unsafe.SliceData(body), len(body)))
+	start, p := uintptr(unsafe.Pointer(unsafe.SliceData(body))), uintptr(unsafe.Pointer(unsafe.StringData(got)))
+	if p >= start && p < start+uintptr(len(body)) {
+		t.Error("PrefixTenant returned a part of the namespace given, not the registry's name")
 	}
 }
 

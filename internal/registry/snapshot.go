@@ -155,10 +155,12 @@ func (s *Snapshot) OwnedBy(user string, groups []string) []string {
 
 // PrefixTenant returns the tenant whose name followed by "-" is the longest
 // prefix of a namespace name. Its cost depends on the name, not the tenant count.
+// The name returned is the registry's, not a part of namespace, which may
+// share a whole request body that a hold or a lock would keep alive.
 func (s *Snapshot) PrefixTenant(namespace string) (string, bool) {
 	for i := strings.LastIndexByte(namespace, '-'); i > 0; i = strings.LastIndexByte(namespace[:i], '-') {
-		if _, ok := s.tenants[namespace[:i]]; ok {
-			return namespace[:i], true
+		if t, ok := s.tenants[namespace[:i]]; ok {
+			return t.Name, true
 		}
 	}
 	return "", false

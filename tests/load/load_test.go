@@ -293,3 +293,29 @@ func TestASeriesKnowsCPUTimeOnlyWhenEverySegmentReadIt(t *testing.T) {
 		t.Errorf("after a segment that could not read it: %v a request over %d requests, want 0 (unknown) over 10 (the bound is the series')", res.TargetCPU, res.Requests)
 	}
 }
+
+func TestWorkersKeepTheirHistogramsFromOneSegmentToTheNextAndEachLatencyCountsOnce(t *testing.T) {
+	c := collector{hist: newHistogram()}
+	first := c.workerHistograms(2)
+	record(first[0], time.Millisecond)
+	record(first[1], 2*time.Millisecond)
+	for _, h := range first {
+		c.merge(h)
+	}
+	second := c.workerHistograms(3)
+	if len(second) != 3 || second[0] != first[0] || second[1] != first[1] {
+		t.Fatal("a later segment's workers did not get the earlier one's histograms")
+	}
+	for i, h := range second {
+		if h.TotalCount() != 0 {
+			t.Errorf("worker %d starts the segment with %d latencies", i, h.TotalCount())
+		}
+	}
+	record(second[2], 3*time.Millisecond)
+	for _, h := range second {
+		c.merge(h)
+	}
+	if got := c.hist.TotalCount(); got != 3 {
+		t.Errorf("the collector counts %d latencies, want the 3 recorded", got)
+	}
+}

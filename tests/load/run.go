@@ -86,6 +86,22 @@ type collector struct {
 	mu                              sync.Mutex
 	first                           string
 	hist                            *hdrhistogram.Histogram
+	// workers are the workers' own histograms, kept from one segment to
+	// the next (Interleave): one is about 150 KB, and hundreds of workers
+	// allocating theirs anew as each segment starts would load the
+	// harness, and so the latencies of both targets, just as its timing
+	// begins.
+	workers []*hdrhistogram.Histogram
+}
+
+// workerHistograms returns n empty histograms for a segment's workers,
+// allocating only those no earlier segment did. It is called before the
+// workers start.
+func (c *collector) workerHistograms(n int) []*hdrhistogram.Histogram {
+	for len(c.workers) < n {
+		c.workers = append(c.workers, newHistogram())
+	}
+	return c.workers[:n]
 }
 
 func (c *collector) outcome(err error) {
@@ -105,10 +121,13 @@ func (c *collector) outcome(err error) {
 	c.mu.Unlock()
 }
 
+// merge adds a worker's histogram to the collector's and empties it for
+// the next segment.
 func (c *collector) merge(h *hdrhistogram.Histogram) {
 	c.mu.Lock()
 	c.hist.Merge(h)
 	c.mu.Unlock()
+	h.Reset()
 }
 
 // Drive runs the corpus against a target, in turn from a random-free,
@@ -122,9 +141,8 @@ func Drive(ctx context.Context, t *Target, corpus []scale.Request, r Run) Result
 // closedLoop has workers send back to back.
 func closedLoop(ctx context.Context, t *Target, workers int, take func() (*scale.Request, bool), c *collector) {
 	var wg sync.WaitGroup
-	for range workers {
+	for _, h := range c.workerHistograms(workers) {
 		wg.Go(func() {
-			h := newHistogram()
 			defer c.merge(h)
 			for ctx.Err() == nil {
 				req, ok := take()
@@ -154,9 +172,8 @@ func openLoop(ctx context.Context, t *Target, r Run, take func() (*scale.Request
 	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Duration+max(time.Second, r.Duration/5))
 	defer cancel()
 	var wg sync.WaitGroup
-	for range r.Workers {
+	for _, h := range c.workerHistograms(r.Workers) {
 		wg.Go(func() {
-			h := newHistogram()
 			defer c.merge(h)
 			for j := range jobs {
 				if drain.Err() != nil {
