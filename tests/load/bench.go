@@ -206,6 +206,9 @@ func (r Result) Summary() string {
 	}
 	s := fmt.Sprintf("%-16s %8.0f req/s  p50 %-9s p99 %-9s p99.9 %-9s CPU/req %s + harness %s (%d requests, %d errors, %d wrong)",
 		mode, r.Throughput, r.Latency.P50, r.Latency.P99, r.Latency.P999, cpuText(r.TargetCPU), cpuText(r.HarnessCPU), r.Requests, r.Errors, r.Wrong)
+	if r.Steal > 0 {
+		s += fmt.Sprintf(", the host stole %s of CPU", r.Steal)
+	}
 	if r.Behind {
 		s += fmt.Sprintf(" behind schedule (%d not sent)", r.Unsent)
 	}

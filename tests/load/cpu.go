@@ -94,3 +94,29 @@ func measure(f func() (time.Duration, error)) (time.Duration, bool) {
 	d, err := f()
 	return d, err == nil
 }
+
+// stealTime is the time the hypervisor has given the machine's CPUs to
+// others while they had work (steal, /proc/stat), summed over the CPUs: a
+// stall of both targets' cores that neither caused.
+func stealTime() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseSteal(string(data))
+}
+
+// parseSteal reads the steal time, the eighth value of /proc/stat's "cpu"
+// line.
+func parseSteal(stat string) (time.Duration, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, errors.New("/proc/stat without a cpu line of steal time")
+	}
+	ticks, err := strconv.ParseInt(fields[8], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat steal time %q: %w", fields[8], err)
+	}
+	return time.Duration(ticks) * clockTick, nil
+}

@@ -78,6 +78,11 @@ type Result struct {
 	// saturate the cores.
 	TargetCPU  time.Duration `json:"targetCpuPerRequest,omitempty"`
 	HarnessCPU time.Duration `json:"harnessCpuPerRequest,omitempty"`
+	// Steal is the time the hypervisor took the machine's CPUs away while
+	// they had work, summed over the CPUs, during the run (its turns): a
+	// stall it shows is the host's, not the target's. 0 when none or not
+	// known.
+	Steal time.Duration `json:"steal,omitempty"`
 }
 
 // collector gathers the outcome of a run's requests.

@@ -20,10 +20,14 @@ type series struct {
 	// segments; cpuOK whether it could be read in every one of them.
 	cpu   [2]time.Duration
 	cpuOK [2]bool
+	// steal is the machine's steal time over the segments (stealTime);
+	// stealOK whether it could be read in every one of them.
+	steal   time.Duration
+	stealOK bool
 }
 
 func newSeries() *series {
-	return &series{c: collector{hist: newHistogram()}, cpuOK: [2]bool{true, true}}
+	return &series{c: collector{hist: newHistogram()}, cpuOK: [2]bool{true, true}, stealOK: true}
 }
 
 // drive runs one segment of the series.
@@ -38,6 +42,7 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 		return &corpus[n%int64(len(corpus))], true
 	}
 	cpu := startCPU(t.CPU)
+	steal0, stealOK := measure(stealTime)
 	start := time.Now()
 	if r.Mode == OpenLoop {
 		s.behind = openLoop(ctx, t, r, take, &s.c) || s.behind
@@ -45,6 +50,9 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 		closedLoop(ctx, t, r.Workers, take, &s.c)
 	}
 	s.elapsed += time.Since(start)
+	steal1, stealOK1 := measure(stealTime)
+	s.steal += steal1 - steal0
+	s.stealOK = s.stealOK && stealOK && stealOK1
 	target, self, targetOK, selfOK := cpu.spent()
 	s.cpu[0] += target
 	s.cpu[1] += self
@@ -60,6 +68,9 @@ func (s *series) result(target string, r Run) Result {
 		Latency: percentiles(s.c.hist), Unsent: s.c.unsent.Load(),
 	}
 	res.Behind = s.behind || res.Unsent > 0
+	if s.stealOK {
+		res.Steal = s.steal
+	}
 	answered := res.Requests - res.Errors
 	if s.elapsed > 0 {
 		res.Throughput = float64(answered) / s.elapsed.Seconds()
