@@ -103,7 +103,7 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, rate := range cfg.Rates {
 		run, rounds := turnsAt(cfg, rate)
-		if rate == LatencyRate && cfg.LatencyStep > 0 {
+		if rate == LatencyRate {
 			report.LatencyStep, report.LatencyRounds = run.Duration, rounds
 		}
 		for i, res := range Interleave(ctx, targets, f.corpus, run, rounds) {

@@ -56,38 +56,45 @@ func selfCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// cpuMeter measures the CPU time a run costs the target and the harness.
-type cpuMeter struct {
-	target           func() (time.Duration, error)
-	target0, self0   time.Duration
-	targetOK, selfOK bool
+// The clocks a segment reads at its start and end: the target's CPU time,
+// the harness's, and the machine's steal time.
+const (
+	clockTarget = iota
+	clockHarness
+	clockSteal
+	clocks
+)
+
+// clockMeter measures how far the clocks advance over a segment.
+type clockMeter struct {
+	read  [clocks]func() (time.Duration, error)
+	start [clocks]time.Duration
+	ok    [clocks]bool
 }
 
-func startCPU(target func() (time.Duration, error)) *cpuMeter {
-	m := &cpuMeter{target: target}
-	if target != nil {
-		m.target0, m.targetOK = measure(target)
+// startClocks reads the clocks; target is the target's CPU time, nil when
+// not known.
+func startClocks(target func() (time.Duration, error)) *clockMeter {
+	m := &clockMeter{read: [clocks]func() (time.Duration, error){clockTarget: target, clockHarness: selfCPU, clockSteal: stealTime}}
+	for i, f := range m.read {
+		if f != nil {
+			m.start[i], m.ok[i] = measure(f)
+		}
 	}
-	m.self0, m.selfOK = measure(selfCPU)
 	return m
 }
 
-// spent is the CPU time the target and the harness have used since
-// startCPU, and whether each could be read.
-func (m *cpuMeter) spent() (target, self time.Duration, targetOK, selfOK bool) {
-	if m.targetOK {
-		var t time.Duration
-		if t, targetOK = measure(m.target); targetOK {
-			target = t - m.target0
+// spent is how far each clock has advanced since startClocks, and whether
+// it could be read both times.
+func (m *clockMeter) spent() (d [clocks]time.Duration, ok [clocks]bool) {
+	for i, f := range m.read {
+		if m.ok[i] {
+			if now, read := measure(f); read {
+				d[i], ok[i] = now-m.start[i], true
+			}
 		}
 	}
-	if m.selfOK {
-		var t time.Duration
-		if t, selfOK = measure(selfCPU); selfOK {
-			self = t - m.self0
-		}
-	}
-	return target, self, targetOK, selfOK
+	return d, ok
 }
 
 func measure(f func() (time.Duration, error)) (time.Duration, bool) {

@@ -292,6 +292,10 @@ func TestASeriesKnowsCPUTimeOnlyWhenEverySegmentReadIt(t *testing.T) {
 	if res := s.result("null", segment); res.TargetCPU != 0 || res.Requests != 10 {
 		t.Errorf("after a segment that could not read it: %v a request over %d requests, want 0 (unknown) over 10 (the bound is the series')", res.TargetCPU, res.Requests)
 	}
+	s.drive(t.Context(), target, corpus, segment)
+	if res := s.result("null", segment); res.TargetCPU != 0 {
+		t.Errorf("after a later segment that read it: %v a request, want 0: the series missed a segment's", res.TargetCPU)
+	}
 }
 
 func TestWorkersKeepTheirHistogramsFromOneSegmentToTheNextAndEachLatencyCountsOnce(t *testing.T) {

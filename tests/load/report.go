@@ -30,7 +30,7 @@ type Report struct {
 	// at the saturated run (Interleave).
 	Rounds int `json:"rounds"`
 	// LatencyStep and LatencyRounds are the length of the run at
-	// LatencyRate and its turns, when they were not Step's and Rounds.
+	// LatencyRate and its turns, when it was run.
 	LatencyStep   time.Duration `json:"latencyStep,omitempty"`
 	LatencyRounds int           `json:"latencyRounds,omitempty"`
 	// Results of every run, target by target.
@@ -191,7 +191,7 @@ func roundsText(rounds int) string {
 }
 
 // latencyStepText says how long the run at LatencyRate lasted, when it was
-// not the other rates' step.
+// run.
 func latencyStepText(step time.Duration, rounds int) string {
 	if step <= 0 {
 		return ""

@@ -16,18 +16,14 @@ type series struct {
 	next    atomic.Int64
 	elapsed time.Duration
 	behind  bool
-	// cpu is the CPU time the target and the harness used over the
-	// segments; cpuOK whether it could be read in every one of them.
-	cpu   [2]time.Duration
-	cpuOK [2]bool
-	// steal is the machine's steal time over the segments (stealTime);
-	// stealOK whether it could be read in every one of them.
-	steal   time.Duration
-	stealOK bool
+	// clock is how far each clock (startClocks) advanced over the
+	// segments; clockOK whether it could be read in every one of them.
+	clock   [clocks]time.Duration
+	clockOK [clocks]bool
 }
 
 func newSeries() *series {
-	return &series{c: collector{hist: newHistogram()}, cpuOK: [2]bool{true, true}, stealOK: true}
+	return &series{c: collector{hist: newHistogram()}, clockOK: [clocks]bool{true, true, true}}
 }
 
 // drive runs one segment of the series.
@@ -41,8 +37,7 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 		}
 		return &corpus[n%int64(len(corpus))], true
 	}
-	cpu := startCPU(t.CPU)
-	steal0, stealOK := measure(stealTime)
+	meter := startClocks(t.CPU)
 	start := time.Now()
 	if r.Mode == OpenLoop {
 		s.behind = openLoop(ctx, t, r, take, &s.c) || s.behind
@@ -50,14 +45,11 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 		closedLoop(ctx, t, r.Workers, take, &s.c)
 	}
 	s.elapsed += time.Since(start)
-	steal1, stealOK1 := measure(stealTime)
-	s.steal += steal1 - steal0
-	s.stealOK = s.stealOK && stealOK && stealOK1
-	target, self, targetOK, selfOK := cpu.spent()
-	s.cpu[0] += target
-	s.cpu[1] += self
-	s.cpuOK[0] = s.cpuOK[0] && targetOK
-	s.cpuOK[1] = s.cpuOK[1] && selfOK
+	spent, read := meter.spent()
+	for i := range spent {
+		s.clock[i] += spent[i]
+		s.clockOK[i] = s.clockOK[i] && read[i]
+	}
 }
 
 // result is the series' figures, as one run of r by target.
@@ -68,17 +60,17 @@ func (s *series) result(target string, r Run) Result {
 		Latency: percentiles(s.c.hist), Unsent: s.c.unsent.Load(),
 	}
 	res.Behind = s.behind || res.Unsent > 0
-	if s.stealOK {
-		res.Steal = s.steal
+	if s.clockOK[clockSteal] {
+		res.Steal = s.clock[clockSteal]
 	}
 	answered := res.Requests - res.Errors
 	if s.elapsed > 0 {
 		res.Throughput = float64(answered) / s.elapsed.Seconds()
 	}
 	if answered > 0 {
-		for i, d := range []*time.Duration{&res.TargetCPU, &res.HarnessCPU} {
-			if s.cpuOK[i] {
-				*d = s.cpu[i] / time.Duration(answered)
+		for i, d := range [...]*time.Duration{clockTarget: &res.TargetCPU, clockHarness: &res.HarnessCPU} {
+			if s.clockOK[i] {
+				*d = s.clock[i] / time.Duration(answered)
 			}
 		}
 	}
