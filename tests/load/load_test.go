@@ -87,6 +87,34 @@ func TestRunsCheckEveryAnswer(t *testing.T) {
 	}
 }
 
+func TestAnExchangeIsTimedFromWhenItWasDueAndItsAnswerStillChecked(t *testing.T) {
+	failing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(failing.Close)
+	req := &scale.Corpus(10, 1)[0]
+	tests := []struct {
+		name   string
+		target *Target
+		want   string
+	}{
+		{"a refused request is an error", &Target{URL: failing.URL, Client: failing.Client()}, "status 503: overloaded"},
+		{"an unreachable target is an error", &Target{URL: "https://127.0.0.1:1", Client: failing.Client()}, "connection refused"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			due := time.Now().Add(-time.Hour)
+			latency, err := tc.target.exchange(req, due)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+			if latency < time.Hour || latency > time.Hour+time.Minute {
+				t.Errorf("latency %s, want it counted from when the request was due, an hour ago", latency)
+			}
+		})
+	}
+}
+
 func TestTheCorpusExpectsTheEnginesAnswers(t *testing.T) {
 	snap, err := registry.Parse("scale.yaml", scale.Registry(10))
 	if err != nil {

@@ -154,9 +154,9 @@ func closedLoop(ctx context.Context, t *Target, workers int, take func() (*scale
 				if !ok {
 					return
 				}
-				t0 := time.Now()
-				c.outcome(t.send(req))
-				record(h, time.Since(t0))
+				latency, err := t.exchange(req, time.Now())
+				c.outcome(err)
+				record(h, latency)
 			}
 		})
 	}
@@ -185,8 +185,9 @@ func openLoop(ctx context.Context, t *Target, r Run, take func() (*scale.Request
 					c.unsent.Add(1)
 					continue
 				}
-				c.outcome(t.send(j.req))
-				record(h, time.Since(j.due))
+				latency, err := t.exchange(j.req, j.due)
+				c.outcome(err)
+				record(h, latency)
 			}
 		})
 	}

@@ -39,20 +39,36 @@ type answer struct {
 // errWrong is a well-formed answer with the wrong decision.
 var errWrong = errors.New("wrong decision")
 
-// send posts one request and checks the answer: an AdmissionReview for the
-// request's uid, with the expected decision when the target decides.
-func (t *Target) send(req *scale.Request) error {
+// exchange sends one request and times it: its latency runs from due,
+// when the request was due to be sent, to the last byte of the answer. The
+// answer is checked after the clock stops, because decoding it is the
+// harness's work and not the target's. It returns what went wrong, if
+// anything: the request, the answer or the decision.
+func (t *Target) exchange(req *scale.Request, due time.Time) (time.Duration, error) {
+	status, body, err := t.post(req)
+	latency := time.Since(due)
+	if err != nil {
+		return latency, err
+	}
+	return latency, t.check(req, status, body)
+}
+
+// post posts one request and reads the whole answer.
+func (t *Target) post(req *scale.Request) (int, []byte, error) {
 	resp, err := t.Client.Post(t.URL, "application/json", bytes.NewReader(req.Body))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	return resp.StatusCode, body, err
+}
+
+// check checks an answer: an AdmissionReview for the request's uid, with
+// the expected decision when the target decides.
+func (t *Target) check(req *scale.Request, status int, body []byte) error {
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d: %.200s", status, body)
 	}
 	var a answer
 	if err := json.Unmarshal(body, &a); err != nil || a.Response == nil || a.Response.UID != req.UID {
