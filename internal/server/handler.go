@@ -59,8 +59,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout(r))
-	defer cancel()
+	ctx, release := withDeadline(r.Context(), start.Add(requestTimeout(r)))
+	defer release()
 	resp, outcome := h.decide(ctx, req)
 	writeReview(w, resp)
 	h.metrics.Request(h.webhook, outcome, time.Since(start))
