@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,8 +28,8 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 	}{
 		{"before the deadline Err is nil and no timer runs", func(t *testing.T, parent context.Context, _ func()) {
 			at := time.Now().Add(time.Hour)
-			c, release := withDeadline(parent, at)
-			defer release()
+			c := withDeadline(parent, at)
+			defer c.release()
 			if err := c.Err(); err != nil {
 				t.Errorf("Err = %v, want nil", err)
 			}
@@ -39,8 +41,8 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 			}
 		}},
 		{"past the deadline Err says so before anything waits", func(t *testing.T, parent context.Context, _ func()) {
-			c, release := withDeadline(parent, time.Now().Add(-time.Second))
-			defer release()
+			c := withDeadline(parent, time.Now().Add(-time.Second))
+			defer c.release()
 			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Err = %v, want the deadline exceeded", err)
 			}
@@ -49,18 +51,21 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 			}
 		}},
 		{"Done closes at the deadline", func(t *testing.T, parent context.Context, _ func()) {
-			c, release := withDeadline(parent, time.Now().Add(20*time.Millisecond))
-			defer release()
+			c := withDeadline(parent, time.Now().Add(20*time.Millisecond))
+			defer c.release()
 			if !closed(c.Done(), 10*time.Second) {
 				t.Fatal("Done did not close after the deadline")
 			}
 			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Err = %v, want the deadline exceeded", err)
 			}
+			if cause := context.Cause(c); !errors.Is(cause, context.DeadlineExceeded) {
+				t.Errorf("Cause = %v, want Err's %v", cause, c.Err())
+			}
 		}},
 		{"the parent's cancel shows through Err and Done", func(t *testing.T, parent context.Context, cancelParent func()) {
-			c, release := withDeadline(parent, time.Now().Add(time.Hour))
-			defer release()
+			c := withDeadline(parent, time.Now().Add(time.Hour))
+			defer c.release()
 			cancelParent()
 			if err := c.Err(); !errors.Is(err, context.Canceled) {
 				t.Errorf("Err = %v, want canceled", err)
@@ -69,22 +74,40 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 				t.Error("Done is open after the parent was canceled")
 			}
 		}},
+		{"Err keeps the first reason the context ended for", func(t *testing.T, parent context.Context, cancelParent func()) {
+			c := withDeadline(parent, time.Now().Add(-time.Second))
+			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Err = %v, want the deadline exceeded", err)
+			}
+			cancelParent()
+			c.release()
+			<-c.Done()
+			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Err = %v after the parent's cancel and the release, want the deadline exceeded still", err)
+			}
+		}},
 		{"a sooner deadline of the parent's wins", func(t *testing.T, parent context.Context, _ func()) {
-			soon := time.Now().Add(time.Minute)
+			soon := time.Now().Add(20 * time.Millisecond)
 			p, cancel := context.WithDeadline(parent, soon)
 			defer cancel()
-			c, release := withDeadline(p, time.Now().Add(time.Hour))
-			defer release()
+			c := withDeadline(p, time.Now().Add(time.Hour))
+			defer c.release()
 			if d, _ := c.Deadline(); !d.Equal(soon) {
 				t.Errorf("Deadline = %s, want the parent's %s", d, soon)
 			}
+			if !closed(c.Done(), 10*time.Second) {
+				t.Fatal("Done did not close at the parent's deadline")
+			}
+			if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Err = %v, want the deadline exceeded", err)
+			}
 		}},
 		{"release cancels it, whether or not anything waited", func(t *testing.T, parent context.Context, _ func()) {
-			quiet, releaseQuiet := withDeadline(parent, time.Now().Add(time.Hour))
-			waited, releaseWaited := withDeadline(parent, time.Now().Add(time.Hour))
+			quiet := withDeadline(parent, time.Now().Add(time.Hour))
+			waited := withDeadline(parent, time.Now().Add(time.Hour))
 			done := waited.Done()
-			releaseQuiet()
-			releaseWaited()
+			quiet.release()
+			waited.release()
 			for name, c := range map[string]*deadlineContext{"unwaited": quiet, "waited": waited} {
 				if err := c.Err(); !errors.Is(err, context.Canceled) {
 					t.Errorf("%s: Err = %v after release, want canceled", name, err)
@@ -98,8 +121,8 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 			}
 		}},
 		{"a context made from it ends at its deadline and sees its values", func(t *testing.T, parent context.Context, _ func()) {
-			c, release := withDeadline(context.WithValue(parent, ctxKey{}, "v"), time.Now().Add(20*time.Millisecond))
-			defer release()
+			c := withDeadline(context.WithValue(parent, ctxKey{}, "v"), time.Now().Add(20*time.Millisecond))
+			defer c.release()
 			child, cancel := context.WithCancel(c)
 			defer cancel()
 			if !closed(child.Done(), 10*time.Second) {
@@ -109,6 +132,22 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 				t.Errorf("Value = %v, want the parent's", got)
 			}
 		}},
+		{"contexts made from it hang on its timer, without a goroutine each", func(t *testing.T, parent context.Context, _ func()) {
+			c := withDeadline(parent, time.Now().Add(time.Hour))
+			defer c.release()
+			before := runtime.NumGoroutine()
+			var cancels []context.CancelFunc
+			for range 100 {
+				_, cancel := context.WithCancel(c)
+				cancels = append(cancels, cancel)
+			}
+			if extra := runtime.NumGoroutine() - before; extra >= 50 {
+				t.Errorf("100 derived contexts started %d goroutines", extra)
+			}
+			for _, cancel := range cancels {
+				cancel()
+			}
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,5 +155,24 @@ func TestARequestsDeadlineAnswersErrWithoutATimerAndWaitsLikeContextWithDeadline
 			defer cancel()
 			tc.run(t, parent, cancel)
 		})
+	}
+}
+
+func TestARequestsDeadlineIsSafeToWaitOnAskAndReleaseAtOnce(t *testing.T) {
+	for range 200 {
+		c := withDeadline(t.Context(), time.Now().Add(time.Millisecond))
+		var wg sync.WaitGroup
+		wg.Go(func() { <-c.Done() })
+		wg.Go(func() {
+			for c.Err() == nil {
+				runtime.Gosched()
+			}
+		})
+		wg.Go(func() { _, cancel := context.WithCancel(c); defer cancel() })
+		wg.Go(c.release)
+		wg.Wait()
+		if c.Err() == nil {
+			t.Fatal("Err is nil after release")
+		}
 	}
 }

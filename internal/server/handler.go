@@ -59,8 +59,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
-	ctx, release := withDeadline(r.Context(), start.Add(requestTimeout(r)))
-	defer release()
+	// The API server's timeout counts from the request's arrival, reading
+	// and decoding the body included.
+	ctx := withDeadline(r.Context(), start.Add(requestTimeout(r)))
+	defer ctx.release()
 	resp, outcome := h.decide(ctx, req)
 	writeReview(w, resp)
 	h.metrics.Request(h.webhook, outcome, time.Since(start))

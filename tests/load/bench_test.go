@@ -109,7 +109,7 @@ func TestTheLatencyRateRunsForItsOwnStepInItsOwnTurns(t *testing.T) {
 
 func TestTheReportSaysHowLongTheLatencyRateRan(t *testing.T) {
 	r := &Report{Rounds: 4, LatencyStep: 30 * time.Second, LatencyRounds: 30, Targets: map[string]TargetInfo{}}
-	if md, want := r.Markdown(""), "at 2000/s, whose p99 the latency target compares, 30s in 30 turns each"; !strings.Contains(md, want) {
+	if md, want := r.Markdown(""), "at 2000/s, whose p99 the latency target compares, 30 s in 30 turns each"; !strings.Contains(md, want) {
 		t.Errorf("the report lacks %q:\n%s", want, md)
 	}
 	r.LatencyStep = 0

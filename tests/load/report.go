@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,7 +197,7 @@ func latencyStepText(step time.Duration, rounds int) string {
 	if step <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (at %d/s, whose p99 the latency target compares, %s in %d turns each)", LatencyRate, step, rounds)
+	return fmt.Sprintf(" (at %d/s, whose p99 the latency target compares, %s s in %d turns each)", LatencyRate, strconv.FormatFloat(step.Seconds(), 'f', -1, 64), rounds)
 }
 
 // Markdown is the generated section of BENCHMARKS.md.

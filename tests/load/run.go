@@ -63,7 +63,8 @@ type Result struct {
 	// Throughput is answered requests per second over the run.
 	Throughput float64 `json:"throughput"`
 	// Latency percentiles: from sending in closed-loop, from when the request
-	// was due in open-loop.
+	// was due in open-loop, to the answer's last byte (checking it is not
+	// counted).
 	Latency Percentiles `json:"latency"`
 	// Behind is set when an open-loop run fell so far behind its schedule
 	// that requests could not even be queued, or were still queued when the
