@@ -17,13 +17,13 @@ type series struct {
 	elapsed time.Duration
 	behind  bool
 	// clock is how far each clock (startClocks) advanced over the
-	// segments; clockOK whether it could be read in every one of them.
-	clock   [clocks]time.Duration
-	clockOK [clocks]bool
+	// segments; unread whether some segment could not read it.
+	clock  [clocks]time.Duration
+	unread [clocks]bool
 }
 
 func newSeries() *series {
-	return &series{c: collector{hist: newHistogram()}, clockOK: [clocks]bool{true, true, true}}
+	return &series{c: collector{hist: newHistogram()}}
 }
 
 // drive runs one segment of the series.
@@ -48,7 +48,7 @@ func (s *series) drive(ctx context.Context, t *Target, corpus []scale.Request, r
 	spent, read := meter.spent()
 	for i := range spent {
 		s.clock[i] += spent[i]
-		s.clockOK[i] = s.clockOK[i] && read[i]
+		s.unread[i] = s.unread[i] || !read[i]
 	}
 }
 
@@ -60,7 +60,7 @@ func (s *series) result(target string, r Run) Result {
 		Latency: percentiles(s.c.hist), Unsent: s.c.unsent.Load(),
 	}
 	res.Behind = s.behind || res.Unsent > 0
-	if s.clockOK[clockSteal] {
+	if !s.unread[clockSteal] {
 		res.Steal = s.clock[clockSteal]
 	}
 	answered := res.Requests - res.Errors
@@ -69,7 +69,7 @@ func (s *series) result(target string, r Run) Result {
 	}
 	if answered > 0 {
 		for i, d := range [...]*time.Duration{clockTarget: &res.TargetCPU, clockHarness: &res.HarnessCPU} {
-			if s.clockOK[i] {
+			if !s.unread[i] {
 				*d = s.clock[i] / time.Duration(answered)
 			}
 		}
