@@ -27,14 +27,14 @@ COMPARE_FLAGS         ?=
 # deadline and fails with a bare "context deadline exceeded" on a busy machine
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZ_SCALE            ?= 6
-FUZZ_TARGETS          := admission:FuzzDecode:70000 \
-                         admission:FuzzDecodeReadsTheRequestAsEncodingJSON:40000 \
-                         admission:FuzzEncodeWritesWhatEncodingJSONWrites:60000 \
-                         registry:FuzzParse:100000 \
-                         server:FuzzHandler:16000 \
-                         engine:FuzzAdmit:8000 \
-                         engine:FuzzThePlanEvaluatorDecidesAsTopdown:8000 \
-                         jsonast:FuzzParseDecodesAsEncodingJSON:80000
+FUZZ_TARGETS          := webhook/admission:FuzzDecode:70000 \
+                         webhook/admission:FuzzDecodeReadsTheRequestAsEncodingJSON:40000 \
+                         webhook/admission:FuzzEncodeWritesWhatEncodingJSONWrites:60000 \
+                         internal/registry:FuzzParse:100000 \
+                         webhook:FuzzHandler:16000 \
+                         internal/engine:FuzzAdmit:8000 \
+                         internal/engine:FuzzThePlanEvaluatorDecidesAsTopdown:8000 \
+                         internal/jsonast:FuzzParseDecodesAsEncodingJSON:80000
 
 # The local control plane for e2e tests and the demo, built from the Go module
 # proxy (tests/tools/*): a few minutes the first time, then cached.
@@ -106,17 +106,17 @@ test-rego: $(OPA) ## Test the Rego library with the real opa CLI (coverage >= RE
 fuzz: ## Run every fuzz target for its budget of executions times FUZZ_SCALE (default 6, about 30 s each)
 	@set -e; for target in $(FUZZ_TARGETS); do \
 	  pkg=$${target%%:*}; rest=$${target#*:}; name=$${rest%%:*}; runs=$$(( $${rest#*:} * $(FUZZ_SCALE) )); \
-	  grep -qs "^func $$name(" internal/$$pkg/*_test.go || { echo "no fuzz target $$name in internal/$$pkg"; exit 1; }; \
-	  echo "go test ./internal/$$pkg/ -run '^\$$' -fuzz '^$$name\$$' -fuzztime $${runs}x"; \
-	  go test ./internal/$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime "$${runs}x"; \
+	  grep -qs "^func $$name(" $$pkg/*_test.go || { echo "no fuzz target $$name in $$pkg"; exit 1; }; \
+	  echo "go test ./$$pkg/ -run '^\$$' -fuzz '^$$name\$$' -fuzztime $${runs}x"; \
+	  go test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime "$${runs}x"; \
 	done
 
 .PHONY: bench
 bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
 	@mkdir -p $(BENCH_OUT) docs/bench
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/ | tee $(BENCH_OUT)/engine.txt
-	go test -run '^$$' -bench . -benchmem -count 5 ./internal/admission/ | tee $(BENCH_OUT)/admission.txt
-	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./internal/server/ | tee $(BENCH_OUT)/server.txt
+	go test -run '^$$' -bench . -benchmem -count 5 ./webhook/admission/ | tee $(BENCH_OUT)/admission.txt
+	go test -run '^$$' -bench . -benchmem -count 3 -benchtime 20000x ./webhook/ | tee $(BENCH_OUT)/server.txt
 	go test -run '^$$' -bench . -benchmem -count 3 ./generator/ | tee $(BENCH_OUT)/generator.txt
 	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/ | tee $(BENCH_OUT)/sidebyside.txt
 	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/ | tee $(BENCH_OUT)/reconcile.txt

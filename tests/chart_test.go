@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
-	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // The chart is tested with the real helm CLI that `make tools` installs.
@@ -124,11 +124,11 @@ func TestChartRejectsBadValues(t *testing.T) {
 }
 
 // TestChartWebhooksMatchTheGoBuilder keeps the chart's webhook configurations
-// identical to internal/webhookconfig, which the e2e tests install.
+// identical to webhook/configuration, which the e2e tests install.
 func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
 	docs := render(t, "--set", "countedResources={pods,configmaps,deployments.apps,widgets.example.com}")
 	port := int32(443)
-	o := webhookconfig.Options{
+	o := configuration.Options{
 		Service:   &admissionregistrationv1.ServiceReference{Namespace: "tenantguard-system", Name: "tg-tenantguard", Port: &port},
 		Namespace: "tenantguard-system",
 		QuotaResources: []schema.GroupResource{
@@ -137,13 +137,13 @@ func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
 	}
 	var validating admissionregistrationv1.ValidatingWebhookConfiguration
 	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &validating)
-	if want := webhookconfig.Validating(o).Webhooks; !reflect.DeepEqual(validating.Webhooks, want) {
-		t.Errorf("validating webhooks differ from internal/webhookconfig:\n got %+v\nwant %+v", validating.Webhooks, want)
+	if want := configuration.Validating(o).Webhooks; !reflect.DeepEqual(validating.Webhooks, want) {
+		t.Errorf("validating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", validating.Webhooks, want)
 	}
 	var mutating admissionregistrationv1.MutatingWebhookConfiguration
 	decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &mutating)
-	if want := webhookconfig.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
-		t.Errorf("mutating webhooks differ from internal/webhookconfig:\n got %+v\nwant %+v", mutating.Webhooks, want)
+	if want := configuration.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
+		t.Errorf("mutating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", mutating.Webhooks, want)
 	}
 }
 

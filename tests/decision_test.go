@@ -6,11 +6,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // engineFor compiles one engine per registry file of the corpus; subtests run
@@ -95,7 +95,7 @@ func TestCorpusDecisions(t *testing.T) {
 	}
 }
 
-func checkDecision(t testing.TB, c *fixtures.Case, d *engine.Decision) {
+func checkDecision(t testing.TB, c *fixtures.Case, d *admission.Decision) {
 	t.Helper()
 	wantAllowed := c.Expect.Allowed || len(c.Expect.Deny) == 0
 	if d.Allowed != wantAllowed {
@@ -103,7 +103,7 @@ func checkDecision(t testing.TB, c *fixtures.Case, d *engine.Decision) {
 	}
 	for _, mode := range []struct {
 		name string
-		got  []engine.Violation
+		got  []admission.Violation
 		want []string
 	}{{"deny", d.Deny, c.Expect.Deny}, {"warn", d.Warn, c.Expect.Warn}, {"dryrun", d.DryRun, c.Expect.DryRun}} {
 		if got := ruleIDs(mode.got); !slices.Equal(got, sorted(mode.want)) {
@@ -137,7 +137,7 @@ func checkDecision(t testing.TB, c *fixtures.Case, d *engine.Decision) {
 	}
 }
 
-func ruleIDs(vs []engine.Violation) []string {
+func ruleIDs(vs []admission.Violation) []string {
 	ids := []string{}
 	for _, v := range vs {
 		if !slices.Contains(ids, v.ID) {

@@ -11,11 +11,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // verdict is a validating decision as rule ids by enforcement mode, each
@@ -164,7 +164,7 @@ func loadCorpus(t testing.TB) []*corpusCase {
 			t.Fatal(err)
 		}
 		want := verdictOf{}
-		for mode, vs := range map[string][]engine.Violation{"deny": d.Deny, "warn": d.Warn, "dryrun": d.DryRun} {
+		for mode, vs := range map[string][]admission.Violation{"deny": d.Deny, "warn": d.Warn, "dryrun": d.DryRun} {
 			for _, v := range vs {
 				want.add(mode, v.ID)
 			}

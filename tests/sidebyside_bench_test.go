@@ -9,12 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // BenchmarkDecisionSideBySide is one validating decision per op, cycling

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 type reviewOptions struct {
@@ -127,7 +127,7 @@ func writeJSON(w io.Writer, resp *admission.Response) error {
 }
 
 // writeText prints a decision for people: the verdict, every reason, and the patch.
-func writeText(w io.Writer, d *engine.Decision) error {
+func writeText(w io.Writer, d *admission.Decision) error {
 	verdict := "allowed"
 	if !d.Allowed {
 		verdict = "denied"
@@ -135,9 +135,9 @@ func writeText(w io.Writer, d *engine.Decision) error {
 	lines := []string{verdict}
 	for _, group := range []struct {
 		label string
-		vs    []engine.Violation
+		vs    []admission.Violation
 	}{{"deny", d.Deny}, {"warn", d.Warn}, {"dryrun", d.DryRun}} {
-		for _, m := range engine.Messages(group.vs) {
+		for _, m := range admission.Messages(group.vs) {
 			lines = append(lines, fmt.Sprintf("  %-6s %s", group.label, m))
 		}
 	}

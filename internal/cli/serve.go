@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/tenantguard/tenantguard/internal/certrotate"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/memlimit"
@@ -25,13 +24,14 @@ import (
 	"github.com/tenantguard/tenantguard/internal/quotaledger"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/internal/server"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/internal/watch"
+	"github.com/tenantguard/tenantguard/webhook"
+	"github.com/tenantguard/tenantguard/webhook/certrotate"
 )
 
 type serveOptions struct {
-	server            server.Options
+	server            webhook.Options
 	kubeconfig        string
 	registryConfigMap string
 	policyDir         string
@@ -100,7 +100,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
-	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
+	f.Int64Var(&o.server.MaxBodyBytes, "max-body-bytes", webhook.DefaultMaxBodyBytes, "largest AdmissionReview accepted")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.quotaSyncTimeout, "quota-sync-timeout", 30*time.Second, "how long a registry that counts a new resource waits for its informer before it is refused")
 	f.StringVar(&o.quotaMode, "quota-mode", quotaLocal, "how creates counted against tenant quotas are reserved while decided: local (in this replica's memory; exact within a replica, a burst spread over R replicas faster than the informers can overshoot by up to R-1 times the room left) or strict (a per-tenant ledger ConfigMap in the registry's namespace, written with optimistic concurrency; exact across replicas, two API calls per counted create)")
@@ -227,7 +227,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval
-	srv, err := server.New(store, m, log, o.server)
+	srv, err := webhook.New(store, m, log, o.server)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // DefaultReservationTTL is how long an admitted create holds its place in its
@@ -71,7 +71,7 @@ func (h localHold) Release() { h.r.Release() }
 // that of a burst of creates each is decided against the ones before it.
 // The place is kept when the create is admitted and given back when it is
 // refused. Dry-run requests store nothing and reserve nothing.
-func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger) (*Decision, error) {
+func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger) (*admission.Decision, error) {
 	key, tenants := e.counted(req, view)
 	if key == "" || len(tenants) == 0 || (req.DryRun != nil && *req.DryRun) {
 		return e.Validate(ctx, req, view)
@@ -101,7 +101,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 }
 
 // admitOnce reserves, decides, and keeps or releases the place.
-func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger, claim clusterview.Claim, q quota) (d *Decision, err error) {
+func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger Ledger, claim clusterview.Claim, q quota) (d *admission.Decision, err error) {
 	counts, hold, err := ledger.Reserve(ctx, claim, q.tenants)
 	if err != nil {
 		return nil, err

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // roomForTen is tenant t0 with 190 pods counted (quota: 200 pods) and its
@@ -28,7 +28,7 @@ func TestABurstOfFiftyCreatesAgainstRoomForTenAdmitsExactlyTen(t *testing.T) {
 	view := roomForTen()
 	ledger := LocalLedger{View: view}
 	var wg sync.WaitGroup
-	decisions := make([]*Decision, 50)
+	decisions := make([]*admission.Decision, 50)
 	errs := make([]error, 50)
 	for i := range decisions {
 		wg.Go(func() {

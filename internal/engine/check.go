@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // selfCheckReview is a Pod CREATE outside any tenant: every policy must be

@@ -8,10 +8,10 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // scaleRegistry is a registry of n tenants shaped like the example's oil.
@@ -102,11 +102,11 @@ decision := {"allowed": false, "deny": [{"id": "seen", "msg": msg}], "warn": [],
 	view := scaleView(1)
 	tests := []struct {
 		name   string
-		decide func() (*Decision, error)
+		decide func() (*admission.Decision, error)
 		want   string
 	}{
-		{"validating", func() (*Decision, error) { return eng.Validate(t.Context(), req, view) }, "Pod|absent|no|u1|a-1"},
-		{"mutating then validating", func() (*Decision, error) { return eng.Review(t.Context(), req, view) }, "Pod|absent|yes|u1|a-1"},
+		{"validating", func() (*admission.Decision, error) { return eng.Validate(t.Context(), req, view) }, "Pod|absent|no|u1|a-1"},
+		{"mutating then validating", func() (*admission.Decision, error) { return eng.Review(t.Context(), req, view) }, "Pod|absent|yes|u1|a-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,12 +226,12 @@ func TestParseDecisionReadsTheDecisionValue(t *testing.T) {
 	tests := []struct {
 		name    string
 		value   string
-		want    *Decision
+		want    *admission.Decision
 		wantErr bool
 	}{
-		{"a clean decision", `{"allowed": true, "deny": [], "warn": [], "dryrun": []}`, &Decision{Allowed: true, Deny: []Violation{}, Warn: []Violation{}, DryRun: []Violation{}}, false},
-		{"lists may be sets or missing", `{"allowed": true, "warn": {{"id": "x", "msg": "m"}}}`, &Decision{Allowed: true, Warn: []Violation{{ID: "x", Msg: "m"}}}, false},
-		{"a denial makes it refused whatever allowed says", `{"allowed": true, "deny": [{"id": "host-network", "msg": "no"}]}`, &Decision{Deny: []Violation{{ID: "host-network", Msg: "no"}}}, false},
+		{"a clean decision", `{"allowed": true, "deny": [], "warn": [], "dryrun": []}`, &admission.Decision{Allowed: true, Deny: []admission.Violation{}, Warn: []admission.Violation{}, DryRun: []admission.Violation{}}, false},
+		{"lists may be sets or missing", `{"allowed": true, "warn": {{"id": "x", "msg": "m"}}}`, &admission.Decision{Allowed: true, Warn: []admission.Violation{{ID: "x", Msg: "m"}}}, false},
+		{"a denial makes it refused whatever allowed says", `{"allowed": true, "deny": [{"id": "host-network", "msg": "no"}]}`, &admission.Decision{Deny: []admission.Violation{{ID: "host-network", Msg: "no"}}}, false},
 		{"allowed must be a boolean", `{"allowed": 1}`, nil, true},
 		{"a violation's id must be a string", `{"allowed": false, "deny": [{"id": 1, "msg": "m"}]}`, nil, true},
 		{"a list must be a list", `{"allowed": true, "deny": "no"}`, nil, true},

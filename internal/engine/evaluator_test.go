@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // evaluatorPair is one registry's engine on each evaluator.

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // FuzzAdmit builds the policy input of arbitrary AdmissionReviews and
@@ -74,7 +74,7 @@ func FuzzAdmit(f *testing.F) {
 	})
 }
 
-func wellFormed(t *testing.T, d *Decision) {
+func wellFormed(t *testing.T, d *admission.Decision) {
 	t.Helper()
 	if d.Allowed != (len(d.Deny) == 0) {
 		t.Fatalf("allowed %v with denials %v", d.Allowed, d.Deny)
@@ -86,7 +86,7 @@ func wellFormed(t *testing.T, d *Decision) {
 	}
 }
 
-func ids(vs []Violation) []string {
+func ids(vs []admission.Violation) []string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = v.ID

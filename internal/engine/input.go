@@ -7,8 +7,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // input is the policy input: the request as decoded, and the cluster facts

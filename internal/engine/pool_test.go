@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 func TestPoolRunsAtMostItsSizeAtOnce(t *testing.T) {

@@ -9,33 +9,15 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
-
-// Violation is one broken rule.
-type Violation struct {
-	ID  string `json:"id"`
-	Msg string `json:"msg"`
-}
-
-// String is the violation as the requester reads it: "[rule-id] sentence".
-func (v Violation) String() string { return "[" + v.ID + "] " + v.Msg }
-
-// Decision is the engine's answer to one request.
-type Decision struct {
-	Allowed bool
-	// Deny, Warn and DryRun are the violations by enforcement mode.
-	Deny, Warn, DryRun []Violation
-	// Patch is the JSON patch of the mutations, nil when there are none.
-	Patch []byte
-}
 
 // Review mutates then validates a request against the view of the cluster, as
 // the API server does with the mutating and the validating webhook. The input
 // is converted to an OPA value once, and again only when a patch changed the
 // object.
-func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
+func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
 	in := e.input(req, view, nil)
 	value := in.value()
 	patch, patched, err := e.mutations(ctx, req, value)
@@ -63,13 +45,13 @@ func (e *Engine) Mutate(ctx context.Context, req *admission.Request, view *clust
 
 // Validate answers the validating webhook: the decision on the request's
 // object as it is (the API server has already applied the mutations).
-func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clusterview.View) (*Decision, error) {
+func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
 	return e.validate(ctx, req, view, nil)
 }
 
 // validate decides with the request's quota and its reserved counts, or,
 // when q is nil, with the view's counts.
-func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *quota) (*Decision, error) {
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *quota) (*admission.Decision, error) {
 	return e.decision(ctx, e.input(req, view, q).value())
 }
 
@@ -98,7 +80,7 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 }
 
 // decision evaluates the validating decision.
-func (e *Engine) decision(ctx context.Context, value ast.Value) (*Decision, error) {
+func (e *Engine) decision(ctx context.Context, value ast.Value) (*admission.Decision, error) {
 	result, err := e.eval(ctx, e.decide, DecisionQuery, value)
 	if err != nil {
 		return nil, err
@@ -146,9 +128,9 @@ func jsonOf(v ast.Value) any {
 
 // parseDecision reads {allowed, deny, warn, dryrun}, each list of {id, msg};
 // any other shape is an error, so a broken replacement policy fails closed.
-func parseDecision(value ast.Value) (*Decision, error) {
+func parseDecision(value ast.Value) (*admission.Decision, error) {
 	obj, ok := value.(ast.Object)
-	wrong := func() (*Decision, error) {
+	wrong := func() (*admission.Decision, error) {
 		return nil, fmt.Errorf("%s is not {allowed, deny, warn, dryrun}: %v", DecisionQuery, value)
 	}
 	if !ok {
@@ -158,10 +140,10 @@ func parseDecision(value ast.Value) (*Decision, error) {
 	if !ok {
 		return wrong()
 	}
-	var d Decision
+	var d admission.Decision
 	for _, list := range []struct {
 		key  string
-		into *[]Violation
+		into *[]admission.Violation
 	}{{"deny", &d.Deny}, {"warn", &d.Warn}, {"dryrun", &d.DryRun}} {
 		vs, ok := violations(valueAt(obj, list.key))
 		if !ok {
@@ -195,7 +177,7 @@ func stringAt(obj ast.Object, key string) (string, bool) {
 
 // violations reads a list (array or set) of {id, msg}; a missing list is
 // empty.
-func violations(value ast.Value) ([]Violation, bool) {
+func violations(value ast.Value) ([]admission.Violation, bool) {
 	var terms []*ast.Term
 	switch v := value.(type) {
 	case nil:
@@ -207,7 +189,7 @@ func violations(value ast.Value) ([]Violation, bool) {
 	default:
 		return nil, false
 	}
-	out := make([]Violation, 0, len(terms))
+	out := make([]admission.Violation, 0, len(terms))
 	for _, t := range terms {
 		obj, ok := t.Value.(ast.Object)
 		if !ok {
@@ -218,7 +200,7 @@ func violations(value ast.Value) ([]Violation, bool) {
 		if !idOK || !msgOK {
 			return nil, false
 		}
-		out = append(out, Violation{ID: id, Msg: msg})
+		out = append(out, admission.Violation{ID: id, Msg: msg})
 	}
 	return out, true
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
 )
 
 // celPolicyName is the name of a rule's policy and binding.
@@ -46,8 +46,8 @@ func celPolicySpec(r *celRule, tenantLabel, registryExpr, managersExpr string) m
 			map[string]any{"key": tenantLabel, "operator": "Exists"},
 		}}
 	}
-	conditions := make([]any, 0, len(webhookconfig.MatchConditions))
-	for _, c := range webhookconfig.MatchConditions {
+	conditions := make([]any, 0, len(configuration.MatchConditions))
+	for _, c := range configuration.MatchConditions {
 		conditions = append(conditions, map[string]any{"name": c.Name, "expression": c.Expression})
 	}
 	return map[string]any{

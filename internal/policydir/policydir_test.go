@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/registry"

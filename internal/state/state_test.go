@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"

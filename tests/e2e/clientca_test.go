@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/live"
 )

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -24,7 +24,7 @@ func TestADeadWebhookLeavesTheClusterWorking(t *testing.T) {
 	wantAllowed(t, err)
 	tenant, err := cluster.Client.CoreV1().Namespaces().Create(ctx, namespace("ghost-down", map[string]string{tenantLabel: "ghost"}), metav1.CreateOptions{})
 	wantAllowed(t, err)
-	dead := webhookconfig.Validating(webhookconfig.Options{Name: "tenantguard-dead", URL: "https://127.0.0.1:1", Namespace: live.Namespace})
+	dead := configuration.Validating(configuration.Options{Name: "tenantguard-dead", URL: "https://127.0.0.1:1", Namespace: live.Namespace})
 	if _, err := cluster.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, dead, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

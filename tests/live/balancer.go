@@ -46,7 +46,7 @@ func (c *Cluster) Balance(backends []string) (baseURL string, stop func(), err e
 }
 
 // webhookName is the name of the webhook configurations Start installs
-// (webhookconfig's default).
+// (the configuration package's default).
 const webhookName = "tenantguard"
 
 // PointWebhooks sends every webhook of tenantguard's configurations to

@@ -29,8 +29,8 @@ import (
 	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
-	"github.com/tenantguard/tenantguard/internal/webhookconfig"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
 )
 
 // Namespace and ConfigMap name of the registry, as in the example.
@@ -293,11 +293,11 @@ func (c *Cluster) installWebhooks(ctx context.Context, caPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	o := webhookconfig.Options{URL: c.BaseURL, CABundle: caPEM, Namespace: Namespace, QuotaResources: snap.QuotaResources()}
-	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, webhookconfig.Mutating(o), metav1.CreateOptions{}); err != nil {
+	o := configuration.Options{URL: c.BaseURL, CABundle: caPEM, Namespace: Namespace, QuotaResources: snap.QuotaResources()}
+	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, configuration.Mutating(o), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installing the mutating webhook: %w", err)
 	}
-	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhookconfig.Validating(o), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, configuration.Validating(o), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installing the validating webhook: %w", err)
 	}
 	return nil

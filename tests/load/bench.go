@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/internal/server"
+	"github.com/tenantguard/tenantguard/webhook"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
@@ -60,7 +60,7 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 	if err := store.LoadRegistry(ctx, "scale", registries[0]); err != nil {
 		return err
 	}
-	srv, err := server.New(store, metrics.New(), log, server.Options{CertFile: certFile, KeyFile: keyFile})
+	srv, err := webhook.New(store, metrics.New(), log, webhook.Options{CertFile: certFile, KeyFile: keyFile})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // tlsServer serves srv on a loopback listener until the test ends; it

@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"bytes"
@@ -14,17 +14,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // The two webhooks.
 const (
-	WebhookValidate = "validate"
-	WebhookMutate   = "mutate"
+	Validate = "validate"
+	Mutate   = "mutate"
 )
 
 const (
@@ -56,7 +56,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.metrics.Request(h.webhook, metrics.DecisionBadRequest, time.Since(start))
 		h.log.Warn("bad request", "webhook", h.webhook, "remote", r.RemoteAddr, "status", status, "error", err.Error())
-		writeError(w, status, err.Error())
+		admission.WriteError(w, status, err.Error())
 		return
 	}
 	// The API server's timeout counts from the request's arrival, reading
@@ -64,7 +64,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := withDeadline(r.Context(), start.Add(requestTimeout(r)))
 	defer ctx.release()
 	resp, outcome := h.decide(ctx, req)
-	writeReview(w, resp)
+	admission.WriteReview(w, resp)
 	h.metrics.Request(h.webhook, outcome, time.Since(start))
 }
 
@@ -174,12 +174,12 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 	// The API server sets a Namespace request's namespace to its own name:
 	// only objects in a namespace wait for it.
 	inNamespace := req.Namespace != "" && (req.Kind.Group != "" || req.Kind.Kind != "Namespace")
-	if h.webhook == WebhookValidate && inNamespace && !h.namespaceSeen(ctx, view, req.Namespace) {
+	if h.webhook == Validate && inNamespace && !h.namespaceSeen(ctx, view, req.Namespace) {
 		// Deciding without the namespace's labels would not know its
 		// tenant, and would let through what the tenant's rules refuse.
 		return h.internal(req, fmt.Errorf("namespace %q is not in tenantguard's view of the cluster yet; retry in a moment", req.Namespace))
 	}
-	if h.webhook == WebhookMutate {
+	if h.webhook == Mutate {
 		patch, err := e.Mutate(ctx, req, view)
 		if err != nil {
 			return h.internal(req, err)
@@ -208,20 +208,20 @@ func (h *handler) namespaceSeen(ctx context.Context, view *clusterview.View, nam
 }
 
 func (h *handler) internal(req *admission.Request, err error) (*admission.Response, string) {
-	h.metrics.Violation(InternalRule, "deny")
+	h.metrics.Violation(admission.InternalRule, "deny")
 	h.log.Error("evaluation failed, request refused", "webhook", h.webhook, "uid", req.UID, "error", err.Error())
-	return internalDenial(req.UID, err), metrics.DecisionError
+	return admission.Internal(req.UID, err), metrics.DecisionError
 }
 
 // record counts a decision's violations and logs one line for a request that
 // broke any rule: who, what, and the rule ids by mode.
-func (h *handler) record(req *admission.Request, d *engine.Decision) {
+func (h *handler) record(req *admission.Request, d *admission.Decision) {
 	if len(d.Deny)+len(d.Warn)+len(d.DryRun) == 0 {
 		return
 	}
 	modes := []struct {
 		name string
-		vs   []engine.Violation
+		vs   []admission.Violation
 	}{{"deny", d.Deny}, {"warn", d.Warn}, {"dryrun", d.DryRun}}
 	attrs := []any{
 		"user", req.UserInfo.Username,

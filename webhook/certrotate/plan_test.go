@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/certrotate"
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/certrotate"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 var (

@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // clientWithCert is a client trusting ca that presents a client

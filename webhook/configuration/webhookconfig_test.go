@@ -1,4 +1,4 @@
-package webhookconfig
+package configuration
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package webhookconfig
+package configuration
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"

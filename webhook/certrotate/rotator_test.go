@@ -20,8 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tenantguard/tenantguard/internal/certrotate"
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/certrotate"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 

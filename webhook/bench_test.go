@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func BenchmarkHTTPS(b *testing.B) {
 		MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64,
 	}}
 
-	for _, webhook := range []string{WebhookValidate, WebhookMutate} {
+	for _, webhook := range []string{Validate, Mutate} {
 		for _, clients := range benchClients {
 			b.Run(webhook+"/clients="+strconv.Itoa(clients), func(b *testing.B) {
 				benchmarkClients(b, client, "https://"+addr+"/"+webhook+"?timeout=10s", bodies, clients)

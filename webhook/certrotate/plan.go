@@ -12,7 +12,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/selfsigned"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // Keys of the Secret. It is a kubernetes.io/tls Secret, so tls.crt, tls.key

@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // Options configure a Server.
@@ -106,10 +107,10 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 		s.clientCAs = pool
 	}
 	s.mux = http.NewServeMux()
-	for _, webhook := range []string{WebhookValidate, WebhookMutate} {
+	for _, webhook := range []string{Validate, Mutate} {
 		s.mux.Handle("/"+webhook, s.verifiedCallers(&handler{webhook: webhook, store: store, ledger: opts.Ledger, namespaceWait: opts.NamespaceWait, metrics: m, log: log, maxBody: opts.MaxBodyBytes}))
 	}
-	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusOK, "ok") })
+	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { admission.WriteError(w, http.StatusOK, "ok") })
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.Handle("/metrics", m.Handler())
 	return s, nil
@@ -134,10 +135,10 @@ func (s *Server) Ready() error {
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if err := s.Ready(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+		admission.WriteError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
 		return
 	}
-	writeError(w, http.StatusOK, "ok")
+	admission.WriteError(w, http.StatusOK, "ok")
 }
 
 // tlsConfig is the serving TLS configuration: TLS 1.2 at least, the
@@ -184,7 +185,7 @@ func (s *Server) verifiedCallers(next http.Handler) http.Handler {
 			if s.metrics != nil {
 				s.metrics.Unauthenticated(strings.TrimPrefix(r.URL.Path, "/"))
 			}
-			writeError(w, http.StatusUnauthorized, "a client certificate signed by the --client-ca-file CA is required")
+			admission.WriteError(w, http.StatusUnauthorized, "a client certificate signed by the --client-ca-file CA is required")
 			return
 		}
 		next.ServeHTTP(w, r)
