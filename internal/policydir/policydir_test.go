@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/webhook/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -21,6 +20,7 @@ import (
 	policy "github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/live"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // recorder is a Loader that keeps what it was handed.

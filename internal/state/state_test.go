@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/webhook/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // observer records loads and refusals.

@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/live"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // TestOnlyTheAPIServerIsAnswered runs the server with --client-ca-file and

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/tests/live"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
 )
 
 // TestADeadWebhookLeavesTheClusterWorking installs the same webhook

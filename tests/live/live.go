@@ -29,8 +29,8 @@ import (
 	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // Namespace and ConfigMap name of the registry, as in the example.

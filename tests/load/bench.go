@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
 
 // Config is one side-by-side load comparison.

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantguard/tenantguard/webhook/admission"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 // slowWebhook answers allowed after a fixed service time, one request at a

@@ -15,9 +15,9 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	"github.com/tenantguard/tenantguard/webhook"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook"
 )
 
 // Scale is the size of the cluster a target holds.

@@ -20,9 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenantguard/tenantguard/tests/live"
 	"github.com/tenantguard/tenantguard/webhook/certrotate"
 	"github.com/tenantguard/tenantguard/webhook/selfsigned"
-	"github.com/tenantguard/tenantguard/tests/live"
 )
 
 // allow answers every AdmissionReview with allowed, and counts them.
