@@ -80,7 +80,9 @@ review-examples: build ## Offline decisions (tenantguard review) on examples/req
 	done
 
 .PHONY: generate
-generate: ## Regenerate policies/ (the exported policy library for examples/registry.yaml)
+generate: ## Regenerate what the rule library's METADATA gives: policies/ (the exports for examples/registry.yaml), docs/rules.md and the chart's webhook rules
+	go run ./cmd/tenantguard rules -o markdown > docs/rules.md
+	go run ./cmd/tenantguard rules -o webhook-rules > charts/tenantguard/files/webhook-rules.yaml
 	go run ./cmd/tenantguard export bundle --registry examples/registry.yaml -o policies/bundle
 	go run ./cmd/tenantguard export gatekeeper --registry examples/registry.yaml -o policies/gatekeeper > /dev/null
 	go run ./cmd/tenantguard export kyverno --registry examples/registry.yaml -o policies/kyverno > /dev/null

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -88,7 +89,7 @@ func TestCorpusDecisions(t *testing.T) {
 			}
 		})
 	}
-	for _, id := range registry.RuleIDs {
+	for _, id := range catalog.MustEmbedded().IDs() {
 		if !seenRules[id] {
 			t.Errorf("no corpus case is denied by rule %q", id)
 		}

@@ -11,9 +11,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
-	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -248,7 +248,7 @@ func TestEnginesAgree(t *testing.T) {
 				}
 			}
 			var missing []string
-			for _, id := range registry.RuleIDs {
+			for _, id := range catalog.MustEmbedded().IDs() {
 				if j.covers(id) {
 					claimed++
 					if !exercised[id] {
@@ -264,7 +264,7 @@ func TestEnginesAgree(t *testing.T) {
 				t.Errorf("no case broke %v with %s agreeing; the claim is untested", missing, j.name)
 			}
 			summary = append(summary, fmt.Sprintf("%-18s %3d cases, %3d agreements, %2d not taken, %2d of %d rules covered, %2d exercised",
-				j.name, len(corpus), agreed, len(skipped), claimed, len(registry.RuleIDs), len(exercised)))
+				j.name, len(corpus), agreed, len(skipped), claimed, len(catalog.MustEmbedded().IDs()), len(exercised)))
 		})
 	}
 	t.Logf("engine agreement on the shared corpus:\n%s", strings.Join(summary, "\n"))

@@ -5,8 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -49,6 +51,30 @@ func TestPoliciesAreCurrent(t *testing.T) {
 				if _, ok := want[name]; !ok {
 					t.Errorf("policies/%s/%s is left over: run `make generate`", engine, name)
 				}
+			}
+		})
+	}
+}
+
+// TestGeneratedFilesAreCurrent fails when a file `make generate` derives
+// from the rule library's METADATA differs from what it writes: the rules
+// table of the docs and the chart's webhook rules.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	for file, args := range map[string][]string{
+		filepath.Join("..", "docs", "rules.md"):                                     {"rules", "-o", "markdown"},
+		filepath.Join("..", "charts", "tenantguard", "files", "webhook-rules.yaml"): {"rules", "-o", "webhook-rules"},
+	} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			var out, errs bytes.Buffer
+			if code := cli.Run(args, strings.NewReader(""), &out, &errs); code != 0 {
+				t.Fatalf("tenantguard %s: exit %d: %s", strings.Join(args, " "), code, errs.String())
+			}
+			existing, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(existing, out.Bytes()) {
+				t.Errorf("%s is stale: run `make generate`", file)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ func BenchmarkDecisionSideBySide(b *testing.B) {
 		{"engine=embedded-topdown", engine.EvaluatorTopdown},
 	} {
 		b.Run(embedded.name, func(b *testing.B) {
-			eng, err := engine.New(b.Context(), snap, engine.Options{Evaluator: embedded.evaluator})
+			eng, err := engine.New(b.Context(), snap, engine.Options{PolicyOptions: engine.PolicyOptions{Evaluator: embedded.evaluator}})
 			if err != nil {
 				b.Fatal(err)
 			}

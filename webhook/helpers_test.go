@@ -13,6 +13,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -35,7 +36,14 @@ func newStore(t testing.TB, registryFile string, modules map[string]string) *sta
 	}
 	store := state.New(view, state.Options{Logger: discard})
 	ctx := context.Background()
-	if err := store.LoadPolicy(ctx, "test", modules); err != nil {
+	var cat *catalog.Catalog
+	if modules != nil {
+		var err error
+		if cat, err = catalog.LoadFiles(modules); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.LoadPolicy(ctx, "test", cat); err != nil {
 		t.Fatal(err)
 	}
 	if registryFile != "" {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/export"
-	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
 func newExportCommand() *cobra.Command {
@@ -27,6 +27,7 @@ func newExportCommand() *cobra.Command {
 
 func newExportBundleCommand() *cobra.Command {
 	var registryFile, output, keyFile string
+	var policy policyFlag
 	opts := export.BundleOptions{}
 	cmd := &cobra.Command{
 		Use:   "bundle --registry FILE -o DIR|FILE.tar.gz",
@@ -49,7 +50,12 @@ tenantguard/main/decision.`,
 			if registryFile == "" || output == "" {
 				return usageErrorf("--registry and -o are required")
 			}
-			snap, err := loadRegistry(registryFile)
+			cat, err := policy.load()
+			if err != nil {
+				return err
+			}
+			opts.Catalog = cat
+			snap, err := loadRegistry(registryFile, cat)
 			if err != nil {
 				return &ExitError{Code: ExitUsage, Err: err}
 			}
@@ -80,7 +86,12 @@ tenantguard/main/decision.`,
 				signed = ", signed"
 			}
 			_, _ = fmt.Fprintf(out, "wrote %s: revision %s, %d modules, roots [%s]%s\n", output, b.Manifest.Revision, len(b.Modules), export.Root, signed)
-			return coverageTable(out, "OPA bundle", func(string) string { return "covered (the rule library itself)" })
+			return coverageTable(out, "OPA bundle", cat, func(id string) string {
+				if r, _ := cat.Rule(id); r.Claims(catalog.EngineOPA) {
+					return "covered (the rule library itself)"
+				}
+				return "not covered: the rule does not claim opa"
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -91,14 +102,16 @@ tenantguard/main/decision.`,
 	f.StringVar(&keyFile, "signing-key", "", "PEM private key (or HS secret) to sign the bundle with")
 	f.StringVar(&opts.SigningAlg, "signing-alg", "RS256", "signing algorithm, as opa sign's --signing-alg")
 	f.StringVar(&opts.KeyID, "key-id", "", "key id recorded in the signature, as opa's --verification-key-id expects")
+	policy.register(f)
 	return cmd
 }
 
-// coverageTable prints one line per rule id: how the engine covers it.
-func coverageTable(w io.Writer, engineName string, coverage func(rule string) string) error {
+// coverageTable prints one line per rule id of the library: how the
+// engine covers it.
+func coverageTable(w io.Writer, engineName string, cat *catalog.Catalog, coverage func(rule string) string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintf(tw, "\nrule\t%s\n", engineName)
-	for _, id := range registry.RuleIDs {
+	for _, id := range cat.IDs() {
 		_, _ = fmt.Fprintf(tw, "%s\t%s\n", id, coverage(id))
 	}
 	return tw.Flush()

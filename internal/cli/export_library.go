@@ -16,6 +16,7 @@ import (
 // libraryFlags are the flags every manifest export shares.
 type libraryFlags struct {
 	registryFile, output string
+	policy               policyFlag
 	opts                 export.Options
 }
 
@@ -34,6 +35,7 @@ func newLibraryCommand(use, short, long, engineName string, build func(*registry
 	cmd.Flags().StringVar(&f.registryFile, "registry", "", "the tenant registry (TenantRegistry or its ConfigMap)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "a directory (one file per object, in apply order), FILE.yaml for one stream, or - for stdout")
 	cmd.Flags().StringSliceVar(&f.opts.Managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
+	f.policy.register(cmd.Flags())
 	return cmd
 }
 
@@ -43,7 +45,12 @@ func (f *libraryFlags) run(cmd *cobra.Command, engineName string, build func(*re
 	if f.registryFile == "" || f.output == "" {
 		return usageErrorf("--registry and -o are required")
 	}
-	snap, err := loadRegistry(f.registryFile)
+	cat, err := f.policy.load()
+	if err != nil {
+		return err
+	}
+	f.opts.Catalog = cat
+	snap, err := loadRegistry(f.registryFile, cat)
 	if err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
@@ -65,7 +72,7 @@ func (f *libraryFlags) run(cmd *cobra.Command, engineName string, build func(*re
 		return &ExitError{Code: 1, Err: err}
 	}
 	_, _ = fmt.Fprintf(report, "wrote %s: %d objects for %s\n", f.output, len(lib.Objects), engineName)
-	return coverageTable(report, engineName, func(rule string) string { return lib.Coverage[rule] })
+	return coverageTable(report, engineName, cat, func(rule string) string { return lib.Coverage[rule] })
 }
 
 func writeOutput(path string, write func(io.Writer) error) error {

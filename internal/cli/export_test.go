@@ -18,7 +18,7 @@ func TestExportWritesEachEngineWithItsCoverageTable(t *testing.T) {
 		firstObject string
 	}{
 		{"gatekeeper", []string{"SyncSet", "ConstraintTemplate", "TenantguardPods"}, nil, "01-syncset-tenantguard.yaml"},
-		{"kyverno", []string{"ValidatingPolicy"}, []string{"namespace-quota", "tenant-quota"}, "01-validatingpolicy-tenantguard-namespace-ownership.yaml"},
+		{"kyverno", []string{"ValidatingPolicy"}, []string{"namespace-quota", "tenant-quota"}, "01-validatingpolicy-tenantguard-managed-resource.yaml"},
 		{"vap", []string{"CustomResourceDefinition", "PolicyParameters", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, []string{"namespace-quota", "tenant-quota"}, "01-customresourcedefinition-policyparameters.policy.tenantguard.io.yaml"},
 	}
 	for _, tt := range tests {
@@ -76,10 +76,10 @@ func TestExportToStdoutKeepsTheTableOnStderr(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !strings.HasPrefix(r.stdout, "---\n") || strings.Contains(r.stdout, "not expressible") {
+	if !strings.HasPrefix(r.stdout, "---\n") || strings.Contains(r.stdout, "not covered") {
 		t.Errorf("stdout is not only the manifests:\n%.300s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "tenant-quota            not expressible") {
+	if !strings.Contains(r.stderr, "tenant-quota            not covered: counting") {
 		t.Errorf("stderr lacks the coverage table:\n%s", r.stderr)
 	}
 }

@@ -29,7 +29,7 @@ are named on stderr.`,
 			if registryFile == "" {
 				return usageErrorf("--registry is required")
 			}
-			snap, err := loadRegistry(registryFile)
+			snap, err := loadRegistry(registryFile, nil) // companions do not depend on the rules
 			if err != nil {
 				return &ExitError{Code: ExitUsage, Err: err}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,9 +17,11 @@ import (
 )
 
 type reviewOptions struct {
-	registry string
-	objects  []string
-	output   string
+	registry  string
+	objects   []string
+	output    string
+	policy    policyFlag
+	evaluator string
 }
 
 func newReviewCommand() *cobra.Command {
@@ -46,6 +49,8 @@ Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
 	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (required)")
 	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "existing cluster objects (repeatable)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "json", "json (the AdmissionReview response) or text (for people)")
+	cmd.Flags().StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run, as serve --evaluator: auto, plan or topdown")
+	o.policy.register(cmd.Flags())
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }
@@ -54,7 +59,14 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 	if o.output != "json" && o.output != "text" {
 		return usageErrorf("--output must be json or text, not %q", o.output)
 	}
-	reg, err := loadRegistry(o.registry)
+	if !slices.Contains(engine.Evaluators, o.evaluator) {
+		return usageErrorf("--evaluator must be one of %s, got %q", strings.Join(engine.Evaluators, ", "), o.evaluator)
+	}
+	cat, err := o.policy.load()
+	if err != nil {
+		return err
+	}
+	reg, err := loadRegistry(o.registry, cat)
 	if err != nil {
 		var invalid *registry.Error
 		if errors.As(err, &invalid) {
@@ -80,7 +92,9 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	eng, err := engine.New(cmd.Context(), reg, engine.Options{})
+	// As serve runs a --policy-dir: its own tests first, on the evaluator
+	// that decides.
+	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}})
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/irvm"
 	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	policy "github.com/tenantguard/tenantguard/rego"
 )
 
 // DefaultManager is the user name tenantguard's server runs as in the Helm
@@ -27,10 +27,9 @@ const (
 	DecisionQuery  = "data.tenantguard.main.decision"
 )
 
-// Options configure an Engine.
+// Options configure an Engine: the policy it runs (PolicyOptions) and how.
 type Options struct {
-	// Modules replaces the embedded rule library (path -> Rego source).
-	Modules map[string]string
+	PolicyOptions
 	// Managers are the user names of tenantguard itself; DefaultManager when empty.
 	Managers []string
 	// Pool runs topdown's evaluations; nil runs them on the caller's
@@ -38,9 +37,18 @@ type Options struct {
 	// than 32 KiB of stack, and handing an evaluation to another goroutine
 	// costs more than the bound is worth (see Pool).
 	Pool *Pool
+}
+
+// PolicyOptions configure Compile.
+type PolicyOptions struct {
+	// Catalog is the rule library; nil is the embedded one.
+	Catalog *catalog.Catalog
 	// Evaluator runs the rules: EvaluatorAuto (the default), EvaluatorPlan
 	// or EvaluatorTopdown.
 	Evaluator string
+	// Test runs the library's own tests (*_test.rego) on the evaluator that
+	// will serve it, and refuses the library unless they all pass.
+	Test bool
 }
 
 // The evaluators that run the rules.
@@ -58,32 +66,129 @@ const (
 // Evaluators are the Evaluator values, for flags and their help.
 var Evaluators = []string{EvaluatorAuto, EvaluatorPlan, EvaluatorTopdown}
 
+// Policy is a compiled rule library, ready to decide with any registry: its
+// catalog, and its queries compiled for the evaluator that runs them. It is
+// immutable and safe for concurrent use.
+type Policy struct {
+	catalog *catalog.Catalog
+	// evaluator is the evaluator in use, and why when auto fell back.
+	evaluator string
+	// compiler compiled the library for the evaluator in use.
+	compiler *ast.Compiler
+	// mutate and decide are the plan of each query, nil with topdown.
+	mutate, decide *irvm.Program
+}
+
+// Compile compiles a rule library for the evaluator the options ask for,
+// with the capabilities a tenantguard policy has (catalog.Capabilities).
+// EvaluatorAuto takes the plan evaluator when it accepts the library (and,
+// with Test, its tests) and topdown otherwise. With Test the library's
+// tests run on the evaluator chosen, and one that fails refuses the library.
+func Compile(ctx context.Context, opts PolicyOptions) (*Policy, error) {
+	cat := opts.Catalog
+	if cat == nil {
+		var err error
+		if cat, err = catalog.Embedded(); err != nil {
+			return nil, err
+		}
+	}
+	p := &Policy{catalog: cat}
+	switch opts.Evaluator {
+	case "", EvaluatorAuto:
+		if err := p.plan(ctx, opts.Test); err != nil {
+			p.evaluator = EvaluatorTopdown + " (the plan evaluator refused the policy: " + err.Error() + ")"
+			return p, p.topdown(ctx, opts.Test)
+		}
+	case EvaluatorPlan:
+		if err := p.plan(ctx, opts.Test); err != nil {
+			return nil, fmt.Errorf("the plan evaluator refused the policy: %w", err)
+		}
+	case EvaluatorTopdown:
+		return p, p.topdown(ctx, opts.Test)
+	default:
+		return nil, fmt.Errorf("unknown evaluator %q; use one of %v", opts.Evaluator, Evaluators)
+	}
+	return p, nil
+}
+
+// topdown compiles the library for OPA's topdown evaluator.
+func (p *Policy) topdown(ctx context.Context, test bool) error {
+	p.evaluator = cmp.Or(p.evaluator, EvaluatorTopdown)
+	p.mutate, p.decide = nil, nil
+	compiler, err := compile(p.catalog.Modules(), ast.EvalModeTopdown)
+	if err != nil {
+		return err
+	}
+	p.compiler = compiler
+	if test {
+		return runTests(ctx, p.catalog, topdownTests)
+	}
+	return nil
+}
+
+// plan has OPA plan the queries and readies them for the plan evaluator.
+func (p *Policy) plan(ctx context.Context, test bool) error {
+	compiler, err := compile(p.catalog.Modules(), ast.EvalModeIR)
+	if err != nil {
+		return err
+	}
+	programs := map[string]*irvm.Program{}
+	for _, q := range []string{MutationsQuery, DecisionQuery} {
+		policy, err := irvm.Plan(ctx, compiler, q)
+		if err != nil {
+			return fmt.Errorf("planning %s: %w", q, err)
+		}
+		if programs[q], err = irvm.New(policy); err != nil {
+			return fmt.Errorf("planning %s: %w", q, err)
+		}
+	}
+	if test {
+		if err := runTests(ctx, p.catalog, planTests); err != nil {
+			return err
+		}
+	}
+	p.compiler, p.mutate, p.decide = compiler, programs[MutationsQuery], programs[DecisionQuery]
+	p.evaluator = EvaluatorPlan
+	return nil
+}
+
+// Evaluator is the evaluator the policy runs with, and, when it fell back
+// to topdown, why.
+func (p *Policy) Evaluator() string { return p.evaluator }
+
+// Catalog is the policy's rule library.
+func (p *Policy) Catalog() *catalog.Catalog { return p.catalog }
+
 // Engine decides admission requests for one registry and one policy. It is
 // immutable and safe for concurrent use; a new registry or policy is a new Engine.
 type Engine struct {
 	registry *registry.Snapshot
+	policy   *Policy
 	// pool runs the evaluations of topdown; nil with the plan evaluator
-	pool *Pool
-	// evaluator is the evaluator in use, and why when auto fell back.
-	evaluator string
-	mutate    query
-	decide    query
+	pool   *Pool
+	mutate query
+	decide query
 }
 
-// New compiles the rule library and loads the registry into the OPA store.
+// New compiles the rule library and readies it for the registry: Compile,
+// then Policy.Engine.
 func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, error) {
-	modules := opts.Modules
-	if modules == nil {
-		var err error
-		if modules, err = policy.Modules(policy.FS()); err != nil {
-			return nil, fmt.Errorf("reading the embedded rules: %w", err)
-		}
-	}
-	compiler, err := Compile(modules)
+	p, err := Compile(ctx, opts.PolicyOptions)
 	if err != nil {
 		return nil, err
 	}
-	managers := opts.Managers
+	return p.Engine(ctx, reg, opts.Managers, opts.Pool)
+}
+
+// Engine readies the policy for a registry: the registry, the catalog's
+// data (data.tenantguard.catalog) and tenantguard's user names (managers;
+// DefaultManager when empty) as the data the rules read. The registry's
+// enforcement must name only the policy's rules. pool runs topdown's
+// evaluations (see Options.Pool).
+func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []string, pool *Pool) (*Engine, error) {
+	if err := reg.CheckRules(p.catalog.IDs()); err != nil {
+		return nil, err
+	}
 	if len(managers) == 0 {
 		managers = []string{DefaultManager}
 	}
@@ -95,35 +200,36 @@ func New(ctx context.Context, reg *registry.Snapshot, opts Options) (*Engine, er
 	if err != nil {
 		return nil, fmt.Errorf("converting the registry: %w", err)
 	}
+	catalogValue, err := ast.InterfaceToValue(p.catalog.Data())
+	if err != nil {
+		return nil, fmt.Errorf("converting the catalog: %w", err)
+	}
 	store := inmem.NewFromObjectWithOpts(map[string]any{"tenantguard": map[string]any{
 		"registry": registryValue,
+		"catalog":  catalogValue,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg, pool: opts.Pool}
-	switch opts.Evaluator {
-	case "", EvaluatorAuto:
-		if err := e.plan(ctx, modules, store); err != nil {
-			e.evaluator = EvaluatorTopdown + " (the plan evaluator refused the policy: " + err.Error() + ")"
-			return e, e.topdown(ctx, compiler, store)
-		}
-	case EvaluatorPlan:
-		if err := e.plan(ctx, modules, store); err != nil {
-			return nil, fmt.Errorf("the plan evaluator refused the policy: %w", err)
-		}
-	case EvaluatorTopdown:
-		return e, e.topdown(ctx, compiler, store)
-	default:
-		return nil, fmt.Errorf("unknown evaluator %q; use one of %v", opts.Evaluator, Evaluators)
+	e := &Engine{registry: reg, policy: p}
+	if p.decide == nil {
+		e.pool = pool
+		return e, e.topdown(ctx, store)
 	}
+	dataValue, err := readData(ctx, p.compiler, store)
+	if err != nil {
+		return nil, err
+	}
+	// Every evaluation running at once reads it: settled first.
+	dataTerm := ast.NewTerm(jsonast.Settle(dataValue))
+	e.mutate = planQuery{p.mutate, dataTerm}
+	e.decide = planQuery{p.decide, dataTerm}
 	return e, nil
 }
 
 // topdown prepares the queries for OPA's topdown evaluator.
-func (e *Engine) topdown(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
-	e.evaluator = cmp.Or(e.evaluator, EvaluatorTopdown)
+func (e *Engine) topdown(ctx context.Context, store storage.Store) error {
 	prepared := map[string]rego.PreparedEvalQuery{}
 	for _, q := range []string{MutationsQuery, DecisionQuery} {
-		pq, err := rego.New(rego.Query(q), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
+		pq, err := rego.New(rego.Query(q), rego.Compiler(e.policy.compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {
 			return fmt.Errorf("preparing %s: %w", q, err)
 		}
@@ -138,36 +244,6 @@ func (e *Engine) topdown(ctx context.Context, compiler *ast.Compiler, store stor
 	}
 	e.mutate = topdownQuery{prepared[MutationsQuery], txn}
 	e.decide = topdownQuery{prepared[DecisionQuery], txn}
-	return nil
-}
-
-// plan has OPA plan the queries and readies them for the plan evaluator,
-// with the store's data as one value.
-func (e *Engine) plan(ctx context.Context, modules map[string]string, store storage.Store) error {
-	compiler, err := compile(modules, ast.EvalModeIR)
-	if err != nil {
-		return err
-	}
-	dataValue, err := readData(ctx, compiler, store)
-	if err != nil {
-		return err
-	}
-	programs := map[string]*irvm.Program{}
-	for _, q := range []string{MutationsQuery, DecisionQuery} {
-		policy, err := irvm.Plan(ctx, compiler, q)
-		if err != nil {
-			return fmt.Errorf("planning %s: %w", q, err)
-		}
-		if programs[q], err = irvm.New(policy); err != nil {
-			return fmt.Errorf("planning %s: %w", q, err)
-		}
-	}
-	// Every evaluation running at once reads it: settled first.
-	dataTerm := ast.NewTerm(jsonast.Settle(dataValue))
-	e.mutate = planQuery{programs[MutationsQuery], dataTerm}
-	e.decide = planQuery{programs[DecisionQuery], dataTerm}
-	e.evaluator = EvaluatorPlan
-	e.pool = nil // see Options.Pool
 	return nil
 }
 
@@ -193,15 +269,14 @@ func readData(ctx context.Context, compiler *ast.Compiler, store storage.Store) 
 
 // Evaluator is the evaluator the engine runs the rules with, and, when it
 // fell back to topdown, why.
-func (e *Engine) Evaluator() string { return e.evaluator }
+func (e *Engine) Evaluator() string { return e.policy.evaluator }
 
-// Compile parses and compiles Rego v1 modules, reporting every error.
-func Compile(modules map[string]string) (*ast.Compiler, error) {
-	return compile(modules, ast.EvalModeTopdown)
-}
+// Policy is the policy the engine runs.
+func (e *Engine) Policy() *Policy { return e.policy }
 
-// compile compiles for one evaluation mode: OPA's planner needs a compiler
-// made for it (ast.EvalModeIR).
+// compile parses and compiles Rego v1 modules for one evaluation mode
+// (OPA's planner needs a compiler made for it, ast.EvalModeIR), with a
+// policy's capabilities, reporting every error.
 func compile(modules map[string]string, mode ast.CompilerEvalMode) (*ast.Compiler, error) {
 	parsed := make(map[string]*ast.Module, len(modules))
 	paths := make([]string, 0, len(modules))
@@ -210,13 +285,13 @@ func compile(modules map[string]string, mode ast.CompilerEvalMode) (*ast.Compile
 	}
 	slices.Sort(paths)
 	for _, path := range paths {
-		m, err := ast.ParseModuleWithOpts(path, modules[path], ast.ParserOptions{RegoVersion: ast.RegoV1})
+		m, err := catalog.ParseModule(path, modules[path])
 		if err != nil {
 			return nil, fmt.Errorf("parsing rules: %w", err)
 		}
 		parsed[path] = m
 	}
-	compiler := ast.NewCompiler().WithStrict(true).WithEvalMode(mode)
+	compiler := ast.NewCompiler().WithStrict(true).WithEvalMode(mode).WithCapabilities(catalog.Capabilities())
 	if compiler.Compile(parsed); compiler.Failed() {
 		return nil, fmt.Errorf("compiling rules: %w", compiler.Errors)
 	}

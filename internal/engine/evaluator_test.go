@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
@@ -21,7 +22,7 @@ func newPair(tb testing.TB, snap *registry.Snapshot) evaluatorPair {
 	tb.Helper()
 	var p evaluatorPair
 	for evaluator, into := range map[string]**Engine{EvaluatorPlan: &p.plan, EvaluatorTopdown: &p.topdown} {
-		e, err := New(tb.Context(), snap, Options{Evaluator: evaluator})
+		e, err := New(tb.Context(), snap, Options{PolicyOptions: PolicyOptions{Evaluator: evaluator}})
 		if err != nil {
 			tb.Fatalf("%s: %v", evaluator, err)
 		}
@@ -126,14 +127,14 @@ decision := {"allowed": extra.b == 2, "deny": [], "warn": [], "dryrun": []}
 		wantError string
 	}{
 		{name: "the default runs the plan", opts: Options{}, want: EvaluatorPlan},
-		{name: "auto runs the plan", opts: Options{Evaluator: EvaluatorAuto}, want: EvaluatorPlan},
-		{name: "topdown runs topdown", opts: Options{Evaluator: EvaluatorTopdown}, want: EvaluatorTopdown},
-		{name: "auto falls back to topdown and says why", opts: Options{Modules: brokenForThePlan}, want: "topdown (the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7: reference to data.tenantguard.main.extra is not supported: rules sharing that path prefix are planned as a single function)"},
-		{name: "plan refuses what it cannot run", opts: Options{Modules: brokenForThePlan, Evaluator: EvaluatorPlan}, wantError: "the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7"},
-		{name: "plan refuses rules at the registry's paths, as topdown does", opts: Options{Evaluator: EvaluatorPlan, Modules: map[string]string{
+		{name: "auto runs the plan", opts: Options{PolicyOptions: PolicyOptions{Evaluator: EvaluatorAuto}}, want: EvaluatorPlan},
+		{name: "topdown runs topdown", opts: Options{PolicyOptions: PolicyOptions{Evaluator: EvaluatorTopdown}}, want: EvaluatorTopdown},
+		{name: "auto falls back to topdown and says why", opts: Options{PolicyOptions: library(t, brokenForThePlan)}, want: "topdown (the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7: reference to data.tenantguard.main.extra is not supported: rules sharing that path prefix are planned as a single function)"},
+		{name: "plan refuses what it cannot run", opts: Options{PolicyOptions: withEvaluator(library(t, brokenForThePlan), EvaluatorPlan)}, wantError: "the plan evaluator refused the policy: planning data.tenantguard.main.decision: p.rego:7"},
+		{name: "plan refuses rules at the registry's paths, as topdown does", opts: Options{PolicyOptions: withEvaluator(library(t, map[string]string{
 			"r.rego": "package tenantguard.registry\n\ntenants := []\n",
-		}}, wantError: "conflicting rule"},
-		{name: "an unknown evaluator is refused", opts: Options{Evaluator: "wasm"}, wantError: `unknown evaluator "wasm"`},
+		}), EvaluatorPlan)}, wantError: "conflicting rule"},
+		{name: "an unknown evaluator is refused", opts: Options{PolicyOptions: PolicyOptions{Evaluator: "wasm"}}, wantError: `unknown evaluator "wasm"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,4 +184,33 @@ func FuzzThePlanEvaluatorDecidesAsTopdown(f *testing.F) {
 			pair.same(t, t.Context(), req, view)
 		}
 	})
+}
+
+func TestTheLibrarysTestsRunOnEitherEvaluator(t *testing.T) {
+	embedded := catalog.MustEmbedded()
+	failing := library(t, map[string]string{
+		"p.rego":      "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": input.ok, \"deny\": [], \"warn\": [], \"dryrun\": []}\n",
+		"p_test.rego": "package tenantguard.main_test\n\nimport data.tenantguard.main\n\ntest_ok if main.decision.allowed with input as {\"ok\": true}\n\ntest_wrong if main.decision.allowed with input as {\"ok\": false}\n",
+	}).Catalog
+	for name, run := range map[string]testRun{EvaluatorPlan: planTests, EvaluatorTopdown: topdownTests} {
+		t.Run(name, func(t *testing.T) {
+			results, err := run(t.Context(), embedded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failed []string
+			for test, passed := range results {
+				if !passed {
+					failed = append(failed, test)
+				}
+			}
+			if len(results) < 100 || len(failed) > 0 {
+				t.Errorf("%d tests of the embedded library ran, these failed: %v", len(results), failed)
+			}
+			err = runTests(t.Context(), failing, run)
+			if err == nil || !strings.Contains(err.Error(), "1 of 2 policy tests failed: tenantguard.main_test.test_wrong (p_test.rego:7)") {
+				t.Errorf("a failing test: %v", err)
+			}
+		})
+	}
 }

@@ -148,7 +148,7 @@ func TestConcurrentDecisionsMatchTheCorpusWithEitherEvaluator(t *testing.T) {
 		t.Run(evaluator, func(t *testing.T) {
 			pool := NewPool(2)
 			defer pool.Close()
-			eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Pool: pool, Evaluator: evaluator})
+			eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Pool: pool, PolicyOptions: PolicyOptions{Evaluator: evaluator}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestConcurrentDecisionsMatchTheCorpusWithEitherEvaluator(t *testing.T) {
 func TestTopdownWaitsForThePoolButTheSelfCheckDoesNot(t *testing.T) {
 	pool, done := busyPool()
 	defer done()
-	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, Evaluator: EvaluatorTopdown})
+	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, PolicyOptions: PolicyOptions{Evaluator: EvaluatorTopdown}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestTopdownWaitsForThePoolButTheSelfCheckDoesNot(t *testing.T) {
 func TestThePlanEvaluatorDecidesOnTheCallersGoroutine(t *testing.T) {
 	pool, done := busyPool()
 	defer done()
-	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, Evaluator: EvaluatorPlan})
+	eng, err := New(t.Context(), scaleRegistry(t, 5), Options{Pool: pool, PolicyOptions: PolicyOptions{Evaluator: EvaluatorPlan}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestPlanEvaluationsFitInASmallStack(t *testing.T) {
 // evaluateUnderStackLimit reviews every shape of the corpus on a new
 // goroutine, started after the limit is set so that its stack starts small.
 func evaluateUnderStackLimit(t *testing.T, evaluator string) {
-	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{Evaluator: evaluator})
+	eng, err := New(t.Context(), scaleRegistry(t, 50), Options{PolicyOptions: PolicyOptions{Evaluator: evaluator}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	policy "github.com/tenantguard/tenantguard/rego"
 )
 
 // Root is the bundle's only root: the library's packages and its data.
@@ -24,6 +24,8 @@ const Root = "tenantguard"
 
 // BundleOptions configure Bundle.
 type BundleOptions struct {
+	// Catalog is the rule library to bundle; nil is the embedded one.
+	Catalog *catalog.Catalog
 	// Revision is the manifest's revision; a hash of the contents when empty,
 	// so that the same library and registry always give the same revision.
 	Revision string
@@ -38,22 +40,21 @@ type BundleOptions struct {
 	KeyID      string
 }
 
-// Bundle builds the bundle of the embedded library and reg.
+// Bundle builds the bundle of a rule library (its modules and tests; its
+// CEL translations are the other exports') and reg: the registry as
+// data.tenantguard.registry, the catalog's routes and defaults as
+// data.tenantguard.catalog.
 func Bundle(reg *registry.Snapshot, opts BundleOptions) (*bundle.Bundle, error) {
-	var modules []bundle.ModuleFile
-	err := fs.WalkDir(policy.FS(), Root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
-			return err
-		}
-		raw, err := fs.ReadFile(policy.FS(), path)
-		if err != nil {
-			return err
-		}
-		modules = append(modules, bundle.ModuleFile{URL: "/" + path, Path: "/" + path, RelativePath: path, Raw: raw})
-		return nil
-	})
+	cat, err := library(opts.Catalog)
 	if err != nil {
-		return nil, fmt.Errorf("reading the embedded rules: %w", err)
+		return nil, err
+	}
+	var modules []bundle.ModuleFile
+	for _, files := range []map[string]string{cat.Modules(), cat.Tests()} {
+		for path, src := range files {
+			path = strings.TrimPrefix(path, "/")
+			modules = append(modules, bundle.ModuleFile{URL: "/" + path, Path: "/" + path, RelativePath: path, Raw: []byte(src)})
+		}
 	}
 	slices.SortFunc(modules, func(a, b bundle.ModuleFile) int { return strings.Compare(a.Path, b.Path) })
 	managers := map[string]any{}
@@ -64,7 +65,7 @@ func Bundle(reg *registry.Snapshot, opts BundleOptions) (*bundle.Bundle, error) 
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]any{Root: map[string]any{"registry": registryData, "runtime": map[string]any{"managers": managers}}}
+	data := map[string]any{Root: map[string]any{"registry": registryData, "catalog": cat.Data(), "runtime": map[string]any{"managers": managers}}}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return nil, err

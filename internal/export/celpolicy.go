@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
 )
@@ -28,20 +29,20 @@ func validationActions(mode string) []any {
 	}
 }
 
-// celPolicySpec is the spec both engines share: what the rule matches, its
-// variables (registry and managers as given) and its validation.
-func celPolicySpec(r *celRule, tenantLabel, registryExpr, managersExpr string) map[string]any {
+// celPolicySpec is the spec both engines share: what the rule matches (its
+// kinds and subresources, with its operations; in tenant namespaces only
+// unless it judges namespaces), its variables (registry and managers as
+// given, then those its CEL reads) and its validation.
+func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr string) map[string]any {
 	variables := []any{
 		map[string]any{"name": "registry", "expression": registryExpr},
 		map[string]any{"name": "managers", "expression": managersExpr},
 	}
-	for _, v := range celVariables {
-		if slices.Contains(r.variables, v.name) {
-			variables = append(variables, map[string]any{"name": v.name, "expression": v.expression})
-		}
+	for _, v := range r.CEL.Variables {
+		variables = append(variables, map[string]any{"name": v.Name, "expression": v.Expression})
 	}
 	match := map[string]any{"resourceRules": resourceRules(r)}
-	if r.tenantOnly {
+	if !slices.ContainsFunc(r.Kinds, isNamespace) {
 		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
 			map[string]any{"key": tenantLabel, "operator": "Exists"},
 		}}
@@ -56,51 +57,61 @@ func celPolicySpec(r *celRule, tenantLabel, registryExpr, managersExpr string) m
 		"matchConditions":  conditions,
 		"variables":        variables,
 		"validations": []any{map[string]any{
-			"expression":        r.validation,
-			"messageExpression": r.message,
+			"expression":        r.CEL.Validation,
+			"messageExpression": r.CEL.Message,
 			"reason":            "Forbidden",
 		}},
 	}
 }
 
-func resourceRules(r *celRule) []any {
-	ops := make([]any, len(r.operations))
-	for i, op := range r.operations {
+func isNamespace(k catalog.Kind) bool { return k.Group == "" && k.Kind == "Namespace" }
+
+// resourceRules match a rule's kinds, by group in order, with their
+// subresources.
+func resourceRules(r *catalog.Rule) []any {
+	ops := make([]any, len(r.Operations))
+	for i, op := range r.Operations {
 		ops[i] = op
 	}
-	if r.resources == nil {
-		// every resource, and the one companion subresource that carries
-		// metadata a tenant could change (the webhook routes it too)
-		return []any{
-			map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": ops},
-			map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"*"}, "resources": []any{"resourcequotas/status"}, "operations": ops},
+	var groups []string
+	byGroup := map[string][]any{}
+	for _, k := range r.Kinds {
+		if _, ok := byGroup[k.Group]; !ok {
+			groups = append(groups, k.Group)
+		}
+		byGroup[k.Group] = append(byGroup[k.Group], k.Resource)
+		for _, sub := range k.Subresources {
+			byGroup[k.Group] = append(byGroup[k.Group], sub)
 		}
 	}
-	var out []any
-	for _, group := range slices.Sorted(maps.Keys(r.resources)) {
-		resources := make([]any, 0, len(r.resources[group]))
-		for _, res := range r.resources[group] {
-			resources = append(resources, res)
-		}
-		out = append(out, map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "resources": resources, "operations": ops})
+	slices.Sort(groups)
+	out := make([]any, 0, len(groups))
+	for _, group := range groups {
+		out = append(out, map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "resources": byGroup[group], "operations": ops})
 	}
 	return out
 }
 
-// celCoverage is the coverage of a CEL engine: every rule of celRules, and
-// the reasons for the others.
-func celCoverage(as string) map[string]string {
-	out := map[string]string{}
-	for _, r := range celRules {
-		out[r.id] = covered + " (" + as + " " + celPolicyName(r.id) + ")"
+// celRules are the catalog's rules with a CEL translation.
+func celRules(c *catalog.Catalog) []*catalog.Rule {
+	var out []*catalog.Rule
+	for i := range c.Rules() {
+		if r := &c.Rules()[i]; r.CEL != nil {
+			out = append(out, r)
+		}
 	}
-	for _, id := range registry.RuleIDs {
-		if _, ok := out[id]; !ok {
-			why, ok := celNotExpressible[id]
-			if !ok {
-				why = "not expressible in CEL"
-			}
-			out[id] = why
+	return out
+}
+
+// celCoverage is the coverage of a CEL engine: the rules with a CEL
+// translation, and why the others have none.
+func celCoverage(c *catalog.Catalog, as string) map[string]string {
+	out := map[string]string{}
+	for _, r := range c.Rules() {
+		if r.CEL != nil {
+			out[r.ID] = covered + " (" + as + " " + celPolicyName(r.ID) + ")"
+		} else {
+			out[r.ID] = "not covered: " + r.NotExpressible
 		}
 	}
 	return out

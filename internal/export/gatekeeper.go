@@ -12,37 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
-	policy "github.com/tenantguard/tenantguard/rego"
 )
-
-// kindRef is one kind the rules read, with its resource name.
-type kindRef struct{ Group, Kind, Resource string }
-
-// podCarriers are the kinds with a pod spec, as the library routes them
-// (tenantguard.main).
-var podCarriers = []kindRef{
-	{"", "Pod", "pods"},
-	{"", "PodTemplate", "podtemplates"},
-	{"", "ReplicationController", "replicationcontrollers"},
-	{"apps", "ReplicaSet", "replicasets"},
-	{"apps", "Deployment", "deployments"},
-	{"apps", "StatefulSet", "statefulsets"},
-	{"apps", "DaemonSet", "daemonsets"},
-	{"batch", "Job", "jobs"},
-	{"batch", "CronJob", "cronjobs"},
-}
-
-// familyKinds are the kinds each rule family judges; nil means every kind.
-var familyKinds = map[string][]kindRef{
-	"namespaces": {{"", "Namespace", "namespaces"}},
-	"pods":       podCarriers,
-	"priority":   podCarriers,
-	"storage":    append(slices.Clone(podCarriers), kindRef{"", "PersistentVolumeClaim", "persistentvolumeclaims"}),
-	"services":   {{"", "Service", "services"}},
-	"quota":      nil,
-	"managed":    nil,
-}
 
 // gatekeeperLibRoot is where Gatekeeper requires template libraries to live.
 const gatekeeperLibRoot = "lib"
@@ -50,11 +22,16 @@ const gatekeeperLibRoot = "lib"
 // Gatekeeper builds the Gatekeeper library for reg: a SyncSet replicating
 // what the referential rules read, one ConstraintTemplate per rule family
 // (Rego v1, the whole library renamed under data.lib as a template library,
-// tenantguard.gatekeeper as the adapter) and one Constraint per rule id,
-// named after it, with the registry's enforcement mode as its
-// enforcementAction and the registry as its parameters.
+// tenantguard.gatekeeper as the adapter) and one Constraint per rule that
+// claims Gatekeeper, named after it and matching its kinds, with the
+// registry's enforcement mode as its enforcementAction and the registry as
+// its parameters.
 func Gatekeeper(reg *registry.Snapshot, opts Options) (*Library, error) {
-	libs, err := gatekeeperLibs()
+	cat, err := library(opts.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	libs, err := gatekeeperLibs(cat)
 	if err != nil {
 		return nil, err
 	}
@@ -79,45 +56,46 @@ func Gatekeeper(reg *registry.Snapshot, opts Options) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, family := range familyNames() {
+	var rules []*catalog.Rule
+	var families []string
+	for i := range cat.Rules() {
+		r := &cat.Rules()[i]
+		if !r.Claims(catalog.EngineGatekeeper) {
+			lib.Coverage[r.ID] = "not covered: the rule does not claim Gatekeeper"
+			continue
+		}
+		rules = append(rules, r)
+		if !slices.Contains(families, r.Family) {
+			families = append(families, r.Family)
+		}
+	}
+	for _, family := range families {
 		lib.Objects = append(lib.Objects, constraintTemplate(family, libs, string(requires)))
 	}
-	for _, rule := range registry.RuleIDs {
-		family := families[rule]
+	for _, r := range rules {
 		lib.Objects = append(lib.Objects, map[string]any{
 			"apiVersion": "constraints.gatekeeper.sh/v1beta1",
-			"kind":       gatekeeperKind(family),
-			"metadata":   map[string]any{"name": rule},
+			"kind":       gatekeeperKind(r.Family),
+			"metadata":   map[string]any{"name": r.ID},
 			"spec": map[string]any{
-				"enforcementAction": mode(reg, rule),
-				"match":             gatekeeperMatch(family),
+				"enforcementAction": mode(reg, r),
+				"match":             gatekeeperMatch(r),
 				"parameters": map[string]any{
-					"rules":    []any{rule},
+					"rules":    []any{r.ID},
 					"registry": data,
 					"managers": managersOrDefault(opts.Managers),
 				},
 			},
 		})
-		lib.Coverage[rule] = covered + " (the rule library, as template " + gatekeeperKind(family) + ")"
-		if rule == "namespace-ownership" || rule == "managed-resource" {
-			lib.Coverage[rule] += "; deletions only with Gatekeeper's enableDeleteOperations"
+		lib.Coverage[r.ID] = covered + " (the rule library, as template " + gatekeeperKind(r.Family) + ")"
+		if slices.Contains(r.Operations, "DELETE") {
+			lib.Coverage[r.ID] += "; deletions only with Gatekeeper's enableDeleteOperations"
 		}
-	}
-	if len(unsynced) > 0 {
-		lib.Coverage["tenant-quota"] += "; add the kinds of " + strings.Join(unsynced, ", ") + " to the SyncSet, they are not built-in resources"
+		if r.Counted && len(unsynced) > 0 {
+			lib.Coverage[r.ID] += "; add the kinds of " + strings.Join(unsynced, ", ") + " to the SyncSet, they are not built-in resources"
+		}
 	}
 	return lib, nil
-}
-
-func familyNames() []string {
-	var out []string
-	for _, f := range families {
-		if !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // gatekeeperKind is the Constraint kind of a rule family, e.g. TenantguardPods.
@@ -125,35 +103,27 @@ func gatekeeperKind(family string) string {
 	return "Tenantguard" + strings.ToUpper(family[:1]) + family[1:]
 }
 
-// gatekeeperMatch is what a family's Constraints match. The families that
-// judge every kind (quota, managed) only judge objects in namespaces, so
-// they match namespaced objects only: a Namespace, whose requests carry
-// its own name as namespace, is the namespaces family's.
-func gatekeeperMatch(family string) map[string]any {
-	match := map[string]any{"kinds": matchKinds(familyKinds[family])}
-	if familyKinds[family] == nil {
-		match["scope"] = "Namespaced"
-	}
-	return match
-}
-
-func matchKinds(kinds []kindRef) []any {
-	if kinds == nil {
-		return []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}
+// gatekeeperMatch is what a rule's Constraint matches: its kinds, or, for
+// a rule judging the counted resources, every namespaced kind (a
+// Namespace, whose requests carry its own name as namespace, is left to
+// the rules that judge namespaces).
+func gatekeeperMatch(r *catalog.Rule) map[string]any {
+	if r.Counted {
+		return map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}, "scope": "Namespaced"}
 	}
 	var groups []string
 	byGroup := map[string][]any{}
-	for _, k := range kinds {
+	for _, k := range r.Kinds {
 		if _, ok := byGroup[k.Group]; !ok {
 			groups = append(groups, k.Group)
 		}
 		byGroup[k.Group] = append(byGroup[k.Group], k.Kind)
 	}
-	out := make([]any, 0, len(groups))
+	kinds := make([]any, 0, len(groups))
 	for _, g := range groups {
-		out = append(out, map[string]any{"apiGroups": []any{g}, "kinds": byGroup[g]})
+		kinds = append(kinds, map[string]any{"apiGroups": []any{g}, "kinds": byGroup[g]})
 	}
-	return out
+	return map[string]any{"kinds": kinds}
 }
 
 func constraintTemplate(family string, libs []any, requires string) map[string]any {
@@ -200,11 +170,8 @@ violation contains {"msg": msg} if some msg in gatekeeper.violations(%q)
 // gatekeeperLibs is the library (tests left out) with every package and
 // reference under data.tenantguard moved under data.lib.tenantguard,
 // comments dropped, in a stable order.
-func gatekeeperLibs() ([]any, error) {
-	modules, err := policy.Modules(policy.FS())
-	if err != nil {
-		return nil, err
-	}
+func gatekeeperLibs(cat *catalog.Catalog) ([]any, error) {
+	modules := cat.Modules()
 	paths := make([]string, 0, len(modules))
 	for path := range modules {
 		paths = append(paths, path)
@@ -215,12 +182,13 @@ func gatekeeperLibs() ([]any, error) {
 	moves := [][2]ast.Ref{
 		{ast.MustParseRef("data." + Root + ".registry"), ast.MustParseRef("input." + Root + ".registry")},
 		{ast.MustParseRef("data." + Root + ".runtime"), ast.MustParseRef("input." + Root + ".runtime")},
+		{ast.MustParseRef("data." + Root + ".catalog"), ast.MustParseRef("input." + Root + ".catalog")},
 		{ast.MustParseRef("data.kubernetes"), ast.MustParseRef("input." + Root + ".kubernetes")},
 		{ast.MustParseRef("data." + Root), ast.MustParseRef("data." + gatekeeperLibRoot + "." + Root)},
 	}
 	libs := make([]any, 0, len(paths))
 	for _, path := range paths {
-		module, err := ast.ParseModuleWithOpts(path, modules[path], ast.ParserOptions{RegoVersion: ast.RegoV1})
+		module, err := catalog.ParseModule(path, modules[path])
 		if err != nil {
 			return nil, err
 		}

@@ -13,22 +13,25 @@ import (
 // them, what changes), not stored objects. Autogen is off too: the
 // policies already match every pod controller themselves.
 func Kyverno(reg *registry.Snapshot, opts Options) (*Library, error) {
+	cat, err := library(opts.Catalog)
+	if err != nil {
+		return nil, err
+	}
 	data, err := celRegistry(reg)
 	if err != nil {
 		return nil, err
 	}
 	registryExpr, managersExpr := celLiteral(data), celLiteral(managersOrDefault(opts.Managers))
-	lib := &Library{Coverage: celCoverage("ValidatingPolicy")}
-	for i := range celRules {
-		r := &celRules[i]
+	lib := &Library{Coverage: celCoverage(cat, "ValidatingPolicy")}
+	for _, r := range celRules(cat) {
 		spec := celPolicySpec(r, reg.TenantLabel(), registryExpr, managersExpr)
-		spec["validationActions"] = validationActions(mode(reg, r.id))
+		spec["validationActions"] = validationActions(mode(reg, r))
 		spec["evaluation"] = map[string]any{"admission": map[string]any{"enabled": true}, "background": map[string]any{"enabled": false}}
 		spec["autogen"] = map[string]any{"podControllers": map[string]any{"controllers": []any{}}}
 		lib.Objects = append(lib.Objects, map[string]any{
 			"apiVersion": "policies.kyverno.io/v1",
 			"kind":       "ValidatingPolicy",
-			"metadata":   map[string]any{"name": celPolicyName(r.id)},
+			"metadata":   map[string]any{"name": celPolicyName(r.ID)},
 			"spec":       spec,
 		})
 	}

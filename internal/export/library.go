@@ -12,15 +12,26 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
 // Options configure the Gatekeeper, Kyverno and VAP exports.
 type Options struct {
+	// Catalog is the rule library to export; nil is the embedded one.
+	Catalog *catalog.Catalog
 	// Managers are the user names of tenantguard itself, allowed to change
 	// companion resources; engine.DefaultManager when empty.
 	Managers []string
+}
+
+// library is the catalog to export: the one given, else the embedded one.
+func library(c *catalog.Catalog) (*catalog.Catalog, error) {
+	if c != nil {
+		return c, nil
+	}
+	return catalog.Embedded()
 }
 
 // Library is what an engine export writes: the Kubernetes objects to apply,
@@ -28,8 +39,8 @@ type Options struct {
 type Library struct {
 	// Objects are apply-ready manifests, in the order to apply them.
 	Objects []map[string]any
-	// Coverage says, for every rule id of registry.RuleIDs, whether the
-	// engine enforces it ("covered ...") or why not ("not expressible: ...").
+	// Coverage says, for every rule id of the catalog, whether the engine
+	// enforces it ("covered ...") or why not.
 	Coverage map[string]string
 }
 
@@ -56,34 +67,12 @@ func (l *Library) WriteYAML(w io.Writer) error {
 	return err
 }
 
-// families maps each rule id to the rule family (Rego package under
-// tenantguard.rules) that decides it.
-var families = map[string]string{
-	"namespace-ownership":    "namespaces",
-	"namespace-prefix":       "namespaces",
-	"protected-namespace":    "namespaces",
-	"namespace-quota":        "namespaces",
-	"tenant-label-immutable": "namespaces",
-	"protected-metadata":     "namespaces",
-	"host-path":              "pods",
-	"host-network":           "pods",
-	"host-namespaces":        "pods",
-	"host-ports":             "pods",
-	"privileged":             "pods",
-	"priority-class":         "priority",
-	"storage-class":          "storage",
-	"service-type":           "services",
-	"external-ips":           "services",
-	"tenant-quota":           "quota",
-	"managed-resource":       "managed",
-}
-
-// mode is a rule's enforcement mode in the registry: deny, warn or dryrun.
-func mode(reg *registry.Snapshot, rule string) string {
-	if m := reg.Registry().Settings.Enforcement[rule]; m != "" {
+// mode is a rule's enforcement mode: the registry's, else the rule's default.
+func mode(reg *registry.Snapshot, r *catalog.Rule) string {
+	if m := reg.Registry().Settings.Enforcement[r.ID]; m != "" {
 		return m
 	}
-	return "deny"
+	return r.Enforcement
 }
 
 // plainRegistry is the registry as the engines read it (registry.Snapshot.Data)

@@ -22,11 +22,15 @@ const (
 // The policies read the registry from the parameter object only, so a
 // registry change is one object to update.
 func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
+	cat, err := library(opts.Catalog)
+	if err != nil {
+		return nil, err
+	}
 	data, err := celRegistry(reg)
 	if err != nil {
 		return nil, err
 	}
-	lib := &Library{Coverage: celCoverage("ValidatingAdmissionPolicy")}
+	lib := &Library{Coverage: celCoverage(cat, "ValidatingAdmissionPolicy")}
 	lib.Objects = append(lib.Objects, paramsCRD(), map[string]any{
 		"apiVersion": ParamsGroup + "/" + ParamsVersion,
 		"kind":       ParamsKind,
@@ -34,23 +38,22 @@ func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
 		"registry":   data,
 		"managers":   managersOrDefault(opts.Managers),
 	})
-	for i := range celRules {
-		r := &celRules[i]
+	for _, r := range celRules(cat) {
 		spec := celPolicySpec(r, reg.TenantLabel(), "params.registry", "params.managers")
 		spec["paramKind"] = map[string]any{"apiVersion": ParamsGroup + "/" + ParamsVersion, "kind": ParamsKind}
 		lib.Objects = append(lib.Objects, map[string]any{
 			"apiVersion": "admissionregistration.k8s.io/v1",
 			"kind":       "ValidatingAdmissionPolicy",
-			"metadata":   map[string]any{"name": celPolicyName(r.id)},
+			"metadata":   map[string]any{"name": celPolicyName(r.ID)},
 			"spec":       spec,
 		}, map[string]any{
 			"apiVersion": "admissionregistration.k8s.io/v1",
 			"kind":       "ValidatingAdmissionPolicyBinding",
-			"metadata":   map[string]any{"name": celPolicyName(r.id)},
+			"metadata":   map[string]any{"name": celPolicyName(r.ID)},
 			"spec": map[string]any{
-				"policyName":        celPolicyName(r.id),
+				"policyName":        celPolicyName(r.ID),
 				"paramRef":          map[string]any{"name": ParamsName, "parameterNotFoundAction": "Deny"},
-				"validationActions": validationActions(mode(reg, r.id)),
+				"validationActions": validationActions(mode(reg, r)),
 			},
 		})
 	}

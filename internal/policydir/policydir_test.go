@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
-	policy "github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/live"
 	"github.com/tenantguard/tenantguard/webhook/admission"
@@ -26,14 +26,14 @@ import (
 // recorder is a Loader that keeps what it was handed.
 type recorder struct {
 	mu      sync.Mutex
-	loads   []map[string]string
+	loads   []*catalog.Catalog
 	refused []error
 }
 
-func (r *recorder) LoadPolicy(_ context.Context, _ string, modules map[string]string) error {
+func (r *recorder) LoadPolicy(_ context.Context, _ string, cat *catalog.Catalog) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.loads = append(r.loads, modules)
+	r.loads = append(r.loads, cat)
 	return nil
 }
 
@@ -73,13 +73,13 @@ func TestLoadSeparatesTestsAndSkipsHiddenFolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	modules := p.Modules
-	embedded, err := policy.Modules(policy.FS())
-	if err != nil {
-		t.Fatal(err)
+	modules := p.Modules()
+	embedded := catalog.MustEmbedded().Modules()
+	if len(p.Tests()) != 2 || p.Tests()["tenantguard/rules/namespaces/namespaces_test.rego"] == "" {
+		t.Errorf("tests %v, want the 2 copied", slices.Collect(maps.Keys(p.Tests())))
 	}
-	if len(p.Tests) != 2 || p.Tests["tenantguard/rules/namespaces/namespaces_test.rego"] == "" {
-		t.Errorf("tests %v, want the 2 copied", slices.Collect(maps.Keys(p.Tests)))
+	if !slices.Equal(p.IDs(), catalog.MustEmbedded().IDs()) {
+		t.Errorf("rules %v, want the embedded ones", p.IDs())
 	}
 	if len(modules) != len(embedded) {
 		t.Fatalf("%d modules, want the %d embedded ones", len(modules), len(embedded))
@@ -141,14 +141,11 @@ func TestWatchFollowsChanges(t *testing.T) {
 	// what matters is the refusal, and that the complete policy comes back.
 	wait("the emptied directory refused", func(_, r int) bool { return r >= 1 })
 	copyEmbedded(t, dir)
-	embedded, err := policy.Modules(policy.FS())
-	if err != nil {
-		t.Fatal(err)
-	}
+	embedded := catalog.MustEmbedded().Modules()
 	wait("the restored policy", func(int, int) bool {
 		loader.mu.Lock()
 		defer loader.mu.Unlock()
-		return len(loader.loads) >= 3 && len(loader.loads[len(loader.loads)-1]) == len(embedded)
+		return len(loader.loads) >= 3 && len(loader.loads[len(loader.loads)-1].Modules()) == len(embedded)
 	})
 }
 
@@ -230,10 +227,19 @@ func bobIsTold(t *testing.T, store *state.Store) string {
 	return d.Deny[0].Msg
 }
 
-// refusals is a store that also hands every policy refusal to a channel.
+// refusals is a store that also hands every policy refusal to a channel:
+// the policies it refuses to load, and those the watcher could not read.
 type refusals struct {
 	*state.Store
 	refused chan error
+}
+
+func (r refusals) LoadPolicy(ctx context.Context, source string, cat *catalog.Catalog) error {
+	err := r.Store.LoadPolicy(ctx, source, cat)
+	if err != nil {
+		r.refused <- err
+	}
+	return err
 }
 
 func (r refusals) RefusePolicy(source string, err error) {

@@ -26,7 +26,8 @@ func Load(file string) (*Snapshot, error) {
 // Parse validates and compiles a registry: a ConfigMap manifest holding the
 // document under tenants.yaml, or the bare document, in YAML or JSON. The file
 // name is used in problem locations only. Any problem rejects the whole
-// registry with an *Error listing all of them.
+// registry with an *Error listing all of them. The rule ids its enforcement
+// names are the policy's to know: Snapshot.CheckRules checks them.
 func Parse(file string, data []byte) (*Snapshot, error) {
 	src := source{file: file}
 	doc, ok := src.document(data)
@@ -37,11 +38,12 @@ func Parse(file string, data []byte) (*Snapshot, error) {
 	if !ok {
 		return nil, src.err()
 	}
-	checkRegistry(&src, newLocator(root), reg)
+	loc := newLocator(root)
+	checkRegistry(&src, loc, reg)
 	if len(src.problems) > 0 {
 		return nil, src.err()
 	}
-	return compile(reg, data), nil
+	return compile(reg, data, &src, loc), nil
 }
 
 // source collects the problems of one registry file and maps document lines

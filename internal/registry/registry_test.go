@@ -139,7 +139,7 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 			"bad regexes, modes, kinds and quantities are all reported",
 			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
 			[]string{
-				"bad regular expression", `enforcement must be deny, warn or dryrun, not "maybe"`, `unknown rule id "nope"`,
+				"bad regular expression", `enforcement must be deny, warn or dryrun, not "maybe"`,
 				`kind must be User, Group or ServiceAccount, not "Robot"`, "must be written system:serviceaccount:NAMESPACE:NAME",
 				"is a service account; write it as", `"var/log" must be a clean absolute path`, `"/var/../etc" must be a clean absolute path`,
 				`default "fast" is not allowed`, `"services.loadbalancers" is not an object count`, `"lots" is not a quantity`,
@@ -162,6 +162,25 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestEnforcementNamesOnlyTheRulesInForce(t *testing.T) {
+	doc := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata:\n  tenants.yaml: |\n    apiVersion: tenantguard.io/v1\n    kind: TenantRegistry\n    settings:\n      enforcement:\n        host-path: warn\n        nope: dryrun\n    tenants: []\n"
+	snap, err := Parse("r.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.CheckRules([]string{"host-path", "nope"}); err != nil {
+		t.Errorf("ids the policy declares are refused: %v", err)
+	}
+	err = snap.CheckRules([]string{"host-path", "host-network"})
+	var invalid *Error
+	if !errors.As(err, &invalid) || len(invalid.Problems) != 1 {
+		t.Fatalf("want one problem, got %v", err)
+	}
+	if want := `r.yaml:11: settings.enforcement.nope: unknown rule id "nope"; the rules in force are host-path, host-network`; invalid.Problems[0].String() != want {
+		t.Errorf("got  %s\nwant %s", invalid.Problems[0], want)
 	}
 }
 

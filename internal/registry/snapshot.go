@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -29,19 +30,25 @@ type Snapshot struct {
 	byUser   map[string][]string
 	byGroup  map[string][]string
 	admins   map[Subject]bool
+	// file and enforcementLines say where settings.enforcement names each
+	// rule id (lines of the file, 0 when unknown), for CheckRules.
+	file             string
+	enforcementLines map[string]int
 }
 
 // compile applies defaults to a validated registry and indexes it.
-func compile(reg *Registry, raw []byte) *Snapshot {
+func compile(reg *Registry, raw []byte, src *source, loc locator) *Snapshot {
 	applyDefaults(reg)
 	sum := sha256.Sum256(raw)
 	s := &Snapshot{
-		registry: *reg,
-		revision: hex.EncodeToString(sum[:8]),
-		tenants:  make(map[string]*Tenant, len(reg.Tenants)),
-		byUser:   map[string][]string{},
-		byGroup:  map[string][]string{},
-		admins:   map[Subject]bool{},
+		file:             src.file,
+		enforcementLines: map[string]int{},
+		registry:         *reg,
+		revision:         hex.EncodeToString(sum[:8]),
+		tenants:          make(map[string]*Tenant, len(reg.Tenants)),
+		byUser:           map[string][]string{},
+		byGroup:          map[string][]string{},
+		admins:           map[Subject]bool{},
 	}
 	for i := range reg.Tenants {
 		t := &reg.Tenants[i]
@@ -59,7 +66,28 @@ func compile(reg *Registry, raw []byte) *Snapshot {
 	for _, a := range reg.Settings.Administrators {
 		s.admins[userOrGroup(a)] = true
 	}
+	for id := range reg.Settings.Enforcement {
+		if line := loc.line("settings.enforcement." + id); line > 0 {
+			s.enforcementLines[id] = line + src.offset
+		}
+	}
 	return s
+}
+
+// CheckRules refuses a registry whose settings.enforcement names a rule id
+// that is not among ids, the rules of the policy in force: a *Error with
+// each such id, where it is and the ids there are.
+func (s *Snapshot) CheckRules(ids []string) error {
+	src := source{file: s.file}
+	for _, id := range sortedKeys(s.registry.Settings.Enforcement) {
+		if !slices.Contains(ids, id) {
+			src.problems = append(src.problems, Problem{File: s.file, Line: s.enforcementLines[id], Path: "settings.enforcement." + id, Message: fmt.Sprintf("unknown rule id %q; the rules in force are %s", id, strings.Join(ids, ", "))})
+		}
+	}
+	if len(src.problems) > 0 {
+		return src.err()
+	}
+	return nil
 }
 
 func applyDefaults(reg *Registry) {

@@ -118,15 +118,6 @@ type RoleBindingSpec struct {
 	Subjects    []Subject `yaml:"subjects" json:"subjects"`
 }
 
-// RuleIDs lists every rule id, in the order of the specification.
-var RuleIDs = []string{
-	"namespace-ownership", "namespace-prefix", "protected-namespace", "namespace-quota",
-	"tenant-label-immutable", "protected-metadata",
-	"host-path", "host-network", "host-namespaces", "host-ports", "privileged",
-	"priority-class", "storage-class", "service-type", "external-ips",
-	"tenant-quota", "managed-resource",
-}
-
 // Enforcement modes of a rule.
 const (
 	ModeDeny   = "deny"

@@ -46,9 +46,6 @@ func (c checker) settings(s *Settings) {
 	c.keys("settings.protectedAnnotations", s.ProtectedAnnotations)
 	for _, id := range sortedKeys(s.Enforcement) {
 		p := "settings.enforcement." + id
-		if !slices.Contains(RuleIDs, id) {
-			c.at(p, "unknown rule id %q; rule ids are %s", id, strings.Join(RuleIDs, ", "))
-		}
 		switch s.Enforcement[id] {
 		case ModeDeny, ModeWarn, ModeDryRun:
 		default:

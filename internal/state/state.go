@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
@@ -53,14 +53,16 @@ type Store struct {
 	mu          sync.Mutex
 	subscribers []chan struct{}
 	registry    *registry.Snapshot // last good; nil until the first load
-	modules     map[string]string  // last good policy; nil is the embedded one
+	policy      *engine.Policy     // last good; nil until the first load (the embedded one)
+	custom      bool               // the policy in force is not the embedded one
 	registryGen int64
 	policyGen   int64
 	// failing are the sources whose last version offered was refused
 	failing map[string]bool
 }
 
-// New returns a store for the view, with the embedded policy and no registry.
+// New returns a store for the view, with no registry; until a policy is
+// loaded the first registry is put in force with the embedded one.
 func New(view *clusterview.View, opts Options) *Store {
 	log := opts.Logger
 	if log == nil {
@@ -104,7 +106,14 @@ func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.
 		s.unchanged(metrics.SourceRegistry, source)
 		return false, nil
 	}
-	if err := s.swap(ctx, snap, s.modules); err != nil {
+	if s.policy == nil {
+		p, err := engine.Compile(ctx, engine.PolicyOptions{Evaluator: s.opts.Evaluator})
+		if err != nil {
+			return false, s.rejected(metrics.SourceRegistry, source, err)
+		}
+		s.policy = p
+	}
+	if err := s.swap(ctx, snap, s.policy); err != nil {
 		return false, s.rejected(metrics.SourceRegistry, source, err)
 	}
 	s.registry = snap
@@ -113,28 +122,33 @@ func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.
 	return true, nil
 }
 
-// LoadPolicy puts a replacement rule library (path -> Rego) in force; nil
-// restores the embedded one. Before a registry is loaded the policy is only
-// compiled. On error nothing changes.
-func (s *Store) LoadPolicy(ctx context.Context, source string, modules map[string]string) error {
+// LoadPolicy puts a rule library in force: a replacement one (a
+// --policy-dir), whose own tests must pass on the evaluator that will
+// serve it, or, when cat is nil, the embedded one. The policy must compile,
+// declare every rule id the registry in force names, and answer the
+// self-check request; before a registry is loaded it answers it against an
+// empty registry. On error nothing changes.
+func (s *Store) LoadPolicy(ctx context.Context, source string, cat *catalog.Catalog) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if maps.Equal(modules, s.modules) && (modules == nil) == (s.modules == nil) && s.policyGen > 0 {
+	if s.policyGen > 0 && (cat == nil) == !s.custom && (cat == nil || cat.Revision() == s.policy.Catalog().Revision()) {
 		s.unchanged(metrics.SourcePolicy, source)
 		return nil
 	}
-	var err error
-	if s.registry != nil {
-		err = s.swap(ctx, s.registry, modules)
-	} else if modules != nil {
-		err = selfCheck(ctx, modules, s.opts.Evaluator) // no registry yet: check it against an empty one
+	p, err := engine.Compile(ctx, engine.PolicyOptions{Catalog: cat, Evaluator: s.opts.Evaluator, Test: cat != nil})
+	if err == nil {
+		if s.registry != nil {
+			err = s.swap(ctx, s.registry, p)
+		} else {
+			err = selfCheck(ctx, p) // no registry yet: check it against an empty one
+		}
 	}
 	if err != nil {
 		return s.rejected(metrics.SourcePolicy, source, err)
 	}
-	s.modules = modules
+	s.policy, s.custom = p, cat != nil
 	s.policyGen++
-	s.loaded(metrics.SourcePolicy, source, s.policyGen, "modules", len(modules), "embedded", modules == nil)
+	s.loaded(metrics.SourcePolicy, source, s.policyGen, "rules", len(p.Catalog().Rules()), "modules", len(p.Catalog().Modules()), "embedded", cat == nil, "evaluator", p.Evaluator())
 	return nil
 }
 
@@ -159,14 +173,14 @@ func (s *Store) RefusePolicy(source string, err error) {
 // before the first registry.
 var emptyRegistry = []byte("apiVersion: " + registry.APIVersion + "\nkind: " + registry.Kind + "\ntenants: []\n")
 
-// selfCheck compiles a policy and has it answer the self-check request
-// against an empty registry.
-func selfCheck(ctx context.Context, modules map[string]string, evaluator string) error {
+// selfCheck has a policy answer the self-check request against an empty
+// registry.
+func selfCheck(ctx context.Context, p *engine.Policy) error {
 	snap, err := registry.Parse("empty registry", emptyRegistry)
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Evaluator: evaluator})
+	e, err := p.Engine(ctx, snap, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -176,8 +190,8 @@ func selfCheck(ctx context.Context, modules map[string]string, evaluator string)
 // swap builds and self-checks an engine, then puts it in force. The view
 // follows the registry's tenant label first, so counts are by the label the
 // new engine reads.
-func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, modules map[string]string) error {
-	e, err := engine.New(ctx, snap, engine.Options{Modules: modules, Managers: s.opts.Managers, Pool: s.opts.Pool, Evaluator: s.opts.Evaluator})
+func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, p *engine.Policy) error {
+	e, err := p.Engine(ctx, snap, s.opts.Managers, s.opts.Pool)
 	if err != nil {
 		return err
 	}
@@ -223,7 +237,7 @@ func (s *Store) loaded(source, name string, generation int64, attrs ...any) {
 	if s.opts.Observer != nil {
 		s.opts.Observer.Loaded(source, generation)
 	}
-	if e := s.current.Load(); e != nil {
+	if e := s.current.Load(); e != nil && source != metrics.SourcePolicy {
 		attrs = append(attrs, "evaluator", e.Evaluator())
 	}
 	s.log.Info(source+" loaded", append([]any{"source", name, "generation", generation}, attrs...)...)

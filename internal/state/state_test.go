@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -132,13 +133,12 @@ func TestPolicyReloads(t *testing.T) {
 		modules map[string]string
 		want    string
 	}{
-		{"a policy that does not parse is refused", map[string]string{"main.rego": "package tenantguard.main\n\ndecision := {"}, "main.rego"},
 		{"a policy without the decision is refused", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"}, "data.tenantguard.main.decision is undefined"},
 		{"a policy answering in the wrong shape is refused", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": 1}\n"}, "is not {allowed, deny, warn, dryrun}"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := store.LoadPolicy(ctx, "custom", tt.modules)
+			err := store.LoadPolicy(ctx, "custom", library(t, tt.modules))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
 			}
@@ -154,13 +154,51 @@ func TestPolicyReloads(t *testing.T) {
 	})
 	t.Run("a working policy replaces the embedded one", func(t *testing.T) {
 		allowAll := map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": true, \"deny\": [], \"warn\": [], \"dryrun\": []}\n"}
-		if err := store.LoadPolicy(ctx, "custom", allowAll); err != nil {
+		if err := store.LoadPolicy(ctx, "custom", library(t, allowAll)); err != nil {
 			t.Fatal(err)
 		}
 		if _, gen := store.Generations(); gen != 2 || store.Engine() == embedded {
 			t.Fatalf("policy generation %d, engine replaced %v", gen, store.Engine() != embedded)
 		}
 	})
+}
+
+// TestTheRegistryAndThePolicyAgreeOnRuleIDs: a registry whose enforcement
+// names a rule the policy in force does not declare is refused, and so is a
+// policy that does not declare a rule the registry in force names.
+func TestTheRegistryAndThePolicyAgreeOnRuleIDs(t *testing.T) {
+	ctx := t.Context()
+	store, obs := newStore(t)
+	doc := registryDoc(t)
+	named := strings.Replace(doc, "    settings:\n", "    settings:\n      enforcement: {host-network: warn}\n", 1)
+	unknown := strings.Replace(doc, "    settings:\n", "    settings:\n      enforcement: {no-such-rule: warn}\n", 1)
+	if named == doc {
+		t.Fatalf("the fixture registry cannot take an enforcement this way:\n%s", doc)
+	}
+	if err := store.LoadRegistry(ctx, "unknown", []byte(unknown)); err == nil || !strings.Contains(err.Error(), `unknown rule id "no-such-rule"`) {
+		t.Fatalf("a registry naming no rule of the policy: %v", err)
+	}
+	if err := store.LoadRegistry(ctx, "named", []byte(named)); err != nil {
+		t.Fatal(err)
+	}
+	good := store.Engine()
+	noRules := library(t, map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n\ndecision := {\"allowed\": true, \"deny\": [], \"warn\": [], \"dryrun\": []}\n"})
+	if err := store.LoadPolicy(ctx, "custom", noRules); err == nil || !strings.Contains(err.Error(), `unknown rule id "host-network"`) {
+		t.Fatalf("a policy without a rule the registry names: %v", err)
+	}
+	if store.Engine() != good || obs.rejected["policy"] != 1 {
+		t.Fatalf("engine replaced %v, policy refusals %d", store.Engine() != good, obs.rejected["policy"])
+	}
+}
+
+// library is a rule library of the given files.
+func library(t *testing.T, files map[string]string) *catalog.Catalog {
+	t.Helper()
+	c, err := catalog.LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestNoRequestSeesAHalfSwappedState reviews a request while the registry
@@ -235,7 +273,7 @@ func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
 
 func TestAPolicyIsCheckedBeforeAnyRegistry(t *testing.T) {
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	err := store.LoadPolicy(t.Context(), "custom", map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"})
+	err := store.LoadPolicy(t.Context(), "custom", library(t, map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"}))
 	if err == nil || !strings.Contains(err.Error(), "data.tenantguard.main.decision is undefined") {
 		t.Fatalf("error %v, want the missing decision reported", err)
 	}

@@ -1,10 +1,13 @@
 package configuration
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
@@ -23,6 +26,9 @@ type Options struct {
 	TenantLabel string
 	// QuotaResources are the resources tenant quotas count (Snapshot.QuotaResources).
 	QuotaResources []schema.GroupResource
+	// Catalog is the rule library whose rules the webhooks must see;
+	// nil is the embedded one.
+	Catalog *catalog.Catalog
 	// FailurePolicy of the tenant rules; Fail when nil.
 	FailurePolicy *admissionregistrationv1.FailurePolicyType
 	// TimeoutSeconds of each call; 5 when 0.
@@ -45,33 +51,10 @@ var MatchConditions = []admissionregistrationv1.MatchCondition{
 	{Name: "not-a-controller-status-write", Expression: `!(request.?subResource.orValue("") in ["status", "finalize"] && request.userInfo.username.startsWith("system:serviceaccount:kube-system:"))`},
 }
 
-var (
-	all          = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
-	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-)
-
-// podCarriers are the resources with a pod spec or claims, by group.
-var podCarriers = map[string][]string{
-	"":      {"pods", "pods/ephemeralcontainers", "podtemplates", "replicationcontrollers", "persistentvolumeclaims", "services"},
-	"apps":  {"deployments", "replicasets", "statefulsets", "daemonsets"},
-	"batch": {"jobs", "cronjobs"},
-}
-
-// namespaceResources are namespaces and their subresources that can change
-// labels and annotations (status and finalize updates keep only the spec or
-// status as it was), so the metadata rules see every route.
-var namespaceResources = []string{"namespaces", "namespaces/status", "namespaces/finalize"}
-
-// companions are the kinds tenantguard generates in tenant namespaces, with
-// resourcequotas/status: its hard limits are the ones quota admission
-// enforces.
-var companions = map[string][]string{
-	"":                          {"resourcequotas", "resourcequotas/status", "limitranges"},
-	"networking.k8s.io":         {"networkpolicies"},
-	"rbac.authorization.k8s.io": {"rolebindings"},
-}
-
 func (o *Options) defaults() {
+	if o.Catalog == nil {
+		o.Catalog = catalog.MustEmbedded()
+	}
 	if o.Name == "" {
 		o.Name = "tenantguard"
 	}
@@ -113,89 +96,97 @@ func (o *Options) namespaces(tenantOnly bool) *metav1.LabelSelector {
 	return sel
 }
 
-func rules(ops []admissionregistrationv1.OperationType, byGroup map[string][]string) []admissionregistrationv1.RuleWithOperations {
+// Rules groups routes into webhook rules: one rule per group and set of
+// operations, its resources in the routes' order.
+func Rules(routes []catalog.Route) []admissionregistrationv1.RuleWithOperations {
 	var out []admissionregistrationv1.RuleWithOperations
-	for _, group := range []string{"", "apps", "batch", "networking.k8s.io", "rbac.authorization.k8s.io"} {
-		if resources, ok := byGroup[group]; ok {
-			out = append(out, rule(ops, group, resources...))
-		}
-	}
-	return out
-}
-
-func rule(ops []admissionregistrationv1.OperationType, group string, resources ...string) admissionregistrationv1.RuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
-	return admissionregistrationv1.RuleWithOperations{
-		Operations: ops,
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources, Scope: &scope},
+	for _, r := range routes {
+		ops := make([]admissionregistrationv1.OperationType, len(r.Operations))
+		for i, op := range r.Operations {
+			ops[i] = admissionregistrationv1.OperationType(op)
+		}
+		i := slices.IndexFunc(out, func(o admissionregistrationv1.RuleWithOperations) bool {
+			return o.APIGroups[0] == r.Group && slices.Equal(o.Operations, ops)
+		})
+		if i < 0 {
+			out = append(out, admissionregistrationv1.RuleWithOperations{
+				Operations: ops,
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{"*"}, Scope: &scope},
+			})
+			i = len(out) - 1
+		}
+		out[i].Resources = append(out[i].Resources, r.Resource)
 	}
+	return out
 }
 
-// quotaRules route the CREATE of every counted resource not routed already.
-func (o *Options) quotaRules() []admissionregistrationv1.RuleWithOperations {
-	routed := map[schema.GroupResource]bool{}
-	for _, m := range []map[string][]string{podCarriers, companions} {
-		for group, resources := range m {
-			for _, r := range resources {
-				routed[schema.GroupResource{Group: group, Resource: r}] = true
-			}
-		}
-	}
-	var out []admissionregistrationv1.RuleWithOperations
-	for _, gr := range o.QuotaResources {
-		if !routed[gr] && gr != (schema.GroupResource{Resource: "namespaces"}) {
-			out = append(out, rule([]admissionregistrationv1.OperationType{admissionregistrationv1.Create}, gr.Group, gr.Resource))
+// Counted are the routes of the resources the registry counts that the
+// catalog's rules do not already see created: their creates, which the
+// rules judging the counted resources must see.
+func Counted(routed []catalog.Route, counted []schema.GroupResource) []catalog.Route {
+	var out []catalog.Route
+	for _, gr := range counted {
+		created := slices.ContainsFunc(routed, func(r catalog.Route) bool {
+			return r.Group == gr.Group && r.Resource == gr.Resource && slices.Contains(r.Operations, "CREATE")
+		})
+		if !created && gr != (schema.GroupResource{Resource: "namespaces"}) {
+			out = append(out, catalog.Route{Group: gr.Group, Resource: gr.Resource, Operations: []string{"CREATE"}})
 		}
 	}
 	return out
+}
+
+// routes are the catalog's routes for one of the two configurations, the
+// counted resources' added to the validating workloads.
+func (o *Options) routes(mutating bool) (namespaces, workloads []catalog.Route) {
+	namespaces, workloads = o.Catalog.Routes(mutating)
+	if !mutating && o.Catalog.CountsAnything() {
+		workloads = append(workloads, Counted(workloads, o.QuotaResources)...)
+	}
+	return namespaces, workloads
 }
 
 // Validating is the validating configuration: namespaces (ownership and
-// metadata rules), and in tenant namespaces the pod carriers, claims,
-// services, companions and counted resources.
+// metadata rules), and in tenant namespaces the kinds every other rule
+// judges, with the counted resources' creates.
 func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
 	none := admissionregistrationv1.SideEffectClassNone
-	hook := func(name string, tenantOnly bool, r []admissionregistrationv1.RuleWithOperations) admissionregistrationv1.ValidatingWebhook {
+	hook := func(name string, tenantOnly bool, routes []catalog.Route) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
-			Name: name + ".tenantguard.io", ClientConfig: o.client("/validate"), Rules: r,
+			Name: name + ".tenantguard.io", ClientConfig: o.client("/validate"), Rules: Rules(routes),
 			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
 			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
 		}
 	}
-	workloads := append(rules(createUpdate, podCarriers), rules(all, companions)...)
-	workloads = append(workloads, o.quotaRules()...)
+	namespaces, workloads := o.routes(false)
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("namespaces", false, []admissionregistrationv1.RuleWithOperations{rule(all, "", namespaceResources...)}),
-			hook("workloads", true, workloads),
-		},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{hook("namespaces", false, namespaces), hook("workloads", true, workloads)},
 	}
 }
 
-// Mutating is the mutating configuration: the tenant label of new
-// namespaces, and the default PriorityClass and StorageClass of pods and
-// claims in tenant namespaces.
+// Mutating is the mutating configuration: the kinds of the rules that
+// mutate (the tenant label of new namespaces, the default PriorityClass
+// and StorageClass of pods and claims in tenant namespaces).
 func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 	o.defaults()
 	none := admissionregistrationv1.SideEffectClassNone
 	never := admissionregistrationv1.NeverReinvocationPolicy
-	hook := func(name string, tenantOnly bool, r []admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
+	hook := func(name string, tenantOnly bool, routes []catalog.Route) admissionregistrationv1.MutatingWebhook {
 		return admissionregistrationv1.MutatingWebhook{
-			Name: name + ".tenantguard.io", ClientConfig: o.client("/mutate"), Rules: r,
+			Name: name + ".tenantguard.io", ClientConfig: o.client("/mutate"), Rules: Rules(routes),
 			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
 			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
 			ReinvocationPolicy: &never,
 		}
 	}
+	namespaces, workloads := o.routes(true)
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{
-			hook("namespaces", false, []admissionregistrationv1.RuleWithOperations{rule(createUpdate, "", "namespaces")}),
-			hook("workloads", true, rules(createUpdate, podCarriers)),
-		},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{hook("namespaces", false, namespaces), hook("workloads", true, workloads)},
 	}
 }

@@ -23,12 +23,14 @@ _review(inp) := {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
 _validate(inp, cluster) := result if {
 	result := kubernetes.validate.response with input as _review(inp)
 		with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as f.catalog
 		with data.kubernetes as cluster
 }
 
 _mutate(inp, cluster) := result if {
 	result := kubernetes.mutate.response with input as _review(inp)
 		with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as f.catalog
 		with data.kubernetes as cluster
 }
 
@@ -105,6 +107,7 @@ test_warn_and_dryrun_modes_answer_as_the_server_does if {
 	inp := f.request("CREATE", f.pod({"hostNetwork": true, "priorityClassName": "batch-high"}))
 	response := kubernetes.validate.response with input as _review(inp)
 		with data.tenantguard.registry as registry
+		with data.tenantguard.catalog as f.catalog
 		with data.kubernetes as _cluster
 	response.allowed
 	count(response.warnings) == 1

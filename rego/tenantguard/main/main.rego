@@ -3,40 +3,37 @@
 # description: |
 #   The two queries an admission controller asks: which JSON patch operations to
 #   apply (mutations), and the decision on the possibly mutated request. Requests
-#   are routed by kind so that only the rule families that can apply are
-#   evaluated. Each violation is {id, msg}; settings.enforcement maps a rule id
-#   to deny (default), warn or dryrun.
+#   are routed by kind so that only the rule families that judge the kind are
+#   evaluated; the routes come from the rules' own METADATA (their kinds), which
+#   tenantguard reads into data.tenantguard.catalog. Each violation is {id, msg};
+#   settings.enforcement maps a rule id to deny, warn or dryrun, and a rule
+#   declares its default.
 #
 #   Input: {"request": <AdmissionReview v1 request>, "cluster": {"namespace":
 #   {"name", "labels"}, "counts": {TENANT: {KEY: N}}, "priorityClasses": {NAME:
 #   {"priority", "preemptionPolicy"}}}}. Data: data.tenantguard.registry (the
-#   compiled registry) and data.tenantguard.runtime.
+#   compiled registry), data.tenantguard.catalog (the routes and the rules'
+#   default enforcement) and data.tenantguard.runtime.
 package tenantguard.main
 
 import data.tenantguard.lib.tenancy
 import data.tenantguard.rules
 
-# One rule per kind, so that rule indexing picks the route without building the
-# whole table on every request.
-_route("/Namespace") := ["namespaces"]
+_catalog := data.tenantguard.catalog
 
-_route("/PersistentVolumeClaim") := ["storage", "quota", "managed"]
-
-_route("/Service") := ["services", "quota", "managed"]
-
-_route(kind) := ["pods", "priority", "storage", "quota", "managed"] if {
-	kind in {
-		"/Pod", "/PodTemplate", "/ReplicationController",
-		"apps/ReplicaSet", "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet",
-		"batch/Job", "batch/CronJob",
-	}
-}
+# The families a route table gives the request's kind: its own, else those
+# that judge every kind ("*", e.g. the counted resources).
+_route(routes) := families if {
+	families := routes[tenancy.kind_key]
+} else := object.get(routes, "*", [])
 
 # METADATA
-# description: The rule families that can apply to the request's kind.
-families := route if {
-	route := _route(tenancy.kind_key)
-} else := ["quota", "managed"]
+# description: The rule families that can refuse the request.
+families := _route(_catalog.routes.validate)
+
+# METADATA
+# description: The rule families that can mutate the request.
+mutating_families := _route(_catalog.routes.mutate)
 
 # METADATA
 # description: Every rule the request breaks, as {id, msg}.
@@ -47,6 +44,8 @@ violations contains violation if {
 
 _mode(id) := mode if {
 	mode := data.tenantguard.registry.settings.enforcement[id]
+} else := mode if {
+	mode := _catalog.enforcement[id]
 } else := "deny"
 
 _with_mode(mode) := [violation |
@@ -58,14 +57,18 @@ _with_mode(mode) := [violation |
 # entrypoint: true
 # description: |
 #   The validating decision: allowed unless a rule in deny mode is broken; the
-#   violations split by enforcement mode, each list sorted.
+#   violations split by enforcement mode, each list sorted. Undefined without
+#   a catalog, so that a bundle missing it fails closed.
 decision := _clean if {
+	_catalog.routes
 	count(violations) == 0
 } else := {
 	"allowed": count(_deny) == 0,
 	"deny": _deny,
 	"warn": _with_mode("warn"),
 	"dryrun": _with_mode("dryrun"),
+} if {
+	_catalog.routes
 }
 
 # The violations in deny mode, worked out once for both of decision's uses.
@@ -77,6 +80,8 @@ _clean := {"allowed": true, "deny": [], "warn": [], "dryrun": []}
 # entrypoint: true
 # description: JSON patch operations (RFC 6902) the mutating webhook applies, in a stable order.
 mutations := [operation |
-	some family in families
+	some family in mutating_families
 	some operation in rules[family].mutations
-]
+] if {
+	_catalog.routes
+}

@@ -4,38 +4,45 @@ import data.tenantguard.fixtures_test as f
 import data.tenantguard.main
 
 _decision(inp, registry) := d if {
-	d := main.decision with input as inp with data.tenantguard.registry as registry
+	d := main.decision with input as inp
+		with data.tenantguard.registry as registry
+		with data.tenantguard.catalog as f.catalog
 }
 
-test_pods_are_routed_to_every_pod_family if {
-	main.families == ["pods", "priority", "storage", "quota", "managed"] with input as f.request("CREATE", f.pod({}))
+test_a_kind_is_routed_to_the_families_the_catalog_gives_it if {
+	main.families == ["pods", "priority", "quota", "storage"] with input as f.request("CREATE", f.pod({}))
+		with data.tenantguard.catalog as f.catalog
+	main.mutating_families == ["priority", "storage"] with input as f.request("CREATE", f.pod({}))
+		with data.tenantguard.catalog as f.catalog
 }
 
-test_every_kind_is_routed_to_its_families if {
-	pod := ["pods", "priority", "storage", "quota", "managed"]
-	cases := [
-		["", "Namespace", ["namespaces"]],
-		["", "PersistentVolumeClaim", ["storage", "quota", "managed"]],
-		["", "Service", ["services", "quota", "managed"]],
-		["", "Pod", pod],
-		["", "PodTemplate", pod],
-		["", "ReplicationController", pod],
-		["apps", "ReplicaSet", pod],
-		["apps", "Deployment", pod],
-		["apps", "StatefulSet", pod],
-		["apps", "DaemonSet", pod],
-		["batch", "Job", pod],
-		["batch", "CronJob", pod],
-		["", "ConfigMap", ["quota", "managed"]],
-		["apps", "Pod", ["quota", "managed"]],
-	]
-	every c in cases {
-		main.families == c[2] with input as {"request": {"kind": {"group": c[0], "version": "v1", "kind": c[1]}, "operation": "CREATE"}}
-	}
+test_core_kinds_are_keyed_without_a_group if {
+	main.families == ["namespaces"] with input as {"request": {"kind": {"group": "", "version": "v1", "kind": "Namespace"}, "operation": "CREATE"}}
+		with data.tenantguard.catalog as f.catalog
+	main.families == ["quota"] with input as {"request": {"kind": {"group": "apps", "version": "v1", "kind": "Namespace"}, "operation": "CREATE"}}
+		with data.tenantguard.catalog as f.catalog
 }
 
-test_unknown_kinds_only_get_quota_and_managed if {
-	main.families == ["quota", "managed"] with input as f.request("CREATE", {"kind": "ConfigMap", "metadata": {"name": "c"}})
+test_other_kinds_get_the_families_of_every_kind if {
+	main.families == ["quota"] with input as f.request("CREATE", {"kind": "ConfigMap", "metadata": {"name": "c"}})
+		with data.tenantguard.catalog as f.catalog
+	main.mutating_families == [] with input as f.request("CREATE", {"kind": "ConfigMap", "metadata": {"name": "c"}})
+		with data.tenantguard.catalog as f.catalog
+}
+
+test_without_a_catalog_nothing_is_decided if {
+	not main.decision with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
+	not main.mutations with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
+}
+
+test_a_rule_default_enforcement_applies_unless_the_registry_sets_one if {
+	inp := f.request("CREATE", f.pod({"hostNetwork": true, "containers": [f.container({})]}))
+	catalog := json.patch(f.catalog, [{"op": "replace", "path": "/enforcement/host-network", "value": "warn"}])
+	d := main.decision with input as inp with data.tenantguard.registry as f.registry with data.tenantguard.catalog as catalog
+	[v.id | some v in d.warn] == ["host-network"]
+	registry := json.patch(f.registry, [{"op": "replace", "path": "/settings/enforcement", "value": {"host-network": "dryrun"}}])
+	e := main.decision with input as inp with data.tenantguard.registry as registry with data.tenantguard.catalog as catalog
+	[v.id | some v in e.dryrun] == ["host-network"]
 }
 
 test_every_reason_is_returned if {
@@ -63,7 +70,7 @@ test_clean_request_is_allowed if {
 
 test_mutations_are_collected_across_families if {
 	inp := f.request("CREATE", f.pod({"containers": [f.container({})], "volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}))
-	m := main.mutations with input as inp with data.tenantguard.registry as f.registry
+	m := main.mutations with input as inp with data.tenantguard.registry as f.registry with data.tenantguard.catalog as f.catalog
 	m == [
 		{"op": "add", "path": "/spec/priorityClassName", "value": "tenant-low"},
 		{"op": "add", "path": "/spec/volumes/0/ephemeral/volumeClaimTemplate/spec/storageClassName", "value": "standard"},

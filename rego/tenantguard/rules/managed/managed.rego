@@ -26,7 +26,18 @@ _trusted if identity.is_manager
 _trusted if identity.is_control_plane
 
 # METADATA
-# description: managed-resource violations of the request, as {id, msg}.
+# title: Companion resources
+# description: |
+#   The companions tenantguard generates in tenant namespaces (labelled
+#   app.kubernetes.io/managed-by=tenantguard) cannot be created, changed or
+#   deleted by tenants; their kinds are the generator's, and a test holds
+#   them equal.
+# custom:
+#   id: managed-resource
+#   kinds: [ResourceQuota, LimitRange, networking.k8s.io/NetworkPolicy, rbac.authorization.k8s.io/RoleBinding]
+#   subresources: [resourcequotas/status]
+#   operations: [CREATE, UPDATE, DELETE]
+#   engines: [opa, gatekeeper, kyverno, vap]
 violations contains {"id": "managed-resource", "msg": msg} if {
 	tenancy.in_tenant_namespace
 	_managed

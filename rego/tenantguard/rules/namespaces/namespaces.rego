@@ -6,6 +6,9 @@
 #   tenant-label-immutable and protected-metadata. Administrators are exempt from
 #   all of them but namespace-quota. A namespace created without the tenant label
 #   gets it, so every tenant namespace is labelled.
+# custom:
+#   kinds: [Namespace]
+#   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.namespaces
 
 import data.tenantguard.lib.identity
@@ -21,7 +24,7 @@ _name := tenancy.object_name
 
 _operation := input.request.operation
 
-_is_namespace if tenancy.kind_key == "/Namespace"
+_is_namespace if tenancy.kind_key == "Namespace"
 
 _creating if {
 	_is_namespace
@@ -69,7 +72,16 @@ _owns_target if target in identity.owned_tenants
 _user := identity.username
 
 # METADATA
-# description: Namespace violations of the request, as {id, msg}.
+# title: Namespace ownership
+# description: |
+#   Only owners of a tenant create namespaces in it (the tenant is the
+#   tenant label, else the requester's only tenant, else the name's prefix),
+#   and a created namespace gets the tenant label; only owners of a
+#   namespace's tenant, and administrators, delete it.
+# custom:
+#   id: namespace-ownership
+#   operations: [CREATE, DELETE]
+#   mutates: true
 violations contains {"id": "namespace-ownership", "msg": msg} if {
 	_creating
 	not identity.is_admin
@@ -123,6 +135,12 @@ violations contains {"id": "namespace-ownership", "msg": msg} if {
 	msg := sprintf("only owners of tenant %q and administrators may delete namespace %q; %q is neither", [tenant, _name, _user])
 }
 
+# METADATA
+# title: Tenant prefixes
+# description: With settings.forceTenantPrefix, a tenant's namespaces are named "<tenant>-...".
+# custom:
+#   id: namespace-prefix
+#   operations: [CREATE]
 violations contains {"id": "namespace-prefix", "msg": msg} if {
 	_creating
 	not identity.is_admin
@@ -132,6 +150,12 @@ violations contains {"id": "namespace-prefix", "msg": msg} if {
 	msg := sprintf("namespace %q must be named %q followed by a name, because tenant names are enforced as prefixes; e.g. \"%s%s\"", [_name, prefix, prefix, _name])
 }
 
+# METADATA
+# title: Protected namespaces
+# description: Namespaces matching settings.protectedNamespaces cannot be created or claimed by tenants.
+# custom:
+#   id: protected-namespace
+#   operations: [CREATE, UPDATE]
 violations contains {"id": "protected-namespace", "msg": msg} if {
 	_is_namespace
 	not identity.is_admin
@@ -141,6 +165,14 @@ violations contains {"id": "protected-namespace", "msg": msg} if {
 	msg := sprintf("namespace %q is protected (matches %s) and cannot be created or claimed by a tenant; choose another name", [_name, pattern])
 }
 
+# METADATA
+# title: Namespace quota
+# description: A tenant cannot have more namespaces than its namespaceQuota.
+# custom:
+#   id: namespace-quota
+#   operations: [CREATE]
+#   engines: [opa, gatekeeper]
+#   notExpressible: counting a tenant's namespaces needs the other namespaces, and an admission policy sees only the request's object
 violations contains {"id": "namespace-quota", "msg": msg} if {
 	_creating
 	limit := tenancy.config(target).namespaceQuota
@@ -149,6 +181,13 @@ violations contains {"id": "namespace-quota", "msg": msg} if {
 	msg := sprintf("tenant %q already has %d of its %d allowed namespaces; delete one first or ask for a higher namespaceQuota", [target, used, limit])
 }
 
+# METADATA
+# title: Tenant label
+# description: The tenant label of a namespace cannot be added, changed or removed by non-administrators.
+# custom:
+#   id: tenant-label-immutable
+#   operations: [UPDATE]
+#   subresources: [namespaces/status, namespaces/finalize]
 violations contains {"id": "tenant-label-immutable", "msg": msg} if {
 	_is_namespace
 	_operation == "UPDATE"
@@ -159,6 +198,16 @@ violations contains {"id": "tenant-label-immutable", "msg": msg} if {
 	msg := sprintf("the label %q of namespace %q cannot be %s by %q; only administrators move namespaces between tenants", [_label, _name, _change_text(before, after), _user])
 }
 
+# METADATA
+# title: Protected labels and annotations
+# description: |
+#   Non-administrators cannot add, change or remove the labels and
+#   annotations of settings and the tenant's protectedLabels and
+#   protectedAnnotations on namespaces.
+# custom:
+#   id: protected-metadata
+#   operations: [CREATE, UPDATE]
+#   subresources: [namespaces/status, namespaces/finalize]
 violations contains {"id": "protected-metadata", "msg": msg} if {
 	_is_namespace
 	_operation in {"CREATE", "UPDATE"}

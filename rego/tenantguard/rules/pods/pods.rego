@@ -5,6 +5,10 @@
 #   tenant namespaces cannot reach the node unless their tenant allows it. Applies
 #   to every kind that carries a pod spec, to every container sort, on CREATE and
 #   on any UPDATE that changes the pod spec, whoever sends it.
+# custom:
+#   kinds: [pod-carriers]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.pods
 
 import data.tenantguard.lib.podspec
@@ -21,7 +25,12 @@ _allow := tenancy.tenant.pods
 _tenant := tenancy.namespace_tenant
 
 # METADATA
-# description: Host access violations of the request, as {id, msg}.
+# title: hostNetwork
+# description: |
+#   Pods may not share the node's network namespace unless the tenant sets
+#   pods.allowHostNetwork.
+# custom:
+#   id: host-network
 violations contains {"id": "host-network", "msg": msg} if {
 	_applies
 	podspec.spec.hostNetwork == true
@@ -29,6 +38,13 @@ violations contains {"id": "host-network", "msg": msg} if {
 	msg := sprintf("hostNetwork is not allowed for pods of tenant %q; use the pod network and expose ports through a Service", [_tenant])
 }
 
+# METADATA
+# title: hostPID and hostIPC
+# description: |
+#   Pods may not share the node's process or IPC namespace unless the tenant
+#   sets pods.allowHostPID or pods.allowHostIPC.
+# custom:
+#   id: host-namespaces
 violations contains {"id": "host-namespaces", "msg": msg} if {
 	_applies
 	some field, allowed in {"hostPID": "allowHostPID", "hostIPC": "allowHostIPC"}
@@ -37,6 +53,13 @@ violations contains {"id": "host-namespaces", "msg": msg} if {
 	msg := sprintf("%s is not allowed for pods of tenant %q; remove it so the pod keeps its own namespaces", [field, _tenant])
 }
 
+# METADATA
+# title: hostPort
+# description: |
+#   Containers of every sort may not bind node ports (hostPort) unless the
+#   tenant sets pods.allowHostPorts.
+# custom:
+#   id: host-ports
 violations contains {"id": "host-ports", "msg": msg} if {
 	_applies
 	not _allow.allowHostPorts
@@ -46,6 +69,13 @@ violations contains {"id": "host-ports", "msg": msg} if {
 	msg := sprintf("%s %q asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [_sort(entry.field), entry.container.name, port.hostPort, _tenant])
 }
 
+# METADATA
+# title: Privileged containers
+# description: |
+#   Containers of every sort may not be privileged, and pods may not be
+#   Windows hostProcess pods, unless the tenant sets pods.allowPrivileged.
+# custom:
+#   id: privileged
 violations contains {"id": "privileged", "msg": msg} if {
 	_applies
 	not _allow.allowPrivileged
@@ -61,6 +91,14 @@ violations contains {"id": "privileged", "msg": msg} if {
 	msg := sprintf("Windows hostProcess pods are not allowed for tenant %q; remove securityContext.windowsOptions.hostProcess", [_tenant])
 }
 
+# METADATA
+# title: hostPath volumes
+# description: |
+#   Pods may not mount the node's files (hostPath volumes) unless the tenant
+#   sets pods.allowHostPath, or the path lies under one of
+#   pods.allowedHostPaths (read-only grants only for read-only mounts).
+# custom:
+#   id: host-path
 violations contains {"id": "host-path", "msg": msg} if {
 	_applies
 	not _allow.allowHostPath

@@ -4,6 +4,10 @@
 #   priority-class: pods of a tenant may only name the PriorityClasses it allows,
 #   in Pods and in every pod template; a pod or template created without one gets
 #   the tenant default. Tenants without a priorityClasses entry are unrestricted.
+# custom:
+#   kinds: [pod-carriers]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.priority
 
 import data.tenantguard.lib.podspec
@@ -18,7 +22,13 @@ _applies if {
 }
 
 # METADATA
-# description: PriorityClass violations of the request, as {id, msg}.
+# title: PriorityClasses
+# description: |
+#   Pods may only name the PriorityClasses of priorityClasses.allowed or
+#   allowedRegex; one that names none gets priorityClasses.default.
+# custom:
+#   id: priority-class
+#   mutates: true
 violations contains {"id": "priority-class", "msg": msg} if {
 	_applies
 	podspec.spec_changed
@@ -40,7 +50,7 @@ mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/priori
 
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/", field]), "value": value} if {
 	_needs_default
-	tenancy.kind_key == "/Pod"
+	tenancy.kind_key == "Pod"
 	some field, value in input.cluster.priorityClasses[_policy.default]
 }
 

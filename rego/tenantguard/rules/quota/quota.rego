@@ -16,7 +16,16 @@ key := input.request.resource.resource if {
 } else := sprintf("count/%s.%s", [input.request.resource.resource, input.request.resource.group])
 
 # METADATA
-# description: tenant-quota violations of the request, as {id, msg}.
+# title: Tenant-wide object counts
+# description: |
+#   Creating an object is refused when the tenant's objects of that resource,
+#   summed over all of its namespaces, already reach quotas[KEY].
+# custom:
+#   id: tenant-quota
+#   kinds: [counted]
+#   operations: [CREATE]
+#   engines: [opa, gatekeeper]
+#   notExpressible: counting a tenant's objects across its namespaces needs the other objects, and an admission policy sees only the request's object
 violations contains {"id": "tenant-quota", "msg": msg} if {
 	input.request.operation == "CREATE"
 	object.get(input.request, "subResource", "") == ""

@@ -1,32 +1,38 @@
 # METADATA
 # title: Pod specs wherever they are carried
 # description: |
-#   Finds the pod spec in every built-in kind that carries one (Pod, PodTemplate,
-#   ReplicationController, ReplicaSet, Deployment, StatefulSet, DaemonSet, Job,
-#   CronJob), with its containers of every sort, so that each rule is written
-#   once for all of them.
+#   Finds the pod spec in every kind that carries one (carriers), with its
+#   containers of every sort, so that each rule is written once for all of
+#   them.
 package tenantguard.lib.podspec
 
 import data.tenantguard.lib.tenancy
 
-# One rule per path, so that rule indexing picks it without building a table
-# on every request.
-_path("/Pod") := ["spec"]
-
-_path("/PodTemplate") := ["template", "spec"]
-
-_path("batch/CronJob") := ["spec", "jobTemplate", "spec", "template", "spec"]
-
-_path(kind) := ["spec", "template", "spec"] if {
-	kind in {
-		"/ReplicationController", "apps/ReplicaSet", "apps/Deployment",
-		"apps/StatefulSet", "apps/DaemonSet", "batch/Job",
-	}
+# METADATA
+# title: Pod carriers
+# description: |
+#   Every kind that carries a pod spec, with the path of the spec inside the
+#   object and the subresources through which its pods change. This is the
+#   one list of pod carriers: rules name it as the kind set "pod-carriers" in
+#   their kinds, and the webhook configurations, the chart, the CEL and
+#   Gatekeeper exports all read it from here.
+# custom:
+#   kindSet: pod-carriers
+carriers := {
+	"Pod": {"path": ["spec"], "subresources": ["ephemeralcontainers"]},
+	"PodTemplate": {"path": ["template", "spec"]},
+	"ReplicationController": {"path": ["spec", "template", "spec"]},
+	"apps/ReplicaSet": {"path": ["spec", "template", "spec"]},
+	"apps/Deployment": {"path": ["spec", "template", "spec"]},
+	"apps/StatefulSet": {"path": ["spec", "template", "spec"]},
+	"apps/DaemonSet": {"path": ["spec", "template", "spec"]},
+	"batch/Job": {"path": ["spec", "template", "spec"]},
+	"batch/CronJob": {"path": ["spec", "jobTemplate", "spec", "template", "spec"]},
 }
 
 # METADATA
 # description: The path of the pod spec inside the request's object.
-path := _path(tenancy.kind_key)
+path := carriers[tenancy.kind_key].path
 
 # METADATA
 # description: The request writes an object that carries a pod spec.

@@ -17,8 +17,12 @@ settings := _registry.settings
 tenant_label := settings.tenantLabel
 
 # METADATA
-# description: The request's kind as "group/Kind" ("" group for the core API).
-kind_key := concat("/", [object.get(input.request.kind, "group", ""), input.request.kind.kind])
+# description: |
+#   The request's kind as rules declare kinds: "Kind" for the core API
+#   ("Pod"), "group/Kind" for other groups ("apps/Deployment").
+kind_key := input.request.kind.kind if {
+	object.get(input.request.kind, "group", "") == ""
+} else := concat("/", [input.request.kind.group, input.request.kind.kind])
 
 # METADATA
 # description: |

@@ -9,6 +9,10 @@
 #   Updates are judged when they change the type or the external IPs, or
 #   make a LoadBalancer open node ports it did not open before; a
 #   LoadBalancer that already opened node ports is not re-judged.
+# custom:
+#   kinds: [Service]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.services
 
 import data.tenantguard.lib.tenancy
@@ -22,7 +26,7 @@ _flags := {
 }
 
 _applies if {
-	tenancy.kind_key == "/Service"
+	tenancy.kind_key == "Service"
 	tenancy.in_tenant_namespace
 	input.request.operation in {"CREATE", "UPDATE"}
 }
@@ -30,7 +34,14 @@ _applies if {
 _type(service) := object.get(service, ["spec", "type"], "ClusterIP")
 
 # METADATA
-# description: Service violations of the request, as {id, msg}.
+# title: Service types
+# description: |
+#   Services may only be NodePort, LoadBalancer or ExternalName when the
+#   tenant allows that type (services.allowNodePort, allowLoadBalancer,
+#   allowExternalName); a LoadBalancer of a tenant without NodePort opens no
+#   node ports.
+# custom:
+#   id: service-type
 violations contains {"id": "service-type", "msg": msg} if {
 	_applies
 	type := _type(tenancy.new_object)
@@ -40,6 +51,11 @@ violations contains {"id": "service-type", "msg": msg} if {
 	msg := sprintf("Service type %q is not allowed for tenant %q; allowed: %s", [type, tenancy.namespace_tenant, _allowed_types])
 }
 
+# METADATA
+# title: External IPs
+# description: Services may only set spec.externalIPs when the tenant sets services.allowExternalIPs.
+# custom:
+#   id: external-ips
 violations contains {"id": "external-ips", "msg": msg} if {
 	_applies
 	not _allow.allowExternalIPs

@@ -10,6 +10,10 @@
 #   with no default such a claim is refused (created, or made classless or
 #   added by an update), since it would bind to a volume
 #   without a class or, later, take the cluster default whatever it is.
+# custom:
+#   kinds: [PersistentVolumeClaim, pod-carriers]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.storage
 
 import data.tenantguard.lib.podspec
@@ -26,7 +30,7 @@ _old := tenancy.old_object
 # Every claim the request declares: what it is (for messages), its JSON pointer,
 # the claim object (metadata + spec) now and before the request.
 _claims contains {"what": sprintf("PersistentVolumeClaim %q", [tenancy.object_name]), "pointer": "", "claim": _new, "before": _old} if {
-	tenancy.kind_key == "/PersistentVolumeClaim"
+	tenancy.kind_key == "PersistentVolumeClaim"
 }
 
 _claims contains {"what": what, "pointer": pointer, "claim": claim, "before": before} if {
@@ -71,7 +75,15 @@ _class(claim) := claim.metadata.annotations[_annotation]
 _class(claim) := claim.spec.storageClassName if not claim.metadata.annotations[_annotation]
 
 # METADATA
-# description: StorageClass violations of the request, as {id, msg}.
+# title: StorageClasses
+# description: |
+#   Claims (PersistentVolumeClaims, StatefulSet volumeClaimTemplates, generic
+#   ephemeral volumes) may only use the StorageClasses of
+#   storageClasses.allowed or allowedRegex; one that names none gets
+#   storageClasses.default, and is refused when the tenant has none.
+# custom:
+#   id: storage-class
+#   mutates: true
 violations contains {"id": "storage-class", "msg": msg} if {
 	_applies
 	some entry in _claims

@@ -1,0 +1,232 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"testing/fstest"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	policy "github.com/tenantguard/tenantguard/rego"
+)
+
+// Catalog is a rule library: its files and the rules they declare. It is
+// immutable once loaded and safe for concurrent use.
+type Catalog struct {
+	modules, tests map[string]string
+	cel            map[string]string
+	rules          []Rule
+	kindSets       map[string][]Kind
+	variables      []Variable
+	revision       string
+}
+
+// Load reads the library under root: every *.rego module and test and
+// every *.cel.yaml translation, hidden entries skipped (the "..data" folders
+// through which Kubernetes swaps a mounted ConfigMap). It refuses a library
+// that calls a built-in function a policy may not (Refused), declares a rule
+// badly or twice, or translates a rule to CEL that it does not claim for the
+// CEL engines; the error lists every problem with its file and line.
+func Load(root fs.FS) (*Catalog, error) {
+	c := &Catalog{modules: map[string]string{}, tests: map[string]string{}, cel: map[string]string{}}
+	if err := c.read(root); err != nil {
+		return nil, err
+	}
+	if len(c.modules) == 0 {
+		return nil, errors.New("no .rego modules")
+	}
+	var problems problems
+	parsed := c.parse(&problems)
+	if problems.empty() {
+		c.declare(parsed, &problems)
+	}
+	if problems.empty() {
+		c.translate(&problems)
+	}
+	if err := problems.err(); err != nil {
+		return nil, err
+	}
+	c.revision = c.hash()
+	return c, nil
+}
+
+// LoadFiles is Load of a library held in memory, by slash path.
+func LoadFiles(files map[string]string) (*Catalog, error) {
+	fsys := fstest.MapFS{}
+	for path, src := range files {
+		fsys[path] = &fstest.MapFile{Data: []byte(src)}
+	}
+	return Load(fsys)
+}
+
+var (
+	embeddedOnce sync.Once
+	embedded     *Catalog
+	embeddedErr  error
+)
+
+// Embedded is the library compiled into tenantguard (rego/).
+func Embedded() (*Catalog, error) {
+	embeddedOnce.Do(func() {
+		embedded, embeddedErr = Load(policy.FS())
+		if embeddedErr != nil {
+			embeddedErr = fmt.Errorf("the embedded rule library: %w", embeddedErr)
+		}
+	})
+	return embedded, embeddedErr
+}
+
+// MustEmbedded is Embedded for code that cannot go on without it; the
+// embedded library is tested, so a failure is a build defect.
+func MustEmbedded() *Catalog {
+	c, err := Embedded()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// read collects the library's files by their slash path.
+func (c *Catalog) read(root fs.FS) error {
+	return fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		var into map[string]string
+		switch {
+		case d.IsDir():
+			return nil
+		case strings.HasSuffix(path, "_test.rego"):
+			into = c.tests
+		case strings.HasSuffix(path, ".rego"):
+			into = c.modules
+		case strings.HasSuffix(path, CELSuffix):
+			into = c.cel
+		default:
+			return nil
+		}
+		src, err := fs.ReadFile(root, path)
+		if err != nil {
+			return err
+		}
+		into[path] = string(src)
+		return nil
+	})
+}
+
+// parse parses every module and test, annotations included, and refuses
+// calls of built-ins a policy may not make.
+func (c *Catalog) parse(problems *problems) map[string]*ast.Module {
+	parsed := map[string]*ast.Module{}
+	for _, files := range []map[string]string{c.modules, c.tests} {
+		for _, path := range sortedKeys(files) {
+			m, err := ParseModule(path, files[path])
+			if err != nil {
+				problems.addError(err)
+				continue
+			}
+			for _, call := range refusedCalls(m) {
+				problems.add(call.loc, "calls %s, which a tenantguard policy may not: %s", call.name, refusedWhy)
+			}
+			if _, test := c.tests[path]; !test {
+				parsed[path] = m
+			}
+		}
+	}
+	return parsed
+}
+
+// ParseModule parses a Rego v1 module with its annotations, as the library
+// is parsed everywhere.
+func ParseModule(path, src string) (*ast.Module, error) {
+	return ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+}
+
+// Modules are the library's Rego modules, tests excluded, by path.
+func (c *Catalog) Modules() map[string]string { return c.modules }
+
+// Tests are the library's test modules (*_test.rego), by path.
+func (c *Catalog) Tests() map[string]string { return c.tests }
+
+// Files are every file of the library by path: modules, tests and CEL.
+func (c *Catalog) Files() map[string]string {
+	out := make(map[string]string, len(c.modules)+len(c.tests)+len(c.cel))
+	for _, files := range []map[string]string{c.modules, c.tests, c.cel} {
+		for path, src := range files {
+			out[path] = src
+		}
+	}
+	return out
+}
+
+// Revision identifies the library's files: equal revisions, equal files.
+func (c *Catalog) Revision() string { return c.revision }
+
+func (c *Catalog) hash() string {
+	h := sha256.New()
+	files := c.Files()
+	for _, path := range sortedKeys(files) {
+		_, _ = fmt.Fprintf(h, "%s\n%d\n", path, len(files[path]))
+		h.Write([]byte(files[path]))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Rules are the declared rules, by family, then in the order of their files.
+func (c *Catalog) Rules() []Rule { return c.rules }
+
+// Rule is the rule declared with id.
+func (c *Catalog) Rule(id string) (Rule, bool) {
+	i := slices.IndexFunc(c.rules, func(r Rule) bool { return r.ID == id })
+	if i < 0 {
+		return Rule{}, false
+	}
+	return c.rules[i], true
+}
+
+// IDs are the rule ids, in the order of Rules.
+func (c *Catalog) IDs() []string {
+	out := make([]string, len(c.rules))
+	for i, r := range c.rules {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// Families are the rule families, sorted.
+func (c *Catalog) Families() []string {
+	var out []string
+	for _, r := range c.rules {
+		if !slices.Contains(out, r.Family) {
+			out = append(out, r.Family)
+		}
+	}
+	return out
+}
+
+// KindSets are the names of the library's kind sets, sorted.
+func (c *Catalog) KindSets() []string { return sortedKeys(c.kindSets) }
+
+// KindSet is a kind set's kinds, e.g. "pod-carriers".
+func (c *Catalog) KindSet(name string) []Kind { return c.kindSets[name] }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,146 @@
+package catalog
+
+import (
+	"cmp"
+	"slices"
+)
+
+// AnyKind is the route key of the families that judge every kind: those
+// with a rule that judges the counted resources.
+const AnyKind = "*"
+
+// Data is data.tenantguard.catalog, what the library's entrypoints read:
+// the routes, by kind key, to the families that can refuse ("validate") and
+// mutate ("mutate") a request of that kind, each list sorted and holding
+// the families of every kind too; and each rule's default enforcement.
+func (c *Catalog) Data() map[string]any {
+	enforcement := map[string]any{}
+	for _, r := range c.rules {
+		enforcement[r.ID] = r.Enforcement
+	}
+	return map[string]any{
+		"routes": map[string]any{
+			"validate": c.routes(func(*Rule) bool { return true }),
+			"mutate":   c.routes(func(r *Rule) bool { return r.Mutates }),
+		},
+		"enforcement": enforcement,
+	}
+}
+
+// routes maps each kind key to the families of the rules that pass keep.
+func (c *Catalog) routes(keep func(*Rule) bool) map[string]any {
+	byKind := map[string][]string{}
+	var every []string
+	for i := range c.rules {
+		r := &c.rules[i]
+		if !keep(r) {
+			continue
+		}
+		if r.Counted {
+			every = union(every, []string{r.Family})
+		}
+		for _, k := range r.Kinds {
+			byKind[k.Key()] = union(byKind[k.Key()], []string{r.Family})
+		}
+	}
+	out := map[string]any{}
+	if len(every) > 0 {
+		out[AnyKind] = sorted(every)
+	}
+	for key, families := range byKind {
+		out[key] = sorted(union(families, every))
+	}
+	return out
+}
+
+func sorted(s []string) []any {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// Route is one resource (or resource/subresource) the API server must send
+// to a webhook, with the operations.
+type Route struct {
+	Group, Resource string
+	Operations      []string
+}
+
+// Routes are what the API server must send to tenantguard's webhooks so
+// that every rule sees what it declares: for the validating webhook
+// (mutating false) every rule's kinds and subresources with its
+// operations, for the mutating webhook those of the rules that mutate
+// (DELETE left out: nothing is mutated on a deletion). Namespace routes,
+// judged before a namespace belongs to a tenant, come apart from the
+// others, which the webhooks send for tenant namespaces only. Resources
+// come in the order of their groups, then as first declared. The resources
+// the registry's quotas count are the registry's to add (RouteCounted).
+func (c *Catalog) Routes(mutating bool) (namespaces, workloads []Route) {
+	for i := range c.rules {
+		r := &c.rules[i]
+		if mutating && !r.Mutates {
+			continue
+		}
+		ops := r.Operations
+		if mutating {
+			ops = slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return op == "DELETE" })
+		}
+		for _, k := range r.Kinds {
+			into := &workloads
+			if k.Group == "" && k.Kind == "Namespace" {
+				into = &namespaces
+			}
+			add(into, Route{Group: k.Group, Resource: k.Resource, Operations: ops})
+			for _, sub := range k.Subresources {
+				add(into, Route{Group: k.Group, Resource: sub, Operations: subresourceOps(ops)})
+			}
+		}
+	}
+	for _, routes := range [][]Route{namespaces, workloads} {
+		slices.SortStableFunc(routes, func(a, b Route) int { return cmp.Compare(a.Group, b.Group) })
+		for i := range routes {
+			routes[i].Operations = inOrder(routes[i].Operations)
+		}
+	}
+	return namespaces, workloads
+}
+
+// CountsAnything reports whether a rule judges the counted resources, so
+// that the webhooks must send their creates.
+func (c *Catalog) CountsAnything() bool {
+	return slices.ContainsFunc(c.rules, func(r Rule) bool { return r.Counted })
+}
+
+// subresourceOps are the operations a subresource can see of ops: updates
+// (a subresource is neither created nor deleted on its own, ephemeral
+// containers and status alike).
+func subresourceOps(ops []string) []string {
+	if slices.Contains(ops, "UPDATE") {
+		return []string{"UPDATE"}
+	}
+	return nil
+}
+
+// add merges a route into routes: one entry per resource.
+func add(routes *[]Route, r Route) {
+	if len(r.Operations) == 0 {
+		return
+	}
+	i := slices.IndexFunc(*routes, func(o Route) bool { return o.Group == r.Group && o.Resource == r.Resource })
+	if i < 0 {
+		*routes = append(*routes, Route{Group: r.Group, Resource: r.Resource, Operations: slices.Clone(r.Operations)})
+		return
+	}
+	(*routes)[i].Operations = union((*routes)[i].Operations, r.Operations)
+}
+
+// inOrder sorts operations as the API server lists them.
+func inOrder(ops []string) []string {
+	order := []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
+	slices.SortFunc(ops, func(a, b string) int { return cmp.Compare(slices.Index(order, a), slices.Index(order, b)) })
+	return ops
+}

@@ -1,0 +1,397 @@
+package catalog
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Rule is one rule id as its family declares it.
+type Rule struct {
+	ID string
+	// Family is the rule's package under data.tenantguard.rules.
+	Family string
+	// Title and Description come from the rule's METADATA.
+	Title, Description string
+	// Kinds are the kinds the rule judges, kind sets expanded; Counted
+	// adds the resources the registry's quotas count.
+	Kinds   []Kind
+	Counted bool
+	// Operations are the operations the rule must see (CREATE, UPDATE, DELETE).
+	Operations []string
+	// Mutates is set when the family's mutations act for this rule: the
+	// mutating webhook must see its kinds.
+	Mutates bool
+	// Enforcement is the rule's default mode: deny, warn or dryrun.
+	Enforcement string
+	// Engines are the exports that claim the rule (EngineOPA ...); the
+	// embedded engine decides every rule.
+	Engines []string
+	// NotExpressible says why the CEL engines do not claim the rule.
+	NotExpressible string
+	// Location is where the rule is declared, file:line.
+	Location string
+	// CEL is the rule's CEL translation; nil when it has none.
+	CEL *CELRule
+
+	loc *ast.Location
+}
+
+// The exports a rule can claim.
+const (
+	EngineOPA        = "opa"
+	EngineGatekeeper = "gatekeeper"
+	EngineKyverno    = "kyverno"
+	EngineVAP        = "vap"
+)
+
+// Engines are the exports, in the order they are listed.
+var Engines = []string{EngineOPA, EngineGatekeeper, EngineKyverno, EngineVAP}
+
+// Claims reports whether the rule claims an export.
+func (r *Rule) Claims(engine string) bool { return slices.Contains(r.Engines, engine) }
+
+// KindKeys are the rule's kinds as rules name them, "counted" included.
+func (r *Rule) KindKeys() []string {
+	out := make([]string, 0, len(r.Kinds)+1)
+	for _, k := range r.Kinds {
+		out = append(out, k.Key())
+	}
+	if r.Counted {
+		out = append(out, Counted)
+	}
+	return out
+}
+
+// The enforcement modes.
+const (
+	ModeDeny   = "deny"
+	ModeWarn   = "warn"
+	ModeDryRun = "dryrun"
+)
+
+// RulesPackage is the package under which each rule family is one package.
+var RulesPackage = ast.MustParseRef("data.tenantguard.rules")
+
+// declaration is the custom: fields of a rule's METADATA, merged over its
+// package's.
+type declaration struct {
+	ID             string   `json:"id"`
+	Kinds          []string `json:"kinds"`
+	Subresources   []string `json:"subresources"`
+	Operations     []string `json:"operations"`
+	Mutates        bool     `json:"mutates"`
+	Enforcement    string   `json:"enforcement"`
+	Engines        []string `json:"engines"`
+	NotExpressible string   `json:"notExpressible"`
+}
+
+// declare reads the kind sets and every family's rules from the modules'
+// METADATA.
+func (c *Catalog) declare(modules map[string]*ast.Module, problems *problems) {
+	list := make([]*ast.Module, 0, len(modules))
+	for _, path := range sortedKeys(modules) {
+		list = append(list, modules[path])
+	}
+	annotations, errs := ast.BuildAnnotationSet(list)
+	if len(errs) > 0 {
+		problems.addError(errs)
+		return
+	}
+	c.kindSets = kindSets(list, annotations, problems)
+	seen := map[string]string{}
+	for _, m := range list {
+		family, ok := familyOf(m)
+		if !ok {
+			continue
+		}
+		for _, r := range c.family(family, m, annotations, problems) {
+			if where, dup := seen[r.ID]; dup {
+				problems.add(r.loc, "rule id %q is declared again; it is declared at %s", r.ID, where)
+				continue
+			}
+			seen[r.ID] = r.Location
+			c.rules = append(c.rules, r)
+		}
+	}
+	slices.SortStableFunc(c.rules, func(a, b Rule) int { return cmp.Compare(a.Family, b.Family) })
+}
+
+// familyOf is the family of a module of package data.tenantguard.rules.FAMILY.
+func familyOf(m *ast.Module) (string, bool) {
+	path := m.Package.Path
+	if len(path) != len(RulesPackage)+1 || !path.HasPrefix(RulesPackage) {
+		return "", false
+	}
+	name, ok := path[len(path)-1].Value.(ast.String)
+	return string(name), ok
+}
+
+// family reads the rules one family's module declares: every definition of
+// violations that names its id in its head, with the METADATA of the first.
+func (c *Catalog) family(family string, m *ast.Module, annotations *ast.AnnotationSet, problems *problems) []Rule {
+	pkg := annotations.GetPackageScope(m.Package)
+	var defaults map[string]any
+	if pkg != nil {
+		defaults = pkg.Custom
+		if _, ok := defaults["id"]; ok {
+			problems.add(pkg.Location, "a package's METADATA declares the defaults of its rules; id belongs on a violations rule")
+		}
+	}
+	heads := map[string]*ast.Location{}
+	declared := map[string]bool{}
+	var out []Rule
+	mutations := false
+	for _, rule := range m.Rules {
+		switch rule.Head.Name.String() {
+		case "mutations":
+			mutations = true
+			continue
+		case "violations":
+		default:
+			continue
+		}
+		id, ok := headID(rule)
+		if !ok {
+			problems.add(rule.Location, `violations of a rule family must name the rule id as a string in the rule's head: violations contains {"id": "my-rule", "msg": msg} if ...`)
+			continue
+		}
+		if _, ok := heads[id]; !ok {
+			heads[id] = rule.Location
+		}
+		var own *ast.Annotations
+		for _, a := range annotations.GetRuleScope(rule) {
+			if _, ok := a.Custom["id"]; ok {
+				own = a
+			}
+		}
+		if own == nil {
+			continue
+		}
+		if own.Custom["id"] != id {
+			problems.add(own.Location, "METADATA declares rule id %v on a violations rule whose head names %q", own.Custom["id"], id)
+			continue
+		}
+		if declared[id] {
+			problems.add(own.Location, "rule id %q is declared again in family %q; declare it once, on its first violations rule", id, family)
+			continue
+		}
+		declared[id] = true
+		r, ok := c.rule(family, pkg, own, merged(defaults, own.Custom), problems)
+		if ok {
+			out = append(out, r)
+		}
+	}
+	for _, id := range sortedKeys(heads) {
+		if !declared[id] {
+			problems.add(heads[id], "rule id %q has no METADATA declaring it: put # METADATA with custom: id: %s (and its kinds) above its first violations rule", id, id)
+		}
+	}
+	mutating := slices.ContainsFunc(out, func(r Rule) bool { return r.Mutates })
+	switch {
+	case mutations && !mutating && len(out) > 0:
+		problems.add(m.Package.Location, "family %q has mutations but none of its rules says mutates: true, so the mutating webhook would not route them", family)
+	case mutating && !mutations:
+		problems.add(m.Package.Location, "family %q declares a rule that mutates but has no mutations rule", family)
+	}
+	return out
+}
+
+// headID is the rule id a violations definition's head names.
+func headID(rule *ast.Rule) (string, bool) {
+	obj, ok := rule.Head.Key.Value.(ast.Object)
+	if !ok {
+		return "", false
+	}
+	t := obj.Get(ast.InternedTerm("id"))
+	if t == nil {
+		return "", false
+	}
+	s, ok := t.Value.(ast.String)
+	return string(s), ok
+}
+
+// merged is a rule's custom fields over its package's.
+func merged(defaults, own map[string]any) map[string]any {
+	out := make(map[string]any, len(defaults)+len(own))
+	for k, v := range defaults {
+		out[k] = v
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out
+}
+
+// rule checks one declaration and resolves its kinds.
+func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[string]any, problems *problems) (Rule, bool) {
+	var d declaration
+	raw, _ := json.Marshal(custom)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		problems.add(own.Location, "METADATA custom fields: %v; the fields are id, kinds, subresources, operations, mutates, enforcement, engines, notExpressible", err)
+		return Rule{}, false
+	}
+	loc := own.Location
+	r := Rule{
+		ID: d.ID, Family: family, Title: own.Title, Description: strings.TrimSpace(own.Description),
+		Operations: d.Operations, Mutates: d.Mutates, Enforcement: cmp.Or(d.Enforcement, ModeDeny),
+		Engines: d.Engines, NotExpressible: d.NotExpressible, Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
+	}
+	if r.Title == "" && pkg != nil {
+		r.Title = pkg.Title
+	}
+	before := len(problems.list)
+	if !ruleID.MatchString(r.ID) {
+		problems.add(loc, "rule id %q must be lower-case words joined by dashes, e.g. host-network", r.ID)
+	}
+	c.resolveKinds(&r, d, loc, problems)
+	if len(r.Operations) == 0 {
+		problems.add(loc, "rule %q names no operations: say which of CREATE, UPDATE, DELETE it must see", r.ID)
+	}
+	for _, op := range r.Operations {
+		if !slices.Contains([]string{"CREATE", "UPDATE", "DELETE"}, op) {
+			problems.add(loc, "rule %q: operation %q is not CREATE, UPDATE or DELETE", r.ID, op)
+		}
+	}
+	if !slices.Contains([]string{ModeDeny, ModeWarn, ModeDryRun}, r.Enforcement) {
+		problems.add(loc, "rule %q: enforcement %q is not deny, warn or dryrun", r.ID, r.Enforcement)
+	}
+	for _, e := range r.Engines {
+		if !slices.Contains(Engines, e) {
+			problems.add(loc, "rule %q: engine %q is not one of %s (tenantguard itself decides every rule)", r.ID, e, strings.Join(Engines, ", "))
+		}
+	}
+	return r, len(problems.list) == before
+}
+
+var ruleID = group // lower-case words joined by dashes or dots, as a DNS subdomain
+
+// resolveKinds expands kind sets and attaches rule-level subresources to
+// their kinds.
+func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, problems *problems) {
+	if len(d.Kinds) == 0 {
+		problems.add(loc, "rule %q names no kinds: say which kinds it judges (Pod, apps/Deployment, a kind set such as pod-carriers, or counted)", r.ID)
+	}
+	add := func(k Kind) {
+		if i := slices.IndexFunc(r.Kinds, func(o Kind) bool { return o.Key() == k.Key() }); i >= 0 {
+			r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, k.Subresources)
+			return
+		}
+		k.Subresources = slices.Clone(k.Subresources)
+		r.Kinds = append(r.Kinds, k)
+	}
+	for _, name := range d.Kinds {
+		switch set, isSet := c.kindSets[name]; {
+		case name == Counted:
+			r.Counted = true
+		case isSet:
+			for _, k := range set {
+				add(k)
+			}
+		case setName.MatchString(name):
+			problems.add(loc, "rule %q: no kind set is named %q; kind sets are %s", r.ID, name, strings.Join(sortedKeys(c.kindSets), ", "))
+		default:
+			k, err := parseKind(name)
+			if err != nil {
+				problems.add(loc, "rule %q: %v", r.ID, err)
+				continue
+			}
+			add(k)
+		}
+	}
+	for _, sub := range d.Subresources {
+		resource, _, ok := strings.Cut(sub, "/")
+		i := slices.IndexFunc(r.Kinds, func(k Kind) bool { return k.Resource == resource })
+		if !ok || i < 0 {
+			problems.add(loc, "rule %q: subresource %q is not resource/subresource of one of its kinds", r.ID, sub)
+			continue
+		}
+		r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, []string{sub})
+	}
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// kindSets are the kind sets the library defines: rules whose METADATA
+// says custom: kindSet: NAME and whose value is an object keyed by kind,
+// each entry an object that may list subresources (relative names).
+func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *problems) map[string][]Kind {
+	out := map[string][]Kind{}
+	for _, m := range modules {
+		for _, rule := range m.Rules {
+			var name string
+			var loc *ast.Location
+			for _, a := range annotations.GetRuleScope(rule) {
+				if n, ok := a.Custom["kindSet"].(string); ok {
+					name, loc = n, a.Location
+				}
+			}
+			if name == "" {
+				continue
+			}
+			if !setName.MatchString(name) || name == Counted {
+				problems.add(loc, "kind set name %q must be lower-case words joined by dashes, and not %q", name, Counted)
+				continue
+			}
+			if _, dup := out[name]; dup {
+				problems.add(loc, "kind set %q is defined twice", name)
+				continue
+			}
+			kinds, err := kindSetValue(rule)
+			if err != nil {
+				problems.add(rule.Location, "kind set %q: %v", name, err)
+				continue
+			}
+			out[name] = kinds
+		}
+	}
+	return out
+}
+
+// kindSetValue reads a kind set rule's constant object.
+func kindSetValue(rule *ast.Rule) ([]Kind, error) {
+	if rule.Head.Value == nil || !rule.Head.Value.IsGround() || !rule.Body.Equal(ast.NewBody(ast.NewExpr(ast.BooleanTerm(true)))) {
+		return nil, fmt.Errorf("must be a constant object: %s := {\"Pod\": {...}, ...}", rule.Head.Name)
+	}
+	v, err := ast.JSON(rule.Head.Value.Value)
+	if err != nil {
+		return nil, err
+	}
+	entries, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("must be an object keyed by kind")
+	}
+	var kinds []Kind
+	for _, key := range sortedKeys(entries) {
+		k, err := parseKind(key)
+		if err != nil {
+			return nil, err
+		}
+		entry, _ := entries[key].(map[string]any)
+		subs, _ := entry["subresources"].([]any)
+		for _, s := range subs {
+			k.Subresources = append(k.Subresources, fmt.Sprintf("%s/%v", k.Resource, s))
+		}
+		path, _ := entry["path"].([]any)
+		for _, p := range path {
+			k.path = append(k.path, fmt.Sprint(p))
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
+}
