@@ -17,7 +17,8 @@ LOAD_FLAGS            ?=
 BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
 # BASE is the git revision `make bench-compare` measures the working tree
-# against: 8892a25 or later, whose `tgload serve` takes -memory-limit;
+# against: 8892a25 or later, whose `tgload serve` takes -memory-limit (its
+# tgload is built in tests/load's own module if it has one, else in the root's);
 # COMPARE_FLAGS are extra flags for `tgload compare`, e.g. -rate 2000 to
 # compare latency at that open-loop rate instead of saturated throughput
 BASE                  ?= HEAD
@@ -47,6 +48,13 @@ OPA      := $(BIN)/opa
 LINT     := $(BIN)/golangci-lint
 HELM     := $(BIN)/helm
 BENCH_OUT := $(CURDIR)/bench-out
+# The load harness, tgload, is its own Go module (tests/load/go.mod), so that
+# its plotting and histogram libraries stay out of the product's go.mod; it
+# imports this tree's packages through a replace directive. `go test ./...`,
+# `go vet ./...` and `golangci-lint run ./...` at the root leave it out, so
+# the targets below run them in LOAD_MOD as well.
+LOAD_MOD := tests/load
+TGLOAD   := $(BENCH_OUT)/tgload
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/tenantguard/tenantguard/internal/cli.Version=$(VERSION)
 
@@ -94,7 +102,9 @@ test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test wit
 .PHONY: test-go
 test-go: control-plane kyverno-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
+	go -C $(LOAD_MOD) vet ./...
 	go test -race -count=1 ./...
+	go -C $(LOAD_MOD) test -race -count=1 ./...
 	$(MAKE) fuzz FUZZ_SCALE=1
 
 .PHONY: test-rego
@@ -114,7 +124,7 @@ fuzz: ## Run every fuzz target for its budget of executions times FUZZ_SCALE (de
 	done
 
 .PHONY: bench
-bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
+bench: control-plane $(OPA) tgload ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
 	@mkdir -p $(BENCH_OUT) docs/bench
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/ | tee $(BENCH_OUT)/engine.txt
 	go test -run '^$$' -bench . -benchmem -count 5 ./webhook/admission/ | tee $(BENCH_OUT)/admission.txt
@@ -122,30 +132,36 @@ bench: control-plane $(OPA) ## Run the Go benchmarks and the side-by-side load c
 	go test -run '^$$' -bench . -benchmem -count 3 ./generator/ | tee $(BENCH_OUT)/generator.txt
 	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/ | tee $(BENCH_OUT)/sidebyside.txt
 	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/ | tee $(BENCH_OUT)/reconcile.txt
-	go run ./tests/load/cmd/tgload run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) \
+	$(TGLOAD) run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) \
 	  -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -) -json $(BENCH_OUT)/load.json \
 	  -benchmarks BENCHMARKS.md -plot docs/bench/latency.png -profile-dir $(BENCH_OUT)
 
 .PHONY: bench-load
-bench-load: $(OPA) ## Only the load comparison (tgload run), with the Go benchmarks' last outputs in $(BENCH_OUT) if any
+bench-load: $(OPA) tgload ## Only the load comparison (tgload run), with the Go benchmarks' last outputs in $(BENCH_OUT) if any
 	@mkdir -p $(BENCH_OUT) docs/bench
-	go run ./tests/load/cmd/tgload run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
+	$(TGLOAD) run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
 
 .PHONY: bench-compare
-bench-compare: ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated (or open-loop with COMPARE_FLAGS=-rate N) in turns (tgload compare)
+bench-compare: tgload ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated (or open-loop with COMPARE_FLAGS=-rate N) in turns (tgload compare)
 	@rm -rf $(BENCH_OUT)/base-src && mkdir -p $(BENCH_OUT)/base-src
 	git archive $(BASE) | tar -x -C $(BENCH_OUT)/base-src
-	cd $(BENCH_OUT)/base-src && go build -o $(BENCH_OUT)/tgload-base ./tests/load/cmd/tgload; \
-	  status=$$?; rm -rf $(BENCH_OUT)/base-src; exit $$status
-	go build -o $(BENCH_OUT)/tgload ./tests/load/cmd/tgload
-	$(BENCH_OUT)/tgload compare -memory-limit $(BENCH_MEMORY_LIMIT) $(COMPARE_FLAGS) \
+	if [ -f $(BENCH_OUT)/base-src/$(LOAD_MOD)/go.mod ]; then \
+	  go -C $(BENCH_OUT)/base-src/$(LOAD_MOD) build -o $(BENCH_OUT)/tgload-base ./cmd/tgload; \
+	else \
+	  go -C $(BENCH_OUT)/base-src build -o $(BENCH_OUT)/tgload-base ./$(LOAD_MOD)/cmd/tgload; \
+	fi; status=$$?; rm -rf $(BENCH_OUT)/base-src; exit $$status
+	$(TGLOAD) compare -memory-limit $(BENCH_MEMORY_LIMIT) $(COMPARE_FLAGS) \
 	  -build base=tenantguard@$(BENCH_OUT)/tgload-base -build new=tenantguard -build null=null
 
 .PHONY: soak
-soak: ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s (fails on an error, a wrong decision or RSS growth over 10%)
+soak: tgload ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s (fails on an error, a wrong decision or RSS growth over 10%)
 	@mkdir -p $(BENCH_OUT)
-	go run ./tests/load/cmd/tgload soak -json $(BENCH_OUT)/soak.json $(SOAK_FLAGS)
+	$(TGLOAD) soak -json $(BENCH_OUT)/soak.json $(SOAK_FLAGS)
+
+.PHONY: tgload
+tgload: ## Build the load harness into $(BENCH_OUT)/tgload (from its own module, tests/load)
+	go -C $(LOAD_MOD) build -o $(TGLOAD) ./cmd/tgload
 
 .PHONY: control-plane
 control-plane: $(CP_BIN)/kube-apiserver $(CP_BIN)/etcd ## Build kube-apiserver and etcd into tests/tools/bin (cached)
@@ -168,6 +184,7 @@ $(CP_BIN)/etcd: tests/tools/etcd/go.mod tests/tools/etcd/main.go
 .PHONY: lint
 lint: $(LINT) $(OPA) ## Lint Go (golangci-lint) and Rego (opa fmt, opa check --strict)
 	$(LINT) run ./...
+	cd $(LOAD_MOD) && $(LINT) run ./...
 	@test -z "$$($(OPA) fmt --list rego/)" || { echo "opa fmt would change:"; $(OPA) fmt --list rego/; exit 1; }
 	$(OPA) check --strict rego/
 

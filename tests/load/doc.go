@@ -12,4 +12,11 @@
 //
 // The package also serves the null webhook, the ceiling every figure is
 // compared with: it decodes the AdmissionReview and answers allowed.
+//
+// tests/load is a Go module of its own (see its go.mod): `go test ./...` at
+// the repository root leaves it out, and `make test` runs its tests. `make
+// tgload` builds the command, cmd/tgload, into bench-out/tgload, the binary
+// that `make bench`, `bench-load`, `bench-compare` and `soak` run; by hand,
+// `go -C tests/load run ./cmd/tgload run|compare|soak [flags]`, which runs
+// it in tests/load, so relative paths among its flags start there.
 package load
