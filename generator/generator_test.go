@@ -2,12 +2,15 @@ package generator_test
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -100,5 +103,39 @@ func TestEveryCompanionCarriesTheLabels(t *testing.T) {
 		if o.GetNamespace() == "kube-system" || o.GetNamespace() == "stray" {
 			t.Errorf("companion %s in %s, which is no tenant's", o.GetName(), o.GetNamespace())
 		}
+	}
+}
+
+// TestTheManagedRuleJudgesEveryCompanionKind holds the kinds the
+// managed-resource rule declares (its METADATA) equal to the kinds of the
+// companions the generator makes in tenant namespaces, so that no
+// companion can be changed unseen.
+func TestTheManagedRuleJudgesEveryCompanionKind(t *testing.T) {
+	snap, err := registry.Load(filepath.Join("testdata", "options.registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := map[string]bool{}
+	for _, obj := range generator.Generate(snap, namespaces(t, filepath.Join("testdata", "options.namespaces.yaml"))) {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if obj.GetNamespace() == "" {
+			continue // cluster-wide RBAC: no tenant writes it
+		}
+		key := gvk.Kind
+		if gvk.Group != "" {
+			key = gvk.Group + "/" + gvk.Kind
+		}
+		made[key] = true
+	}
+	rule, ok := catalog.MustEmbedded().Rule("managed-resource")
+	if !ok {
+		t.Fatal("no managed-resource rule")
+	}
+	judged := map[string]bool{}
+	for _, key := range rule.KindKeys() {
+		judged[key] = true
+	}
+	if !maps.Equal(made, judged) {
+		t.Errorf("the generator makes %v, managed-resource judges %v", slices.Sorted(maps.Keys(made)), slices.Sorted(maps.Keys(judged)))
 	}
 }

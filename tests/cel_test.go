@@ -25,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/live"
@@ -209,14 +210,14 @@ func judgeCEL(t testing.TB, c *corpusCase, policies []*celPolicy, params runtime
 // them), then evaluates their CEL on each case with the Kubernetes CEL
 // environment and the API server's own policy validator, which Kyverno's
 // CEL engine builds on.
-func kyvernoJudge(cluster *sharedCluster) judge {
-	return kyvernoCEL(cluster)
+func kyvernoJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
+	return kyvernoCEL(cluster, cat)
 }
 
 // kyvernoJudgeOffline evaluates the policies' CEL without a cluster.
-func kyvernoJudgeOffline() judge { return kyvernoCEL(nil) }
+func kyvernoJudgeOffline() judge { return kyvernoCEL(nil, nil) }
 
-func kyvernoCEL(cluster *sharedCluster) judge {
+func kyvernoCEL(cluster *sharedCluster, cat *catalog.Catalog) judge {
 	var (
 		lib      *export.Library
 		policies []*celPolicy
@@ -231,7 +232,7 @@ func kyvernoCEL(cluster *sharedCluster) judge {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if lib, err = export.Kyverno(snap, export.Options{}); err != nil {
+			if lib, err = export.Kyverno(snap, export.Options{Catalog: cat}); err != nil {
 				t.Fatal(err)
 			}
 			if cluster != nil {

@@ -16,7 +16,7 @@ import (
 
 // engineFor compiles one engine per registry file of the corpus; subtests run
 // one after another, so the cache needs no lock.
-func engineFor(t testing.TB, cache map[string]*engine.Engine, file string) *engine.Engine {
+func engineFor(t testing.TB, cache map[string]*engine.Engine, file string, cat *catalog.Catalog) *engine.Engine {
 	t.Helper()
 	if eng, ok := cache[file]; ok {
 		return eng
@@ -25,7 +25,7 @@ func engineFor(t testing.TB, cache map[string]*engine.Engine, file string) *engi
 	if err != nil {
 		t.Fatalf("loading %s: %v", file, err)
 	}
-	eng, err := engine.New(t.Context(), reg, engine.Options{})
+	eng, err := engine.New(t.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat}})
 	if err != nil {
 		t.Fatalf("compiling the rules: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestCorpusDecisions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decoding: %v", err)
 			}
-			eng := engineFor(t, cache, c.RegistryFile())
+			eng := engineFor(t, cache, c.RegistryFile(), nil)
 			d, err := eng.Review(t.Context(), req, caseView(t, cluster, c, eng.Registry().TenantLabel()))
 			if err != nil {
 				t.Fatalf("review: %v", err)

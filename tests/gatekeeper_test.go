@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -30,7 +31,7 @@ const webhookEnforcementPoint = "validation.gatekeeper.sh"
 // cluster into the inventory as the SyncSet would, and reviews the mutated
 // request with its namespace as the webhook does. Messages must be the
 // engine's, sentence for sentence.
-func gatekeeperJudge() judge {
+func gatekeeperJudge(cat *catalog.Catalog) judge {
 	var (
 		client *constraintclient.Client
 		lib    *export.Library
@@ -47,7 +48,7 @@ func gatekeeperJudge() judge {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if lib, err = export.Gatekeeper(snap, export.Options{}); err != nil {
+			if lib, err = export.Gatekeeper(snap, export.Options{Catalog: cat}); err != nil {
 				t.Fatal(err)
 			}
 			synced = syncSetKinds(t, lib)

@@ -23,6 +23,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -150,7 +151,7 @@ func kubeMgmt(t testing.TB, objects []map[string]any) map[string]any {
 // validating entrypoint. Beyond rule ids, its answer must be the embedded
 // engine's to the letter: the status message line for line, warnings,
 // audit annotations and the patch.
-func opaJudge(t testing.TB) judge {
+func opaJudge(t testing.TB, cat *catalog.Catalog) judge {
 	dir := t.TempDir()
 	var srv *opaServer
 	return judge{
@@ -158,7 +159,7 @@ func opaJudge(t testing.TB) judge {
 		covers: func(string) bool { return true },
 		load: func(t testing.TB, registryFile string) {
 			bundleFile := filepath.Join(dir, fmt.Sprintf("bundle-%d.tar.gz", time.Now().UnixNano()))
-			writeBundle(t, registryFile, bundleFile, export.BundleOptions{})
+			writeBundle(t, registryFile, bundleFile, export.BundleOptions{Catalog: cat})
 			srv = startOPA(t, "--bundle", bundleFile)
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {

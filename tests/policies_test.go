@@ -29,9 +29,9 @@ func TestPoliciesAreCurrent(t *testing.T) {
 			}
 			return export.WriteDir(dir, b)
 		},
-		"gatekeeper": library(func() (*export.Library, error) { return export.Gatekeeper(snap, export.Options{}) }),
-		"kyverno":    library(func() (*export.Library, error) { return export.Kyverno(snap, export.Options{}) }),
-		"vap":        library(func() (*export.Library, error) { return export.VAP(snap, export.Options{}) }),
+		"gatekeeper": writeLibrary(func() (*export.Library, error) { return export.Gatekeeper(snap, export.Options{}) }),
+		"kyverno":    writeLibrary(func() (*export.Library, error) { return export.Kyverno(snap, export.Options{}) }),
+		"vap":        writeLibrary(func() (*export.Library, error) { return export.VAP(snap, export.Options{}) }),
 	}
 	for engine, write := range writers {
 		t.Run(engine, func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 }
 
-func library(build func() (*export.Library, error)) func(dir string) error {
+func writeLibrary(build func() (*export.Library, error)) func(dir string) error {
 	return func(dir string) error {
 		lib, err := build()
 		if err != nil {

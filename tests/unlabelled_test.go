@@ -24,7 +24,7 @@ func TestExportsAskForTheLabelTheWebhookAdds(t *testing.T) {
 	if len(labelled) < 3 {
 		t.Fatalf("only %d corpus cases get the tenant label from the webhook", len(labelled))
 	}
-	for _, j := range []judge{gatekeeperJudge(), kyvernoJudgeOffline()} {
+	for _, j := range []judge{gatekeeperJudge(nil), kyvernoJudgeOffline()} {
 		t.Run(j.name, func(t *testing.T) {
 			loaded := ""
 			for _, c := range labelled {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/export"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/live"
@@ -79,7 +80,7 @@ var (
 // impersonating the case's user. Requests the API server refuses before
 // validating admission (an object its own validation rejects, a namespace
 // that does not exist) are counted apart.
-func vapJudge(cluster *sharedCluster) judge {
+func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 	var vc *vapCluster
 	return judge{
 		name:   "ValidatingAdmissionPolicy",
@@ -102,7 +103,7 @@ func vapJudge(cluster *sharedCluster) judge {
 		},
 		load: func(t testing.TB, registryFile string) {
 			vc = cluster.get(t)
-			vc.install(t, registryFile)
+			vc.install(t, registryFile, cat)
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			return vc.send(t, c)
@@ -153,14 +154,14 @@ func startVAPCluster(t testing.TB, cleanup func(func())) *vapCluster {
 // install applies the library for a registry file, with the loader's
 // exemption and the observer bindings, and waits until the API server
 // enforces it: a canary policy reports the parameter object's revision.
-func (vc *vapCluster) install(t testing.TB, registryFile string) {
+func (vc *vapCluster) install(t testing.TB, registryFile string, cat *catalog.Catalog) {
 	t.Helper()
 	ctx := t.Context()
 	snap, err := registry.Load(registryFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vc.lib, err = export.VAP(snap, export.Options{}); err != nil {
+	if vc.lib, err = export.VAP(snap, export.Options{Catalog: cat}); err != nil {
 		t.Fatal(err)
 	}
 	vc.loads++

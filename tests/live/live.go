@@ -28,6 +28,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/webhook/selfsigned"
@@ -57,6 +58,8 @@ type Cluster struct {
 	CertFile, KeyFile string
 	// serveArgs are the flags every replica shares (kubeconfig, TLS, registry).
 	serveArgs []string
+	// catalog is the library whose routes the webhooks install.
+	catalog *catalog.Catalog
 }
 
 // exampleRegistry is the registry the cluster starts with: the example's.
@@ -70,11 +73,14 @@ type Options struct {
 	Logs io.Writer
 	// APIServerArgs are extra kube-apiserver flags, name to value.
 	APIServerArgs map[string]string
+	// Catalog is the rule library whose routes the webhook configurations
+	// install (that of the server's --policy-dir); nil is the embedded one.
+	Catalog *catalog.Catalog
 }
 
 // Start brings everything up; Stop tears it down.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	c := &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1)}
+	c := &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1), catalog: opts.Catalog}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -293,7 +299,7 @@ func (c *Cluster) installWebhooks(ctx context.Context, caPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	o := configuration.Options{URL: c.BaseURL, CABundle: caPEM, Namespace: Namespace, QuotaResources: snap.QuotaResources()}
+	o := configuration.Options{URL: c.BaseURL, CABundle: caPEM, Namespace: Namespace, QuotaResources: snap.QuotaResources(), Catalog: c.catalog}
 	if _, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, configuration.Mutating(o), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installing the mutating webhook: %w", err)
 	}

@@ -1,0 +1,179 @@
+package catalog
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// specRules are the rule ids of SPEC.md section 3, which the embedded
+// library must declare.
+var specRules = []string{
+	"namespace-ownership", "namespace-prefix", "protected-namespace", "namespace-quota",
+	"tenant-label-immutable", "protected-metadata",
+	"host-path", "host-network", "host-namespaces", "host-ports", "privileged",
+	"priority-class", "storage-class", "service-type", "external-ips",
+	"tenant-quota", "managed-resource",
+}
+
+func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
+	c := MustEmbedded()
+	if got := slices.Sorted(slices.Values(c.IDs())); !slices.Equal(got, slices.Sorted(slices.Values(specRules))) {
+		t.Errorf("rules %v, want %v", got, specRules)
+	}
+	for _, r := range c.Rules() {
+		if len(r.Kinds) == 0 && !r.Counted || len(r.Operations) == 0 || r.Title == "" || r.Description == "" {
+			t.Errorf("%s is declared without kinds, operations, a title or a description: %+v", r.ID, r)
+		}
+		if !r.Claims(EngineOPA) || !r.Claims(EngineGatekeeper) {
+			t.Errorf("%s does not claim the OPA bundle and Gatekeeper, which run the library itself", r.ID)
+		}
+	}
+}
+
+func TestThePodCarriersAreOneKindSet(t *testing.T) {
+	c := MustEmbedded()
+	var keys []string
+	for _, k := range c.KindSet("pod-carriers") {
+		keys = append(keys, k.Key()+"="+k.Resource+strings.Join(k.Subresources, ""))
+	}
+	want := []string{
+		"Pod=podspods/ephemeralcontainers", "PodTemplate=podtemplates", "ReplicationController=replicationcontrollers",
+		"apps/DaemonSet=daemonsets", "apps/Deployment=deployments", "apps/ReplicaSet=replicasets", "apps/StatefulSet=statefulsets",
+		"batch/CronJob=cronjobs", "batch/Job=jobs",
+	}
+	if !slices.Equal(keys, want) {
+		t.Errorf("pod carriers %v, want %v", keys, want)
+	}
+	r, _ := c.Rule("storage-class")
+	if len(r.Kinds) != len(want)+1 {
+		t.Errorf("storage-class judges %v: the pod carriers and claims", r.KindKeys())
+	}
+}
+
+func TestRoutesComeFromTheDeclarations(t *testing.T) {
+	routes := MustEmbedded().Data()["routes"].(map[string]any)
+	pod := []any{"pods", "priority", "quota", "storage"}
+	want := map[string]any{
+		"validate": map[string]any{
+			"*": []any{"quota"}, "Namespace": []any{"namespaces", "quota"}, "Service": []any{"quota", "services"},
+			"PersistentVolumeClaim": []any{"quota", "storage"},
+			"ResourceQuota":         []any{"managed", "quota"}, "LimitRange": []any{"managed", "quota"},
+			"networking.k8s.io/NetworkPolicy": []any{"managed", "quota"}, "rbac.authorization.k8s.io/RoleBinding": []any{"managed", "quota"},
+			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
+			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,
+		},
+	}
+	if got := routes["validate"]; !reflect.DeepEqual(got, want["validate"]) {
+		t.Errorf("validate routes\n got %v\nwant %v", got, want["validate"])
+	}
+	mutate := routes["mutate"].(map[string]any)
+	if !reflect.DeepEqual(mutate["Pod"], []any{"priority", "storage"}) || !reflect.DeepEqual(mutate["Namespace"], []any{"namespaces"}) || mutate["Service"] != nil {
+		t.Errorf("mutate routes %v", mutate)
+	}
+}
+
+// family is a library of one family, from a template: PKG is its METADATA
+// and RULE its first rule's.
+func family(pkg, rule, body string) map[string]string {
+	return map[string]string{"f.rego": "# METADATA\n# title: F\n" + pkg + "package tenantguard.rules.f\n\n" + rule + body}
+}
+
+const (
+	defaults = "# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, gatekeeper]\n"
+	idX      = "# METADATA\n# title: X\n# custom:\n#   id: x\n"
+	ruleX    = "violations contains {\"id\": \"x\", \"msg\": \"m\"} if input.a\n"
+)
+
+func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"a module that does not parse", map[string]string{"x.rego": "package x\nallow if {"}, []string{"x.rego:2:"}},
+		{"a call of http.send", map[string]string{"x.rego": "package x\n\ny := http.send({\"method\": \"GET\", \"url\": \"http://x\"})\n"}, []string{"x.rego:3: calls http.send, which a tenantguard policy may not"}},
+		{"a DNS lookup in a test", map[string]string{"x.rego": "package x\n", "x_test.rego": "package x_test\n\ntest_y if net.lookup_ip_addr(\"x\")\n"}, []string{"x_test.rego:3: calls net.lookup_ip_addr"}},
+		{"opa.runtime as a value", map[string]string{"x.rego": "package x\n\ny := opa.runtime()\n"}, []string{"calls opa.runtime"}},
+		{"a rule id nobody declares", family(defaults, "", ruleX), []string{`rule id "x" has no METADATA declaring it`}},
+		{"an id computed in the head", family(defaults, idX, "violations contains {\"id\": id, \"msg\": \"m\"} if id := input.a\n"), []string{"must name the rule id as a string"}},
+		{"a METADATA id that is not the head's", family(defaults, "# METADATA\n# custom:\n#   id: y\n", ruleX), []string{`declares rule id y on a violations rule whose head names "x"`}},
+		{"an id declared twice", family(defaults, idX, ruleX+"\n"+idX+ruleX), []string{`rule id "x" is declared again`}},
+		{"an unknown field", family(defaults, "# METADATA\n# custom:\n#   id: x\n#   kind: [Pod]\n", ruleX), []string{`unknown field "kind"`}},
+		{"no kinds and no operations", family("", idX, ruleX), []string{`rule "x" names no kinds`, `rule "x" names no operations`}},
+		{"an unknown kind set", family("# custom:\n#   kinds: [pod-carrier]\n#   operations: [CREATE]\n", idX, ruleX), []string{`no kind set is named "pod-carrier"`}},
+		{"a kind that is no kind", family("# custom:\n#   kinds: [apps/deployment]\n#   operations: [CREATE]\n", idX, ruleX), []string{`"apps/deployment" is not a kind`}},
+		{"an unknown operation, mode and engine", family("# custom:\n#   kinds: [Pod]\n#   operations: [PATCH]\n#   enforcement: block\n#   engines: [wasm]\n", idX, ruleX), []string{`operation "PATCH"`, `enforcement "block"`, `engine "wasm"`}},
+		{"a subresource of no kind of the rule", family("# custom:\n#   kinds: [Pod]\n#   operations: [UPDATE]\n#   subresources: [services/status]\n", idX, ruleX), []string{`subresource "services/status" is not resource/subresource of one of its kinds`}},
+		{"mutations with no rule that mutates", family(defaults, idX, ruleX+"\nmutations contains {\"op\": \"add\"} if input.b\n"), []string{"has mutations but none of its rules says mutates: true"}},
+		{"a claim of the CEL engines without CEL", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX), []string{"claims kyverno and vap, but no *.cel file translates it"}},
+		{"a claim of kyverno alone", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno]\n", idX, ruleX), []string{"claims one of kyverno and vap but not the other"}},
+		{"CEL for a rule that does not claim it", with(family(defaults, idX, ruleX), "f.cel", "rules:\n  - {id: x, validation: 'true', message: '\"m\"'}\n"), []string{`rule "x" has a CEL translation but does not claim kyverno and vap`}},
+		{"CEL for no rule, with an unknown variable and a syntax error", with(family(defaults, idX, ruleX), "f.cel", "variables:\n  - {name: a, expression: 'variables.nope + 1'}\n  - {name: b, expression: '1 +'}\nrules:\n  - {id: z, validation: 'true', message: '\"m\"'}\n"), []string{`f.cel:5: translates rule "z", which no family declares`, `f.cel:2: variable "a" reads variables.nope`, "f.cel:3: variable b: ERROR"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadFiles(tt.files)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("missing %q in\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+func with(files map[string]string, path, src string) map[string]string {
+	out := maps.Clone(files)
+	out[path] = src
+	return out
+}
+
+func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
+	files := with(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX), "f.cel",
+		"variables:\n  - {name: c, expression: 'variables.b && variables.a'}\n  - {name: b, expression: 'variables.a'}\n  - {name: a, expression: 'variables.registry.x'}\n  - {name: unused, expression: 'true'}\nrules:\n  - {id: x, validation: '!variables.c', message: '\"[x] \" + string(variables.managers)'}\n")
+	c, err := LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.Rule("x")
+	var names []string
+	for _, v := range r.CEL.Variables {
+		names = append(names, v.Name)
+	}
+	if !slices.Equal(names, []string{"a", "b", "c"}) {
+		t.Errorf("variables %v, want a, b, c (each after those it reads, unused ones left out)", names)
+	}
+
+	cycle := with(files, "f.cel", "variables:\n  - {name: a, expression: 'variables.b'}\n  - {name: b, expression: 'variables.a'}\nrules:\n  - {id: x, validation: 'variables.a', message: '\"m\"'}\n")
+	if _, err := LoadFiles(cycle); err == nil || !strings.Contains(err.Error(), "read each other") {
+		t.Errorf("a cycle: %v", err)
+	}
+}
+
+func TestTheCapabilitiesLeaveOutWhatAPolicyMayNotCall(t *testing.T) {
+	caps := Capabilities()
+	for _, b := range caps.Builtins {
+		if Refused(b.Name) {
+			t.Errorf("%s is in the capabilities", b.Name)
+		}
+	}
+	if len(caps.Builtins) < 100 || caps.AllowNet == nil || len(caps.AllowNet) != 0 {
+		t.Errorf("%d built-ins, allow_net %v", len(caps.Builtins), caps.AllowNet)
+	}
+	m, err := ParseModule("x.rego", "package x\n\ny := http.send({})\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiler := ast.NewCompiler().WithCapabilities(caps)
+	if compiler.Compile(map[string]*ast.Module{"x.rego": m}); !compiler.Failed() || !strings.Contains(compiler.Errors.Error(), "http.send") {
+		t.Errorf("a call of http.send compiled: %v", compiler.Errors)
+	}
+}
