@@ -3,9 +3,9 @@ package generator_test
 import (
 	"bytes"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 

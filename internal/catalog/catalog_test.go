@@ -112,8 +112,8 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		{"mutations with no rule that mutates", family(defaults, idX, ruleX+"\nmutations contains {\"op\": \"add\"} if input.b\n"), []string{"has mutations but none of its rules says mutates: true"}},
 		{"a claim of the CEL engines without CEL", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX), []string{"claims kyverno and vap, but no *.cel file translates it"}},
 		{"a claim of kyverno alone", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno]\n", idX, ruleX), []string{"claims one of kyverno and vap but not the other"}},
-		{"CEL for a rule that does not claim it", with(family(defaults, idX, ruleX), "f.cel", "rules:\n  - {id: x, validation: 'true', message: '\"m\"'}\n"), []string{`rule "x" has a CEL translation but does not claim kyverno and vap`}},
-		{"CEL for no rule, with an unknown variable and a syntax error", with(family(defaults, idX, ruleX), "f.cel", "variables:\n  - {name: a, expression: 'variables.nope + 1'}\n  - {name: b, expression: '1 +'}\nrules:\n  - {id: z, validation: 'true', message: '\"m\"'}\n"), []string{`f.cel:5: translates rule "z", which no family declares`, `f.cel:2: variable "a" reads variables.nope`, "f.cel:3: variable b: ERROR"}},
+		{"CEL for a rule that does not claim it", withCEL(family(defaults, idX, ruleX), "rules:\n  - {id: x, validation: 'true', message: '\"m\"'}\n"), []string{`rule "x" has a CEL translation but does not claim kyverno and vap`}},
+		{"CEL for no rule, with an unknown variable and a syntax error", withCEL(family(defaults, idX, ruleX), "variables:\n  - {name: a, expression: 'variables.nope + 1'}\n  - {name: b, expression: '1 +'}\nrules:\n  - {id: z, validation: 'true', message: '\"m\"'}\n"), []string{`f.cel:5: translates rule "z", which no family declares`, `f.cel:2: variable "a" reads variables.nope`, "f.cel:3: variable b: ERROR"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,14 +130,15 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 	}
 }
 
-func with(files map[string]string, path, src string) map[string]string {
+// withCEL is a library with its CEL file f.cel.
+func withCEL(files map[string]string, src string) map[string]string {
 	out := maps.Clone(files)
-	out[path] = src
+	out["f.cel"] = src
 	return out
 }
 
 func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
-	files := with(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX), "f.cel",
+	files := withCEL(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX),
 		"variables:\n  - {name: c, expression: 'variables.b && variables.a'}\n  - {name: b, expression: 'variables.a'}\n  - {name: a, expression: 'variables.registry.x'}\n  - {name: unused, expression: 'true'}\nrules:\n  - {id: x, validation: '!variables.c', message: '\"[x] \" + string(variables.managers)'}\n")
 	c, err := LoadFiles(files)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
 		t.Errorf("variables %v, want a, b, c (each after those it reads, unused ones left out)", names)
 	}
 
-	cycle := with(files, "f.cel", "variables:\n  - {name: a, expression: 'variables.b'}\n  - {name: b, expression: 'variables.a'}\nrules:\n  - {id: x, validation: 'variables.a', message: '\"m\"'}\n")
+	cycle := withCEL(files, "variables:\n  - {name: a, expression: 'variables.b'}\n  - {name: b, expression: 'variables.a'}\nrules:\n  - {id: x, validation: 'variables.a', message: '\"m\"'}\n")
 	if _, err := LoadFiles(cycle); err == nil || !strings.Contains(err.Error(), "read each other") {
 		t.Errorf("a cycle: %v", err)
 	}

@@ -51,7 +51,7 @@ func TestServeEnforcesARuleFamilyAddedWithoutGo(t *testing.T) {
 	eventually(t, "the family's rule refusing a password", func(ctx context.Context) error {
 		_, err := alice.CoreV1().ConfigMaps("oil-dev").Create(ctx, configMap(map[string]string{"DB_PASSWORD": "hunter2"}), dryRun)
 		if err == nil || !strings.Contains(err.Error(), "[configmap-secrets] ") {
-			return fmt.Errorf("not refused by configmap-secrets yet: %v", err)
+			return fmt.Errorf("not refused by configmap-secrets yet: %w", err)
 		}
 		return nil
 	})
