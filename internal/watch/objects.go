@@ -8,9 +8,11 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
-// slim keeps only what the view needs of an object's metadata (and the
-// resource version informers need): the informer caches hold little.
-func slim(keepLabels bool) cache.TransformFunc {
+// slim keeps only what is read of an object's metadata (and the resource
+// version informers need): the cache holds little. Namespaces keep their
+// labels, which assign them to tenants, and their deletion timestamp, by
+// which the companion reconciler leaves a namespace being deleted alone.
+func slim(namespace bool) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
@@ -19,8 +21,8 @@ func slim(keepLabels bool) cache.TransformFunc {
 		out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		}}
-		if keepLabels {
-			out.Labels = m.Labels
+		if namespace {
+			out.Labels, out.DeletionTimestamp = m.Labels, m.DeletionTimestamp
 		}
 		return out, nil
 	}
