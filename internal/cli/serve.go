@@ -99,7 +99,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.IntVar(&o.evaluators, "evaluators", 0, "topdown evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count); the plan evaluator runs each on its request's goroutine")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
-	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
+	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are read for changes (the TLS files are also watched for file events)")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
