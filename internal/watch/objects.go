@@ -4,6 +4,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
@@ -26,6 +27,15 @@ func slim(namespace bool) cache.TransformFunc {
 		}
 		return out, nil
 	}
+}
+
+// addHandler adds one of the watcher's handlers to an informer, without
+// the cache's periodic resync (10 h): a resync only offers every object
+// again, which would be 100,000 view updates for as many pods, or the
+// registry (refused again, with a new Event, if it was refused). The
+// reconciler's handler on the shared namespace informer keeps it.
+func addHandler(informer crcache.Informer, handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return informer.AddEventHandlerWithResyncPeriod(handler, 0)
 }
 
 // viewHandler feeds the view from an informer of T, converting each object;

@@ -110,7 +110,7 @@ func (w *Watcher) startQuotaInformer(gr schema.GroupResource, gvk schema.GroupVe
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", gr, err)
 	}
-	reg, err := informer.AddEventHandler(viewHandler(w.store.View(), countedObject(gr)))
+	reg, err := addHandler(informer, viewHandler(w.store.View(), countedObject(gr)))
 	if err != nil {
 		_ = w.cache.RemoveInformer(w.ctx, key)
 		return nil, fmt.Errorf("watching %s: %w", gr, err)

@@ -192,7 +192,7 @@ func (w *Watcher) addFixed(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		reg, err := informer.AddEventHandler(h.handler)
+		reg, err := addHandler(informer, h.handler)
 		if err != nil {
 			return err
 		}
