@@ -10,4 +10,6 @@
 // informer of its kind, so the label selector of the companion RoleBindings
 // or the field selector of the registry ConfigMap would otherwise also
 // narrow what a tenant quota counting rolebindings or configmaps sees.
+// Metadata-only objects are not indexed by namespace (a List of them in one
+// namespace fails), which would add about a tenth to what counted pods cost.
 package informers

@@ -3,9 +3,11 @@ package informers
 import (
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -55,6 +57,15 @@ func Metadata(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return m
 }
 
+// unindexed makes the informers of metadata-only objects without the
+// namespace index controller-runtime gives every informer: it costs about
+// 5 MiB per 100,000 counted pods (11% of what their cache holds), and
+// nothing lists metadata-only objects by namespace. Such a List fails
+// (there is no index to read), rather than answering from a scan.
+func unindexed(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
+	return toolscache.NewSharedIndexInformer(lw, obj, resync, toolscache.Indexers{})
+}
+
 // Options configure the manager.
 type Options struct {
 	// Layout is what the cache keeps.
@@ -94,6 +105,7 @@ func (l Layout) newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, err
 	opts.ReaderFailOnMissingInformer = true
 	metadata, typed := opts, opts
 	metadata.ByObject, metadata.DefaultTransform = l.Metadata, l.MetadataTransform
+	metadata.NewInformer = unindexed
 	typed.ByObject = l.Typed
 	m, err := cache.New(cfg, metadata)
 	if err != nil {
