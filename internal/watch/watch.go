@@ -128,7 +128,7 @@ func New(ctx context.Context, mgr manager.Manager, store *state.Store, opts Opti
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	client, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func New(ctx context.Context, mgr manager.Manager, store *state.Store, opts Opti
 	// second RegistryRefused on the ConfigMap, with a new reason, into the
 	// series of the first, whose message would stay.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
 	w.recorder = broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: opts.Component})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 
