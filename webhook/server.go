@@ -24,9 +24,12 @@ import (
 type Options struct {
 	// Addr is the HTTPS listen address, ":9443" by default.
 	Addr string
-	// CertFile and KeyFile are the serving certificate (PEM), reloaded on change.
+	// CertFile and KeyFile are the serving certificate (PEM), reloaded when
+	// a file event reports a change and at least every CertPollInterval.
 	CertFile, KeyFile string
-	// CertPollInterval is how often the certificate files are checked; 1 s by default.
+	// CertPollInterval is how often the certificate files are read besides
+	// their file events, and so how soon a pair that does not load shows in
+	// the reload-failure metric; 1 s by default.
 	CertPollInterval time.Duration
 	// GetCertificate serves the certificate instead of CertFile and KeyFile
 	// (the built-in rotation).
@@ -61,7 +64,7 @@ type Server struct {
 	store   *state.Store
 	metrics *metrics.Metrics
 	log     *slog.Logger
-	certs   *certReloader
+	certs   *fileCerts
 	// clientCAs verify the callers of the admission paths; nil: any caller
 	clientCAs *x509.CertPool
 	stopping  atomic.Bool
@@ -93,7 +96,7 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 		return nil, errors.New("a certificate source and certificate files are exclusive")
 	}
 	if opts.CertFile != "" || opts.KeyFile != "" {
-		certs, err := newCertReloader(opts.CertFile, opts.KeyFile, log, m)
+		certs, err := newFileCerts(opts.CertFile, opts.KeyFile, log, m)
 		if err != nil {
 			return nil, err
 		}

@@ -117,6 +117,10 @@ func TestServingCertificateIsReloaded(t *testing.T) {
 		return err == nil
 	})
 
+	rotated, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(certFile, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +130,54 @@ func TestServingCertificateIsReloaded(t *testing.T) {
 	if status := get(t, client(caB), url); status != http.StatusOK {
 		t.Fatalf("healthz %d after a broken certificate; the rotated one should stay", status)
 	}
+
+	// Reverting the broken edit clears the failure.
+	if err := os.WriteFile(certFile, rotated, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failure cleared", func() bool {
+		return counter(t, m, "tenantguard_reload_last_failed", map[string]string{"source": "tls"}) == 0
+	})
+}
+
+// TestServingCertificateIsReloadedOnAFileEvent polls once an hour: the
+// rotated certificate can only come from the file events certwatcher
+// watches (or its own poll, every 10 s, longer than the wait).
+func TestServingCertificateIsReloadedOnAFileEvent(t *testing.T) {
+	dir := t.TempDir()
+	_, certFile, keyFile := certFiles(t, dir)
+	srv, m := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil),
+		Options{CertFile: certFile, KeyFile: keyFile, CertPollInterval: time.Hour})
+	success := map[string]string{"source": "tls", "result": "success"}
+	if n := counter(t, m, "tenantguard_reloads_total", success); n != 0 {
+		t.Fatalf("the first certificate counted as a reload: %v", n)
+	}
+	addr, _ := tlsServer(t, srv, t.Context())
+	caB, err := selfsigned.NewCA("rotated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := caB.Serving("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rotated certificate", func() bool {
+		resp, err := client(caB).Get("https://" + addr + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			return true
+		}
+		// Written until served: the files are watched shortly after Serve starts.
+		if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	})
+	// certwatcher calls back after it serves the new certificate.
+	waitFor(t, "the reload counted", func() bool { return counter(t, m, "tenantguard_reloads_total", success) == 1 })
 }
 
 func TestTLSBelow12IsRefused(t *testing.T) {

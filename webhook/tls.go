@@ -1,86 +1,80 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"os"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	"github.com/tenantguard/tenantguard/internal/metrics"
 )
 
-// certReloader serves the certificate in a cert/key file pair and reloads it
-// when the files change; a pair that does not load is refused and the
-// previous certificate kept.
-type certReloader struct {
-	certFile, keyFile string
-	log               *slog.Logger
-	metrics           *metrics.Metrics
-
-	mu              sync.RWMutex
-	cert            *tls.Certificate
-	certPEM, keyPEM []byte
+// fileCerts serves the certificate in a cert/key file pair through
+// controller-runtime's certwatcher, which reloads it when fsnotify reports a
+// change to either file and every 10 s. A pair that does not load is
+// refused and the previous certificate kept.
+type fileCerts struct {
+	watcher  *certwatcher.CertWatcher
+	certFile string
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	// failing is whether the last check refused the pair; only check uses it.
+	failing bool
 }
 
-func newCertReloader(certFile, keyFile string, log *slog.Logger, m *metrics.Metrics) (*certReloader, error) {
-	c := &certReloader{certFile: certFile, keyFile: keyFile, log: log, metrics: m}
-	if _, err := c.reload(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// reload loads the pair if either file changed; changed is false when both
-// are as before.
-func (c *certReloader) reload() (changed bool, err error) {
-	certPEM, err := os.ReadFile(c.certFile)
+func newFileCerts(certFile, keyFile string, log *slog.Logger, m *metrics.Metrics) (*fileCerts, error) {
+	w, err := certwatcher.New(certFile, keyFile)
 	if err != nil {
-		return false, fmt.Errorf("reading the TLS certificate: %w", err)
+		return nil, fmt.Errorf("loading the TLS key pair %s, %s: %w", certFile, keyFile, err)
 	}
-	keyPEM, err := os.ReadFile(c.keyFile)
-	if err != nil {
-		return false, fmt.Errorf("reading the TLS key: %w", err)
-	}
-	c.mu.RLock()
-	same := bytes.Equal(certPEM, c.certPEM) && bytes.Equal(keyPEM, c.keyPEM)
-	c.mu.RUnlock()
-	if same {
-		return false, nil
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return false, fmt.Errorf("loading the TLS key pair %s, %s: %w", c.certFile, c.keyFile, err)
-	}
-	c.mu.Lock()
-	c.cert, c.certPEM, c.keyPEM = &cert, certPEM, keyPEM
-	c.mu.Unlock()
-	return true, nil
-}
-
-// watch polls the files until ctx ends. Secret volumes are updated by
-// swapping a symlink, which file-event watchers miss; polling sees it.
-func (c *certReloader) watch(ctx context.Context, interval time.Duration) {
-	wait.UntilWithContext(ctx, func(context.Context) {
-		changed, err := c.reload()
-		switch {
-		case err != nil:
-			c.metrics.Rejected(metrics.SourceTLS, time.Now())
-			c.log.Error("TLS certificate refused, keeping the previous one", "error", err.Error())
-		case changed:
+	c := &fileCerts{watcher: w, certFile: certFile, log: log, metrics: m}
+	// The callback is called at once with the certificate just loaded, which
+	// is no reload, then after each change, whoever read the files.
+	var registered atomic.Bool
+	w.RegisterCallback(func(tls.Certificate) {
+		if registered.Load() {
 			c.metrics.Loaded(metrics.SourceTLS, 0)
 			c.log.Info("TLS certificate reloaded", "cert", c.certFile)
 		}
-	}, interval)
+	})
+	registered.Store(true)
+	return c, nil
 }
 
-func (c *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.cert, nil
+// watch runs certwatcher until ctx ends and reads the pair every interval
+// itself: certwatcher only logs a pair it refuses, and polling here turns
+// that into the reload-failure metric (cleared when the pair loads again)
+// and sees a change that file events miss, such as a Secret volume swapping
+// a symlink, within the interval rather than certwatcher's 10 s.
+func (c *fileCerts) watch(ctx context.Context, interval time.Duration) {
+	go func() {
+		if err := c.watcher.Start(ctx); err != nil {
+			c.log.Error("TLS certificate files not watched for changes; polling them only", "error", err.Error())
+		}
+	}()
+	wait.UntilWithContext(ctx, func(context.Context) { c.check() }, interval)
+}
+
+// check reads the pair; certwatcher keeps the previous certificate when it
+// does not load.
+func (c *fileCerts) check() {
+	if err := c.watcher.ReadCertificate(); err != nil {
+		c.failing = true
+		c.metrics.Rejected(metrics.SourceTLS, time.Now())
+		c.log.Error("TLS certificate refused, keeping the previous one", "error", fmt.Sprintf("loading the TLS key pair %s: %v", c.certFile, err))
+		return
+	}
+	if c.failing {
+		c.failing = false
+		c.metrics.Recovered(metrics.SourceTLS)
+	}
+}
+
+func (c *fileCerts) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return c.watcher.GetCertificate(hello)
 }

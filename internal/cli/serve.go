@@ -11,13 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/informers"
 	"github.com/tenantguard/tenantguard/internal/memlimit"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/policydir"
@@ -96,7 +99,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.IntVar(&o.evaluators, "evaluators", 0, "topdown evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count); the plan evaluator runs each on its request's goroutine")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
-	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are checked for changes")
+	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are read for changes (the TLS files are also watched for file events)")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
@@ -184,27 +187,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
-	watcher, err := watch.Start(ctx, cfg, store, watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log, WebhookTenantLabel: o.webhookTenantLabel})
-	if err != nil {
-		return &ExitError{Code: 1, Err: err}
-	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	if o.generator {
-		leaderNamespace := ""
-		if o.leaderElection {
-			leaderNamespace = cmp.Or(o.leaderNamespace, namespace)
-		}
-		done, err := reconcile.Start(ctx, cfg, store, reconcile.Options{LeaderElectionNamespace: leaderNamespace, Logger: log})
-		if err != nil {
-			return &ExitError{Code: 1, Err: err}
-		}
-		go func() {
-			if err := <-done; err != nil {
-				log.Error("companion reconciler stopped; shutting down so that a restart takes part in leader election again", "error", err.Error())
-				stop(fmt.Errorf("companion reconciler: %w", err))
-			}
-		}()
+	watcher, err := o.startInformers(ctx, stop, cfg, store, namespace, name, log)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
 	}
 	if o.tlsSecret != "" {
 		o.rotation.Source, o.rotation.Observer, o.rotation.Logger = metrics.SourceTLS, m, log
@@ -238,6 +225,47 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return &ExitError{Code: 1, Err: cause}
 	}
 	return nil
+}
+
+// startInformers builds the manager of the one informer stack, whose cache
+// feeds the cluster view on every replica and, unless --generator=false, the
+// companion reconciler, leader-elected with --leader-election; it runs until
+// ctx ends. A manager that stops by itself (a replica losing the Lease)
+// stops the server with its error, so that a restart takes part in leader
+// election again.
+func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCauseFunc, cfg *rest.Config, store *state.Store, namespace, name string, log *slog.Logger) (*watch.Watcher, error) {
+	// controller-runtime's own parts (the cache, the certificate watcher)
+	// log through its global logger: JSON lines like ours, and no warning
+	// that it was never set.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	watchOpts := watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log, WebhookTenantLabel: o.webhookTenantLabel}
+	mgrOpts := informers.Options{Layout: watch.CacheLayout(watchOpts), Logger: log}
+	if o.generator {
+		mgrOpts.Layout = mgrOpts.Layout.With(reconcile.CacheLayout())
+		if o.leaderElection {
+			mgrOpts.LeaderElectionNamespace, mgrOpts.LeaderElectionID = cmp.Or(o.leaderNamespace, namespace), reconcile.LeaseName
+		}
+	}
+	mgr, err := informers.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the informers: %w", err)
+	}
+	watcher, err := watch.New(ctx, mgr, store, watchOpts)
+	if err != nil {
+		return nil, err
+	}
+	if o.generator {
+		if err := reconcile.Setup(mgr, store, reconcile.Options{Logger: log}); err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			log.Error("the informers and the companion reconciler stopped; shutting down so that a restart starts them again and takes part in leader election", "error", err.Error())
+			stop(fmt.Errorf("informers: %w", err))
+		}
+	}()
+	return watcher, nil
 }
 
 // kubeConfig is the client configuration: the file given, else the

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/informers"
 	"github.com/tenantguard/tenantguard/internal/state"
 )
 
@@ -40,15 +38,18 @@ const FieldManager = "tenantguard"
 // no Namespace part.
 var clusterKey = ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "tenantguard", Name: "cluster-rbac"}}
 
+// LeaseName names the leader-election Lease of the reconciler.
+const LeaseName = "tenantguard-generator"
+
 // Options configure the reconciler.
 type Options struct {
-	// LeaderElectionNamespace holds the Lease; leader election is off when empty.
-	LeaderElectionNamespace string
-	// LeaderElectionID names the Lease; "tenantguard-generator" when empty.
-	LeaderElectionID string
 	// Logger receives the controller's lines; slog.Default() when nil.
 	Logger *slog.Logger
 }
+
+// namespaceKind is the kind of the namespaces the reconciler reads, as
+// metadata: a name, labels and a deletion timestamp are all it needs.
+var namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // namespaced are new lists of the companion kinds in tenant namespaces, for
 // pruning; new for each call, as reconciles run concurrently.
@@ -86,34 +87,22 @@ type Reconciler struct {
 	log      *slog.Logger
 }
 
-// Start builds the manager and the controller and runs them in the
-// background until ctx ends. The channel receives the manager's result: nil
-// after ctx ends, an error when it stops by itself, e.g. when this replica
-// loses the leader-election Lease (the process should then exit, so that a
-// restart competes for the Lease again).
-func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Options) (<-chan error, error) {
+// CacheLayout is what the reconciler needs of the manager's cache: the
+// companion kinds carrying the managed-by label, and nothing else of them.
+func CacheLayout() informers.Layout {
+	typed := map[client.Object]cache.ByObject{}
+	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
+		typed[obj] = cache.ByObject{Label: managed}
+	}
+	return informers.Layout{Typed: typed}
+}
+
+// Setup adds the controller to mgr, whose cache must include CacheLayout().
+// It runs while mgr runs and, with leader election, only on the leader.
+func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
-	}
-	if opts.LeaderElectionID == "" {
-		opts.LeaderElectionID = "tenantguard-generator"
-	}
-	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
-		byObject[obj] = cache.ByObject{Label: managed}
-	}
-	mgr, err := manager.New(cfg, manager.Options{
-		Logger:                        logr.FromSlogHandler(log.Handler()),
-		Cache:                         cache.Options{ByObject: byObject},
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		LeaderElection:                opts.LeaderElectionNamespace != "",
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the companion controller: %w", err)
 	}
 	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("tenantguard"), log: log}
 	resync := make(chan event.GenericEvent)
@@ -123,9 +112,9 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
 		return []ctrl.Request{clusterKey}
 	})
-	err = ctrl.NewControllerManagedBy(mgr).Named("companions").
+	err := ctrl.NewControllerManagedBy(mgr).Named("companions").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		For(&corev1.Namespace{}).
+		For(informers.Metadata(namespaceKind)).
 		Watches(&corev1.ResourceQuota{}, toNamespace).
 		Watches(&corev1.LimitRange{}, toNamespace).
 		Watches(&networkingv1.NetworkPolicy{}, toNamespace).
@@ -134,35 +123,34 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 		WatchesRawSource(source.Channel(resync, handler.EnqueueRequestsFromMapFunc(r.everything))).
 		Complete(r)
 	if err != nil {
-		return nil, fmt.Errorf("creating the companion controller: %w", err)
+		return fmt.Errorf("creating the companion controller: %w", err)
 	}
 	changes := store.Subscribe()
-	go func() {
-		// One full pass at start: the registry may have been loaded before
-		// this subscription, and nothing else triggers the cluster RBAC.
+	// One full pass when the controller starts: the registry may have been
+	// loaded before, and nothing else triggers the cluster RBAC. Then one
+	// after every change. A leader-elected runnable, as the controller.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for {
 			select {
-			case resync <- event.GenericEvent{Object: &corev1.Namespace{}}:
+			case resync <- event.GenericEvent{Object: informers.Metadata(namespaceKind)}:
 			case <-ctx.Done():
-				return
+				return nil
 			}
 			select {
 			case <-changes:
 			case <-ctx.Done():
-				return
+				return nil
 			}
 		}
-	}()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return done, nil
+	}))
 }
 
 // everything is every namespace and the cluster RBAC: a new registry may
 // change any of them.
 func (r *Reconciler) everything(ctx context.Context, _ client.Object) []ctrl.Request {
-	var list corev1.NamespaceList
-	if err := r.client.List(ctx, &list); err != nil {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.client.List(ctx, list); err != nil {
 		r.log.Error("listing namespaces", "error", err.Error())
 		return []ctrl.Request{clusterKey}
 	}
@@ -185,8 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if req == clusterKey {
 		return ctrl.Result{}, r.sync(ctx, "", clusterBindings(generator.Cluster(snap)), clusterWide())
 	}
-	var ns corev1.Namespace
-	if err := r.client.Get(ctx, req.NamespacedName, &ns); err != nil {
+	ns := informers.Metadata(namespaceKind)
+	if err := r.client.Get(ctx, req.NamespacedName, ns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ns.DeletionTimestamp != nil {
@@ -194,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	desired := generator.ForNamespace(snap, generator.Namespace{Name: ns.Name, Labels: ns.Labels})
 	if err := r.sync(ctx, ns.Name, desired, namespaced()); err != nil {
-		r.recorder.Eventf(&ns, nil, corev1.EventTypeWarning, "CompanionsFailed", "Reconcile", "keeping the companion resources of namespace %q in place failed: %v", ns.Name, err)
+		r.recorder.Eventf(ns, nil, corev1.EventTypeWarning, "CompanionsFailed", "Reconcile", "keeping the companion resources of namespace %q in place failed: %v", ns.Name, err)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil

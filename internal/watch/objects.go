@@ -4,13 +4,16 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
-// slim keeps only what the view needs of an object's metadata (and the
-// resource version informers need): the informer caches hold little.
-func slim(keepLabels bool) cache.TransformFunc {
+// slim keeps only what is read of an object's metadata (and the resource
+// version informers need): the cache holds little. Namespaces keep their
+// labels, which assign them to tenants, and their deletion timestamp, by
+// which the companion reconciler leaves a namespace being deleted alone.
+func slim(namespace bool) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
@@ -19,11 +22,20 @@ func slim(keepLabels bool) cache.TransformFunc {
 		out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		}}
-		if keepLabels {
-			out.Labels = m.Labels
+		if namespace {
+			out.Labels, out.DeletionTimestamp = m.Labels, m.DeletionTimestamp
 		}
 		return out, nil
 	}
+}
+
+// addHandler adds one of the watcher's handlers to an informer, without
+// the cache's periodic resync (10 h): a resync only offers every object
+// again, which would be 100,000 view updates for as many pods, or the
+// registry (refused again, with a new Event, if it was refused). The
+// reconciler's handler on the shared namespace informer keeps it.
+func addHandler(informer crcache.Informer, handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return informer.AddEventHandlerWithResyncPeriod(handler, 0)
 }
 
 // viewHandler feeds the view from an informer of T, converting each object;

@@ -10,10 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/informers"
 )
 
 // activePods leaves out pods that have finished, which ResourceQuota does not
@@ -21,25 +22,29 @@ import (
 var activePods = fields.AndSelectors(
 	fields.OneTermNotEqualSelector("status.phase", "Succeeded"),
 	fields.OneTermNotEqualSelector("status.phase", "Failed"),
-).String()
+)
 
-// quotaInformer is the informer of one counted resource.
+// quotaInformer is the informer of one counted resource in the manager's cache.
 type quotaInformer struct {
-	gvr      schema.GroupVersionResource
-	informer cache.SharedIndexInformer
-	synced   cache.InformerSynced
-	stop     context.CancelFunc
+	gr schema.GroupResource
+	// key is the informer's key in the cache, a metadata-only object.
+	key      *metav1.PartialObjectMetadata
+	informer crcache.Informer
+	// reg is the view's handler; it has synced once the view holds the
+	// resource's initial list.
+	reg toolscache.ResourceEventHandlerRegistration
 	// inForce is set once a registry counting the resource is in force;
 	// only those informers gate readiness.
 	inForce bool
 }
 
-// watchQuotaResources starts a metadata informer for each counted resource
-// not watched yet and waits for the new ones to sync. A resource the API
-// server does not serve (a CRD not installed) has no objects to count and is
-// looked up again every ResolveInterval. Any other failure stops the new
-// informers, takes their objects out of the view and is returned: the
-// registry that counts them must not be enforced with counts of 0.
+// watchQuotaResources adds a metadata informer for each counted resource
+// not watched yet to the running cache and waits for the new ones to sync.
+// A resource the API server does not serve (a CRD not installed) has no
+// objects to count and is looked up again every ResolveInterval. Any other
+// failure removes the new informers, takes their objects out of the view
+// and is returned: the registry that counts them must not be enforced with
+// counts of 0.
 func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 	w.mu.Lock()
 	var todo []schema.GroupResource
@@ -52,7 +57,9 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 	var started []*quotaInformer
 	var errs []error
 	for _, gr := range todo {
-		gvr, err := w.mapper.ResourceFor(gr.WithVersion("")) // discovery, outside the lock
+		// controller-runtime's mapper reads discovery again on a miss, so a
+		// CRD installed since the last lookup is found.
+		gvk, err := w.mapper.KindFor(gr.WithVersion("")) // discovery, outside the lock
 		if err != nil {
 			if meta.IsNoMatchError(err) {
 				w.mu.Lock()
@@ -64,7 +71,7 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 			}
 			continue
 		}
-		qi, err := w.startQuotaInformer(gvr)
+		qi, err := w.startQuotaInformer(gr, gvk)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -76,13 +83,13 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 		started = append(started, qi)
 	}
 	if len(errs) == 0 && len(started) > 0 {
-		synced := make([]cache.InformerSynced, len(started))
+		synced := make([]toolscache.InformerSynced, len(started))
 		for i, qi := range started {
-			synced[i] = qi.synced
+			synced[i] = qi.reg.HasSynced
 		}
 		ctx, cancel := context.WithTimeout(w.ctx, w.opts.SyncTimeout)
 		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 			errs = append(errs, fmt.Errorf("the informers of the counted resources did not sync within %s", w.opts.SyncTimeout))
 		}
 	}
@@ -95,36 +102,42 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 	return nil
 }
 
-// startQuotaInformer starts the metadata informer of one resource.
-func (w *Watcher) startQuotaInformer(gvr schema.GroupVersionResource) (*quotaInformer, error) {
-	var tweak metadatainformer.TweakListOptionsFunc
-	if gvr.Group == "" && gvr.Resource == "pods" {
-		tweak = func(o *metav1.ListOptions) { o.FieldSelector = activePods }
-	}
-	informer := metadatainformer.NewFilteredMetadataInformer(w.meta, gvr, "", 0, cache.Indexers{}, tweak).Informer()
-	if err := informer.SetTransform(slim(false)); err != nil {
-		return nil, err
-	}
-	reg, err := informer.AddEventHandler(viewHandler(w.store.View(), countedObject(gvr)))
+// startQuotaInformer adds the metadata informer of one resource to the
+// cache, which starts it at once (the cache runs), and the view's handler.
+func (w *Watcher) startQuotaInformer(gr schema.GroupResource, gvk schema.GroupVersionKind) (*quotaInformer, error) {
+	key := informers.Metadata(gvk)
+	informer, err := w.cache.GetInformer(w.ctx, key, crcache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watching %s: %w", gr, err)
 	}
-	ctx, stop := context.WithCancel(w.ctx)
-	go informer.RunWithContext(ctx)
-	w.log.Info("watching quota resource", "resource", gvr.String())
-	return &quotaInformer{gvr: gvr, informer: informer, synced: reg.HasSynced, stop: stop}, nil
+	reg, err := addHandler(informer, viewHandler(w.store.View(), countedObject(gr)))
+	if err != nil {
+		_ = w.cache.RemoveInformer(w.ctx, key)
+		return nil, fmt.Errorf("watching %s: %w", gr, err)
+	}
+	w.log.Info("watching quota resource", "resource", gvk.GroupVersion().WithResource(gr.Resource).String())
+	return &quotaInformer{gr: gr, key: key, informer: informer, reg: reg}, nil
 }
 
-// dropQuotaInformer stops an informer and takes what it counted out of the view.
+// dropQuotaInformer removes an informer from the cache, which stops it, and
+// takes what it counted out of the view.
 func (w *Watcher) dropQuotaInformer(qi *quotaInformer) {
-	qi.stop()
+	_ = qi.informer.RemoveEventHandler(qi.reg)
+	_ = w.cache.RemoveInformer(w.ctx, qi.key) // fails only for a kind without a GVK, which key has
 	w.mu.Lock()
-	delete(w.quota, qi.gvr.GroupResource())
+	delete(w.quota, qi.gr)
 	w.mu.Unlock()
+	// The cache hands out client-go's informer, whose store still holds what
+	// the view was given; the cache itself no longer reads it.
+	stored, ok := qi.informer.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		w.log.Error("cannot list what a removed informer counted; its objects stay in the view", "resource", qi.gr.String(), "informer", fmt.Sprintf("%T", qi.informer))
+		return
+	}
 	view := w.store.View()
-	for _, obj := range qi.informer.GetStore().List() {
+	for _, obj := range stored.GetStore().List() {
 		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			view.Delete(countedObject(qi.gvr)(m))
+			view.Delete(countedObject(qi.gr)(m))
 		}
 	}
 }
@@ -140,8 +153,9 @@ func (w *Watcher) markInForce(resources []schema.GroupResource) {
 	}
 }
 
-// retryUnresolved looks unresolved resources up again, with fresh discovery,
-// and loads a registry that was refused for a lookup or sync failure again.
+// retryUnresolved looks unresolved resources up again and loads a registry
+// that was refused for a lookup or sync failure again, every
+// ResolveInterval until ctx ends.
 func (w *Watcher) retryUnresolved(ctx context.Context) {
 	wait.UntilWithContext(ctx, func(context.Context) {
 		w.mu.Lock()
@@ -152,7 +166,6 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 		retry := w.retryRegistry
 		w.mu.Unlock()
 		if len(pending) > 0 {
-			w.mapper.Reset()
 			if err := w.watchQuotaResources(pending); err != nil {
 				w.log.Warn("quota resources still not watched", "error", err.Error())
 			} else if e := w.store.Engine(); e != nil {
@@ -160,15 +173,14 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 			}
 		}
 		if retry != nil {
-			w.mapper.Reset()
 			w.onRegistry(retry)
 		}
 	}, w.opts.ResolveInterval)
 }
 
 // countedObject turns a counted object's metadata into a view object.
-func countedObject(gvr schema.GroupVersionResource) func(*metav1.PartialObjectMetadata) clusterview.Object {
+func countedObject(gr schema.GroupResource) func(*metav1.PartialObjectMetadata) clusterview.Object {
 	return func(m *metav1.PartialObjectMetadata) clusterview.Object {
-		return clusterview.Object{Group: gvr.Group, Resource: gvr.Resource, Namespace: m.Namespace, Name: m.Name}
+		return clusterview.Object{Group: gr.Group, Resource: gr.Resource, Namespace: m.Namespace, Name: m.Name}
 	}
 }

@@ -9,22 +9,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/tenantguard/tenantguard/internal/informers"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
 )
@@ -50,19 +48,25 @@ type Options struct {
 	WebhookTenantLabel string
 }
 
-// Watcher runs the informers. Its methods are safe for concurrent use.
+// Watcher feeds the state store and the view from the manager's cache. Its
+// methods are safe for concurrent use.
 type Watcher struct {
 	opts     Options
 	log      *slog.Logger
 	store    *state.Store
-	client   kubernetes.Interface
-	meta     metadata.Interface
-	mapper   meta.ResettableRESTMapper
+	cache    crcache.Cache
+	mapper   meta.RESTMapper
 	recorder record.EventRecorder
+	// ctx is the context the manager runs with.
+	ctx context.Context
+	// ready is closed once the manager's cache has synced. Counted
+	// resources are watched only from then on: an informer added earlier
+	// would join the manager's wait for its first sync, which one that never
+	// syncs (a resource tenantguard may not list) would hold up for good.
+	ready chan struct{}
 
 	mu          sync.Mutex
-	ctx         context.Context
-	synced      []cache.InformerSynced
+	synced      []toolscache.InformerSynced
 	quota       map[schema.GroupResource]*quotaInformer
 	unresolved  map[schema.GroupResource]bool
 	registryErr error
@@ -71,9 +75,38 @@ type Watcher struct {
 	retryRegistry *corev1.ConfigMap
 }
 
-// Start creates the clients and starts every informer; it returns at once.
-// The informers stop when ctx ends. Synced tells when the view is complete.
-func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Options) (*Watcher, error) {
+var (
+	namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace")
+	podKind       = corev1.SchemeGroupVersion.WithKind("Pod")
+)
+
+// CacheLayout is what the watcher needs of the manager's cache: namespaces
+// as metadata with their labels, the registry ConfigMap alone, and every
+// other metadata-only object (the counted resources) stripped to its
+// identity, finished pods left out.
+func CacheLayout(opts Options) informers.Layout {
+	return informers.Layout{
+		Metadata: map[client.Object]crcache.ByObject{
+			informers.Metadata(namespaceKind): {Transform: slim(true)},
+			informers.Metadata(podKind):       {Field: activePods},
+		},
+		MetadataTransform: slim(false),
+		Typed: map[client.Object]crcache.ByObject{
+			// The namespace in the selector makes the list namespaced: the
+			// server may read the ConfigMaps of its own namespace only.
+			&corev1.ConfigMap{}: {Field: fields.SelectorFromSet(fields.Set{
+				"metadata.namespace": opts.RegistryNamespace, "metadata.name": opts.RegistryName,
+			})},
+		},
+	}
+}
+
+// New adds the informers every registry needs (the registry ConfigMap,
+// namespaces, PriorityClasses) to mgr's cache, built with
+// CacheLayout(opts), and the watcher to mgr, which starts it on every
+// replica once the cache has synced. ctx is the context mgr runs with.
+// Synced tells when the view is complete.
+func New(ctx context.Context, mgr manager.Manager, store *state.Store, opts Options) (*Watcher, error) {
 	if opts.RegistryNamespace == "" || opts.RegistryName == "" {
 		return nil, errors.New("the registry ConfigMap namespace and name are required")
 	}
@@ -88,68 +121,83 @@ func Start(ctx context.Context, cfg *rest.Config, store *state.Store, opts Optio
 	}
 	w := &Watcher{
 		opts: opts, log: opts.Logger, store: store, ctx: ctx,
+		cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), ready: make(chan struct{}),
 		quota:      map[schema.GroupResource]*quotaInformer{},
 		unresolved: map[schema.GroupResource]bool{},
 	}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	var err error
-	if w.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
 		return nil, err
 	}
-	if w.meta, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	w.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(w.client.Discovery()))
-
+	// client-go's recorder writes core/v1 Events, which the correlator keeps
+	// apart by message. The manager's recorder (events.k8s.io) would fold a
+	// second RegistryRefused on the ConfigMap, with a new reason, into the
+	// series of the first, whose message would stay.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
 	w.recorder = broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: opts.Component})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 
-	if err := w.startFixed(ctx); err != nil {
+	if err := w.addFixed(ctx); err != nil {
 		return nil, err
 	}
-	go w.retryUnresolved(ctx)
+	if err := mgr.Add(w); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
-// startFixed starts the informers every registry needs: the registry
-// ConfigMap, namespaces and PriorityClasses.
-func (w *Watcher) startFixed(ctx context.Context) error {
-	typed := informers.NewSharedInformerFactory(w.client, 0)
-	registryFactory := informers.NewSharedInformerFactoryWithOptions(w.client, 0,
-		informers.WithNamespace(w.opts.RegistryNamespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.opts.RegistryName).String()
-		}))
-	namespaces := metadatainformer.NewFilteredMetadataInformer(w.meta, corev1.SchemeGroupVersion.WithResource("namespaces"),
-		"", 0, cache.Indexers{}, nil).Informer()
-	if err := namespaces.SetTransform(slim(true)); err != nil {
-		return err
+// Start is run by the manager once its cache has synced: from then on
+// registries are loaded and counted resources watched. It tries
+// unresolved resources again until ctx ends.
+func (w *Watcher) Start(ctx context.Context) error {
+	close(w.ready)
+	w.retryUnresolved(ctx)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica decides requests.
+func (w *Watcher) NeedLeaderElection() bool { return false }
+
+// waitReady waits until the manager's cache has synced; it is false when
+// the manager stopped first.
+func (w *Watcher) waitReady() bool {
+	select {
+	case <-w.ready:
+		return true
+	case <-w.ctx.Done():
+		return false
 	}
+}
+
+// addFixed adds the informers every registry needs: the registry
+// ConfigMap, namespaces and PriorityClasses.
+func (w *Watcher) addFixed(ctx context.Context) error {
 	for _, h := range []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
+		obj     client.Object
+		handler toolscache.ResourceEventHandler
 	}{
-		{registryFactory.Core().V1().ConfigMaps().Informer(), cache.ResourceEventHandlerFuncs{
+		{&corev1.ConfigMap{}, toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    w.onRegistry,
 			UpdateFunc: func(_, obj any) { w.onRegistry(obj) },
 			DeleteFunc: w.onRegistryDeleted,
 		}},
-		{namespaces, viewHandler(w.store.View(), namespaceObject)},
-		{typed.Scheduling().V1().PriorityClasses().Informer(), viewHandler(w.store.View(), priorityClassObject)},
+		{informers.Metadata(namespaceKind), viewHandler(w.store.View(), namespaceObject)},
+		{&schedulingv1.PriorityClass{}, viewHandler(w.store.View(), priorityClassObject)},
 	} {
-		reg, err := h.informer.AddEventHandler(h.handler)
+		informer, err := w.cache.GetInformer(ctx, h.obj, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		reg, err := addHandler(informer, h.handler)
 		if err != nil {
 			return err
 		}
 		w.synced = append(w.synced, reg.HasSynced)
 	}
-	typed.Start(ctx.Done())
-	registryFactory.Start(ctx.Done())
-	go namespaces.RunWithContext(ctx)
 	return nil
 }
 
@@ -162,7 +210,10 @@ func (w *Watcher) registrySource() string {
 // log line and a Warning Event on the (deleted) ConfigMap. A new ConfigMap
 // is loaded as usual; one with the registry in force clears the failure.
 func (w *Watcher) onRegistryDeleted(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+	if !w.waitReady() {
+		return
+	}
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	err := w.store.RefuseRegistry(w.registrySource(), errors.New("the ConfigMap was deleted"))
@@ -185,7 +236,7 @@ func (w *Watcher) onRegistryDeleted(obj any) {
 // registry is refused and tried again every ResolveInterval.
 func (w *Watcher) onRegistry(obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
+	if !ok || !w.waitReady() {
 		return
 	}
 	source := w.registrySource()
@@ -231,7 +282,7 @@ func (w *Watcher) Synced() error {
 		}
 	}
 	for gr, qi := range w.quota {
-		if qi.inForce && !qi.synced() {
+		if qi.inForce && !qi.reg.HasSynced() {
 			return fmt.Errorf("the %s informer is not synced yet", gr)
 		}
 	}
