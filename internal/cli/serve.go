@@ -98,7 +98,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run: auto (OPA's plan of the rules when tenantguard's plan evaluator accepts the policy, else topdown), plan (refuse a policy it cannot run) or topdown (OPA's own evaluator)")
 	f.IntVar(&o.evaluators, "evaluators", 0, "topdown evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count); the plan evaluator runs each on its request's goroutine")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
-	f.StringVar(&o.policyDir, "policy-dir", "", "directory of Rego that replaces the embedded rules, reloaded when it changes")
+	f.StringVar(&o.policyDir, "policy-dir", "", "directory of a rule library (Rego, its tests, CEL) that replaces the embedded one, reloaded when it changes; its tests must pass on the evaluator that serves it")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are read for changes (the TLS files are also watched for file events)")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
