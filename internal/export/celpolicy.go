@@ -73,17 +73,13 @@ func resourceRules(r *catalog.Rule) []any {
 	for i, op := range r.Operations {
 		ops[i] = op
 	}
-	var groups []string
-	byGroup := map[string][]any{}
-	for _, k := range r.Kinds {
-		if _, ok := byGroup[k.Group]; !ok {
-			groups = append(groups, k.Group)
-		}
-		byGroup[k.Group] = append(byGroup[k.Group], k.Resource)
+	groups, byGroup := groupKinds(r.Kinds, func(k catalog.Kind) []any {
+		names := []any{k.Resource}
 		for _, sub := range k.Subresources {
-			byGroup[k.Group] = append(byGroup[k.Group], sub)
+			names = append(names, sub)
 		}
-	}
+		return names
+	})
 	slices.Sort(groups)
 	out := make([]any, 0, len(groups))
 	for _, group := range groups {

@@ -111,14 +111,7 @@ func gatekeeperMatch(r *catalog.Rule) map[string]any {
 	if r.Counted {
 		return map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}, "scope": "Namespaced"}
 	}
-	var groups []string
-	byGroup := map[string][]any{}
-	for _, k := range r.Kinds {
-		if _, ok := byGroup[k.Group]; !ok {
-			groups = append(groups, k.Group)
-		}
-		byGroup[k.Group] = append(byGroup[k.Group], k.Kind)
-	}
+	groups, byGroup := groupKinds(r.Kinds, func(k catalog.Kind) []any { return []any{k.Kind} })
 	kinds := make([]any, 0, len(groups))
 	for _, g := range groups {
 		kinds = append(kinds, map[string]any{"apiGroups": []any{g}, "kinds": byGroup[g]})

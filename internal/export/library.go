@@ -67,6 +67,19 @@ func (l *Library) WriteYAML(w io.Writer) error {
 	return err
 }
 
+// groupKinds groups a rule's kinds by API group, the groups in the order
+// first seen, each kind named by names (its resources, or its kind).
+func groupKinds(kinds []catalog.Kind, names func(catalog.Kind) []any) (groups []string, byGroup map[string][]any) {
+	byGroup = map[string][]any{}
+	for _, k := range kinds {
+		if _, ok := byGroup[k.Group]; !ok {
+			groups = append(groups, k.Group)
+		}
+		byGroup[k.Group] = append(byGroup[k.Group], names(k)...)
+	}
+	return groups, byGroup
+}
+
 // mode is a rule's enforcement mode: the registry's, else the rule's default.
 func mode(reg *registry.Snapshot, r *catalog.Rule) string {
 	if m := reg.Registry().Settings.Enforcement[r.ID]; m != "" {

@@ -30,19 +30,7 @@ func TestServeEnforcesARuleFamilyAddedWithoutGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := live.Start(ctx, live.Options{Catalog: cat, ServeArgs: []string{"--generator=false", "--policy-dir", dir, "--webhook-tenant-label", tenantLabel}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("server logs:\n%s", c.Logs.String())
-		}
-	}()
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, namespace("oil-dev", map[string]string{tenantLabel: "oil"}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c := servePolicyDir(t, dir, cat)
 	alice := c.As("alice")
 	configMap := func(data map[string]string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: data}

@@ -36,21 +36,7 @@ func TestRegistryAndPolicyFaults(t *testing.T) {
 	if err := live.CopyPolicy(dir, "namespaces_test", "fixtures_test"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false", "--policy-dir", dir, "--poll-interval", "100ms", "--webhook-tenant-label", tenantLabel}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("server logs:\n%s", c.Logs.String())
-		}
-	}()
-	for _, ns := range []*corev1.Namespace{namespace("oil-dev", map[string]string{tenantLabel: "oil"})} {
-		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := servePolicyDir(t, dir, nil, "--poll-interval", "100ms")
 	alice, bob := c.As("alice"), c.As("bob")
 	controls := controlSet(alice, bob)
 	eventually(t, "the control set decided", func(ctx context.Context) error { return controls.check(ctx) })

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -114,4 +115,28 @@ func setRegistryDoc(t *testing.T, c *live.Cluster, doc string) {
 	if _, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// servePolicyDir starts a control plane of its own with a server serving the
+// policy directory dir, the webhooks routing what cat (nil: the embedded
+// library) declares, and the namespace oil-dev of tenant oil. The server's
+// logs are printed when the test fails; everything stops when it ends.
+func servePolicyDir(t *testing.T, dir string, cat *catalog.Catalog, serveArgs ...string) *live.Cluster {
+	t.Helper()
+	ctx := t.Context()
+	args := append([]string{"--generator=false", "--policy-dir", dir, "--webhook-tenant-label", tenantLabel}, serveArgs...)
+	c, err := live.Start(ctx, live.Options{Catalog: cat, ServeArgs: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server logs:\n%s", c.Logs.String())
+		}
+	})
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, namespace("oil-dev", map[string]string{tenantLabel: "oil"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
