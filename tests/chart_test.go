@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
@@ -124,26 +126,54 @@ func TestChartRejectsBadValues(t *testing.T) {
 }
 
 // TestChartWebhooksMatchTheGoBuilder keeps the chart's webhook configurations
-// identical to webhook/configuration, which the e2e tests install.
+// identical to webhook/configuration, which the e2e tests install: for the
+// embedded library, from the chart's generated files/webhook-rules.yaml, and
+// for a library of one's own, from what `tenantguard rules -o webhook-rules`
+// prints for it, given as the value webhook.rules.
 func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
-	docs := render(t, "--set", "countedResources={pods,configmaps,deployments.apps,widgets.example.com}")
-	port := int32(443)
-	o := configuration.Options{
-		Service:   &admissionregistrationv1.ServiceReference{Namespace: "tenantguard-system", Name: "tg-tenantguard", Port: &port},
-		Namespace: "tenantguard-system",
-		QuotaResources: []schema.GroupResource{
-			{Resource: "pods"}, {Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}, {Group: "example.com", Resource: "widgets"},
-		},
+	counted := []string{"--set", "countedResources={pods,configmaps,deployments.apps,widgets.example.com}"}
+	dir := familyLibrary(t)
+	code, routes, errs := tenantguard(t, "rules", "--policy-dir", dir, "-o", "webhook-rules")
+	if code != 0 {
+		t.Fatalf("tenantguard rules: exit %d: %s", code, errs)
 	}
-	var validating admissionregistrationv1.ValidatingWebhookConfiguration
-	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &validating)
-	if want := configuration.Validating(o).Webhooks; !reflect.DeepEqual(validating.Webhooks, want) {
-		t.Errorf("validating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", validating.Webhooks, want)
+	routesFile := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routesFile, []byte(routes), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	var mutating admissionregistrationv1.MutatingWebhookConfiguration
-	decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &mutating)
-	if want := configuration.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
-		t.Errorf("mutating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", mutating.Webhooks, want)
+	family, err := policydir.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tt := range map[string]struct {
+		args    []string
+		catalog *catalog.Catalog
+	}{
+		"the embedded library":   {counted, nil},
+		"a library of one's own": {append(slices.Clone(counted), "--set-file", "webhook.rules="+routesFile), family},
+	} {
+		t.Run(name, func(t *testing.T) {
+			docs := render(t, tt.args...)
+			port := int32(443)
+			o := configuration.Options{
+				Service:   &admissionregistrationv1.ServiceReference{Namespace: "tenantguard-system", Name: "tg-tenantguard", Port: &port},
+				Namespace: "tenantguard-system",
+				QuotaResources: []schema.GroupResource{
+					{Resource: "pods"}, {Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}, {Group: "example.com", Resource: "widgets"},
+				},
+				Catalog: tt.catalog,
+			}
+			var validating admissionregistrationv1.ValidatingWebhookConfiguration
+			decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &validating)
+			if want := configuration.Validating(o).Webhooks; !reflect.DeepEqual(validating.Webhooks, want) {
+				t.Errorf("validating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", validating.Webhooks, want)
+			}
+			var mutating admissionregistrationv1.MutatingWebhookConfiguration
+			decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &mutating)
+			if want := configuration.Mutating(o).Webhooks; !reflect.DeepEqual(mutating.Webhooks, want) {
+				t.Errorf("mutating webhooks differ from webhook/configuration:\n got %+v\nwant %+v", mutating.Webhooks, want)
+			}
+		})
 	}
 }
 
