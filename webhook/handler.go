@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
-	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -41,7 +41,7 @@ const (
 type handler struct {
 	webhook string
 	store   *state.Store
-	ledger  engine.Ledger
+	ledger  quota.Ledger
 	// namespaceWait is how long a request in a namespace the view has not
 	// seen yet waits for the informer before it is refused.
 	namespaceWait time.Duration

@@ -16,8 +16,8 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
-	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -80,14 +80,14 @@ func TestJSONIsAcceptedWhateverItsParametersAndCase(t *testing.T) {
 
 // alone is the local ledger giving every place back once decided: the
 // corpus's cases are each decided on their own, not as a series of creates.
-type alone struct{ engine.LocalLedger }
+type alone struct{ quota.LocalLedger }
 
-func (l alone) Reserve(ctx context.Context, c clusterview.Claim, tenants []string) (map[string]int, engine.Hold, error) {
+func (l alone) Reserve(ctx context.Context, c quota.Claim, tenants []string) (map[string]int, quota.Hold, error) {
 	counts, hold, err := l.LocalLedger.Reserve(ctx, c, tenants)
 	return counts, releasing{hold}, err
 }
 
-type releasing struct{ engine.Hold }
+type releasing struct{ quota.Hold }
 
 func (h releasing) Keep(context.Context) error {
 	h.Release()
@@ -110,7 +110,7 @@ func TestWebhooksAgreeWithTheCorpus(t *testing.T) {
 			srv := servers[c.RegistryFile()]
 			if srv == nil {
 				store := newStore(t, c.RegistryFile(), nil)
-				srv, _ = newServer(t, store, Options{Ledger: alone{engine.LocalLedger{View: store.View()}}})
+				srv, _ = newServer(t, store, Options{Ledger: alone{quota.LocalLedger{View: store.View()}}})
 				servers[c.RegistryFile()] = srv
 			}
 			body := review(t, c)

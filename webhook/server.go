@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -47,8 +47,8 @@ type Options struct {
 	// seen yet waits for it before it is refused; 2 s by default.
 	NamespaceWait time.Duration
 	// Ledger holds the places of creates counted against tenant quotas
-	// while they are decided; nil is engine.LocalLedger on the store's view.
-	Ledger engine.Ledger
+	// while they are decided; nil is quota.LocalLedger on the store's view.
+	Ledger quota.Ledger
 	// ClientCAFile, when set, is a PEM bundle of CAs: /validate and /mutate
 	// then answer only callers presenting a client certificate one of them
 	// signed (the API server, given one through its AdmissionConfiguration),
@@ -89,7 +89,7 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 		opts.NamespaceWait = 2 * time.Second
 	}
 	if opts.Ledger == nil {
-		opts.Ledger = engine.LocalLedger{View: store.View()}
+		opts.Ledger = quota.LocalLedger{View: store.View()}
 	}
 	s := &Server{opts: opts, store: store, metrics: m, log: log}
 	if opts.GetCertificate != nil && (opts.CertFile != "" || opts.KeyFile != "") {

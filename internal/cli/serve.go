@@ -24,7 +24,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/memlimit"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/policydir"
-	"github.com/tenantguard/tenantguard/internal/quotaledger"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -107,7 +107,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.DurationVar(&o.quotaSyncTimeout, "quota-sync-timeout", 30*time.Second, "how long a registry that counts a new resource waits for its informer before it is refused")
 	f.StringVar(&o.quotaMode, "quota-mode", quotaLocal, "how creates counted against tenant quotas are reserved while decided: local (in this replica's memory; exact within a replica, a burst spread over R replicas faster than the informers can overshoot by up to R-1 times the room left) or strict (a per-tenant ledger ConfigMap in the registry's namespace, written with optimistic concurrency; exact across replicas, two API calls per counted create)")
-	f.DurationVar(&o.reservationTTL, "quota-reservation-ttl", engine.DefaultReservationTTL, "how long an admitted create holds its place in its tenant's count until the informer sees it")
+	f.DurationVar(&o.reservationTTL, "quota-reservation-ttl", quota.DefaultReservationTTL, "how long an admitted create holds its place in its tenant's count until the informer sees it")
 	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
 	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
 	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
@@ -204,13 +204,13 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		}
 		o.server.GetCertificate = rotator.GetCertificate
 	}
-	o.server.Ledger = engine.LocalLedger{View: store.View(), TTL: o.reservationTTL}
+	o.server.Ledger = quota.LocalLedger{View: store.View(), TTL: o.reservationTTL}
 	if o.quotaMode == quotaStrict {
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return &ExitError{Code: 1, Err: err}
 		}
-		o.server.Ledger = quotaledger.New(client, namespace, store.View(), o.reservationTTL)
+		o.server.Ledger = quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
 // NamespacesKey is the count key of a tenant's namespaces.
@@ -31,28 +33,23 @@ type PriorityClass struct {
 	PreemptionPolicy string
 }
 
-type objectKey struct {
-	key       string
-	namespace string
-	name      string
-}
-
 // objectID stands for an object the view has seen: a 128-bit keyed hash of
-// its objectKey. A cluster has 100,000s of objects; as hashes they hold no
-// pointers, so the garbage collector never walks them, and the informer's
-// strings are not kept alive. Of n objects two share an ID with a chance of
+// the quota.Claim that names it (the name a create reserves under). A
+// cluster has 100,000s of objects; as hashes they hold no pointers, so the
+// garbage collector never walks them, and the informer's strings are not
+// kept alive. Of n objects two share an ID with a chance of
 // about n²/2¹²⁹: 1 in 10²⁶ for a million objects.
 type objectID [2]uint64
 
 // id is the objectID of k under the view's seeds.
-func (v *View) id(k objectKey) objectID {
+func (v *View) id(k quota.Claim) objectID {
 	return objectID{v.hash(v.seeds[0], k), v.hash(v.seeds[1], k)}
 }
 
-func (v *View) hash(seed maphash.Seed, k objectKey) uint64 {
+func (v *View) hash(seed maphash.Seed, k quota.Claim) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
-	for _, s := range [...]string{k.key, k.namespace, k.name} {
+	for _, s := range [...]string{k.Key, k.Namespace, k.Name} {
 		// Length-prefixed, so that no two keys write the same bytes.
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
@@ -65,13 +62,13 @@ func (v *View) hash(seed maphash.Seed, k objectKey) uint64 {
 // View is safe for concurrent use. The zero value is not usable; call New.
 //
 // mu guards what the informers (and a new tenant label) change; a request
-// only reads it. res guards the reservations, which requests change (and
-// an informer, when it sees the object of a hold): a create's hold and its
-// release do not stop the other requests' reads. A goroutine holding both
-// takes mu first.
+// only reads it. The reservations have their own lock, in their table,
+// since requests change them (and an informer, when it sees the object of
+// a hold): a create's hold and its release do not stop the other requests'
+// reads. A goroutine holding both takes mu first: the view calls the table
+// under mu.
 type View struct {
 	mu          sync.RWMutex
-	res         sync.Mutex
 	tenantLabel string
 	namespaces  map[string]*namespace
 	objects     map[objectID]struct{}
@@ -83,13 +80,9 @@ type View struct {
 	quotaKeys       map[string]int
 	perTenant       map[string]map[string]int
 	priorityClasses map[string]PriorityClass
-	// reserved holds the creates being decided or admitted and not seen
-	// yet; pending counts them by tenant and quota key (reserve.go). res
-	// guards them and nextExpiry.
-	reserved   map[objectKey]*reservation
-	pending    map[string]map[string]int
-	nextExpiry time.Time
-	now        func() time.Time
+	// reservations are the creates being decided or admitted and not seen
+	// yet, which Count adds to the objects seen (package quota).
+	reservations *quota.Table
 }
 
 // New returns an empty view that assigns namespaces to tenants by tenantLabel.
@@ -103,9 +96,7 @@ func New(tenantLabel string) *View {
 		quotaKeys:       map[string]int{},
 		perTenant:       map[string]map[string]int{},
 		priorityClasses: map[string]PriorityClass{},
-		reserved:        map[objectKey]*reservation{},
-		pending:         map[string]map[string]int{},
-		now:             time.Now,
+		reservations:    quota.NewTable(),
 	}
 }
 
@@ -127,18 +118,18 @@ func (v *View) Upsert(o Object) {
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
 		v.upsertNamespace(o.Name, o.Labels)
-		v.takeOver(objectKey{NamespacesKey, "", o.Name})
+		v.reservations.TakeOver(quota.Claim{Key: NamespacesKey, Name: o.Name})
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
-		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
-		v.takeOver(k)
+		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
+		v.reservations.TakeOver(k)
 		id := v.id(k)
 		if _, seen := v.objects[id]; seen {
 			return
 		}
 		v.objects[id] = struct{}{}
-		v.add(o.Namespace, k.key, 1)
+		v.add(o.Namespace, k.Key, 1)
 	}
 }
 
@@ -155,13 +146,13 @@ func (v *View) Delete(o Object) {
 	case o.PriorityClass != nil:
 		delete(v.priorityClasses, o.Name)
 	case o.Namespace != "":
-		k := objectKey{QuotaKey(o.Group, o.Resource), o.Namespace, o.Name}
+		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		id := v.id(k)
 		if _, seen := v.objects[id]; !seen {
 			return
 		}
 		delete(v.objects, id)
-		v.add(o.Namespace, k.key, -1)
+		v.add(o.Namespace, k.Key, -1)
 	}
 }
 
@@ -225,8 +216,8 @@ func increment(counts map[string]map[string]int, outer, key string, n int) {
 	if per[key] == 0 {
 		delete(per, key)
 		if len(per) == 0 {
-			// Names seen once (a namespace label naming no tenant, a
-			// reservation given back) leave nothing behind.
+			// Names seen once (a namespace label naming no tenant)
+			// leave nothing behind.
 			delete(counts, outer)
 		}
 	}
@@ -288,9 +279,49 @@ func (v *View) Namespace(name string, build func(name string, labels Labels) any
 func (v *View) Count(tenant, key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	v.res.Lock()
-	defer v.res.Unlock()
-	return v.perTenant[tenant][key] + v.pending[tenant][key]
+	return v.perTenant[tenant][key] + v.reservations.Reserved(tenant, key)
+}
+
+// seenCount is how many objects of a quota key the view has seen of a
+// tenant; the caller holds v.mu.
+func (v *View) seenCount(tenant, key string) int {
+	return v.perTenant[tenant][key]
+}
+
+// Reserve holds a create's place in tenants' counts of c.Key while it is
+// decided (quota.Reservation.Take), and returns each tenant's count as the
+// decision must see it: the objects seen plus the places held, this one left
+// out. ttl bounds how long an admitted create holds its place without being
+// seen.
+//
+// It reads the counts of objects seen under the view's read lock, which only
+// the view's writers (informers) contend for, and the table holds its own
+// lock for the hold itself; the claim's copies, the hold and the counts are
+// allocated before either lock (quota.Table.Prepare), so that other
+// requests seldom wait on an allocation (or the garbage collector's assist
+// it may run).
+func (v *View) Reserve(c quota.Claim, tenants []string, ttl time.Duration) (map[string]int, *quota.Reservation) {
+	r := v.reservations.Prepare(c, tenants, ttl)
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return r.Take(v.seenCount), r
+}
+
+// Reserved returns how many creates hold a place in tenant's count of key.
+func (v *View) Reserved(tenant, key string) int {
+	return v.reservations.Reserved(tenant, key)
+}
+
+// Seen reports whether the view has seen the object a claim names.
+func (v *View) Seen(c quota.Claim) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if c.Key == NamespacesKey && c.Namespace == "" {
+		_, ok := v.namespaces[c.Name]
+		return ok
+	}
+	_, ok := v.objects[v.id(c)]
+	return ok
 }
 
 // PriorityClass returns a PriorityClass by name.

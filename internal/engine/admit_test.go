@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/tests/scale"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -26,7 +27,7 @@ func TestABurstOfFiftyCreatesAgainstRoomForTenAdmitsExactlyTen(t *testing.T) {
 		t.Fatal(err)
 	}
 	view := roomForTen()
-	ledger := LocalLedger{View: view}
+	ledger := quota.LocalLedger{View: view}
 	var wg sync.WaitGroup
 	decisions := make([]*admission.Decision, 50)
 	errs := make([]error, 50)
@@ -83,7 +84,7 @@ func TestOnlyCountedCreatesThatAreStoredReserve(t *testing.T) {
 			if tt.dryRun {
 				req.DryRun = &yes
 			}
-			d, err := e.Admit(t.Context(), req, view, LocalLedger{View: view})
+			d, err := e.Admit(t.Context(), req, view, quota.LocalLedger{View: view})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,12 +101,12 @@ func TestOnlyCountedCreatesThatAreStoredReserve(t *testing.T) {
 // staleOnce is a ledger whose first Keep finds the counts changed, as when
 // another replica admitted a create first.
 type staleOnce struct {
-	LocalLedger
+	quota.LocalLedger
 	mu       sync.Mutex
 	reserves int
 }
 
-func (l *staleOnce) Reserve(ctx context.Context, c clusterview.Claim, tenants []string) (map[string]int, Hold, error) {
+func (l *staleOnce) Reserve(ctx context.Context, c quota.Claim, tenants []string) (map[string]int, quota.Hold, error) {
 	counts, hold, err := l.LocalLedger.Reserve(ctx, c, tenants)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -116,9 +117,9 @@ func (l *staleOnce) Reserve(ctx context.Context, c clusterview.Claim, tenants []
 	return counts, hold, err
 }
 
-type staleHold struct{ Hold }
+type staleHold struct{ quota.Hold }
 
-func (staleHold) Keep(context.Context) error { return ErrStale }
+func (staleHold) Keep(context.Context) error { return quota.ErrStale }
 
 func TestACreateDecidedOnStaleCountsIsDecidedAgain(t *testing.T) {
 	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
@@ -126,7 +127,7 @@ func TestACreateDecidedOnStaleCountsIsDecidedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	view := roomForTen()
-	ledger := &staleOnce{LocalLedger: LocalLedger{View: view}}
+	ledger := &staleOnce{LocalLedger: quota.LocalLedger{View: view}}
 	d, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger)
 	if err != nil || !d.Allowed {
 		t.Fatalf("allowed %v, error %v; want allowed", d != nil && d.Allowed, err)
@@ -151,7 +152,7 @@ func TestAnAdmittedNamespaceGivesItsPlaceToTheNamespaceSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := view.Count("t0", clusterview.NamespacesKey)
-	d, err := e.Admit(t.Context(), req, view, LocalLedger{View: view})
+	d, err := e.Admit(t.Context(), req, view, quota.LocalLedger{View: view})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestAnAdmittedNamespaceGivesItsPlaceToTheNamespaceSeen(t *testing.T) {
 	}
 	// Room for one more namespace, then the namespace arrives.
 	view.Delete(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "t0-ns9"})
-	if d, err = e.Admit(t.Context(), req, view, LocalLedger{View: view}); err != nil || !d.Allowed {
+	if d, err = e.Admit(t.Context(), req, view, quota.LocalLedger{View: view}); err != nil || !d.Allowed {
 		t.Fatalf("allowed %v, error %v, deny %v", d != nil && d.Allowed, err, d)
 	}
 	view.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "t0-new", Labels: map[string]string{"tenantguard.io/tenant": "t0"}})

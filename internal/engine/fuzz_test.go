@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/webhook/admission"
@@ -53,7 +54,7 @@ func FuzzAdmit(f *testing.F) {
 			wellFormed(t, d)
 		}
 		validated, verr := e.Validate(t.Context(), req, view)
-		admitted, aerr := e.Admit(t.Context(), req, view, LocalLedger{View: view})
+		admitted, aerr := e.Admit(t.Context(), req, view, quota.LocalLedger{View: view})
 		if (verr == nil) != (aerr == nil) {
 			t.Fatalf("Validate error %v, Admit error %v", verr, aerr)
 		}

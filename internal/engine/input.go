@@ -46,9 +46,9 @@ func withObject(request, object ast.Object) ast.Object {
 	return ast.NewObject(append(fields, ast.Item(key, ast.NewTerm(object)))...)
 }
 
-// quota is what a create counts against (counted) and the counts, by
+// counting is what a create counts against (counted) and the counts, by
 // tenant, it is decided with; nil counts are read from the view.
-type quota struct {
+type counting struct {
 	key     string
 	tenants []string
 	counts  map[string]int
@@ -56,10 +56,10 @@ type quota struct {
 
 // input builds the policy input; q is nil when the caller has not worked
 // out the request's quota (no reservation).
-func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota) *input {
+func (e *Engine) input(req *admission.Request, view *clusterview.View, q *counting) *input {
 	if q == nil {
 		key, tenants := e.counted(req, view)
-		q = &quota{key: key, tenants: tenants}
+		q = &counting{key: key, tenants: tenants}
 	}
 	return &input{request: req.Value, cluster: e.facts(req, view, q)}
 }
@@ -67,7 +67,7 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, q *quota)
 // facts gathers the cluster facts one request's rules read: the labels of its
 // namespace, the tenant counts that could be exceeded, and the default
 // PriorityClass of a created Pod. Lookups are by key, never scans.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *quota) ast.Object {
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting) ast.Object {
 	cluster := ast.NewObjectWithCapacity(3)
 	if q.key != "" {
 		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
@@ -148,7 +148,7 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 }
 
 // countFacts is cluster.counts: tenant -> key -> count.
-func countFacts(q *quota, view *clusterview.View) *ast.Term {
+func countFacts(q *counting, view *clusterview.View) *ast.Term {
 	facts := make([][2]*ast.Term, 0, len(q.tenants))
 	for _, t := range q.tenants {
 		n, ok := q.counts[t]

@@ -51,7 +51,7 @@ func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clu
 
 // validate decides with the request's quota and its reserved counts, or,
 // when q is nil, with the view's counts.
-func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *quota) (*admission.Decision, error) {
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *counting) (*admission.Decision, error) {
 	return e.decision(ctx, e.input(req, view, q).value())
 }
 

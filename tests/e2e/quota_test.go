@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tenantguard/tenantguard/internal/engine"
-	"github.com/tenantguard/tenantguard/internal/quotaledger"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -109,7 +109,7 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 				t.Fatalf("%d pods stored, %d admitted", len(pods.Items), admitted)
 			}
 			if s.args != nil {
-				cm, err := admin.CoreV1().ConfigMaps(live.Namespace).Get(ctx, quotaledger.NamePrefix+s.tenant, metav1.GetOptions{})
+				cm, err := admin.CoreV1().ConfigMaps(live.Namespace).Get(ctx, quota.NamePrefix+s.tenant, metav1.GetOptions{})
 				if err != nil {
 					t.Fatalf("the strict ledger: %v", err)
 				}

@@ -1,0 +1,105 @@
+package quota
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Names and labels of the strict ledger's ConfigMaps.
+const (
+	// NamePrefix starts the name of a tenant's ledger: NamePrefix + tenant.
+	NamePrefix = "tenantguard-quota-"
+	// TenantLabel names the tenant of a ledger.
+	TenantLabel = "tenantguard.io/quota-ledger"
+	// claimsKey is the ConfigMap key holding the entries, as JSON.
+	claimsKey = "claims"
+)
+
+// ConfigMaps is what the strict ledger calls on the API server: the
+// ConfigMaps of one namespace, as client-go's
+// kubernetes.Interface.CoreV1().ConfigMaps(namespace) serves them. Named
+// here, it keeps client-go's clientset out of the packages that import this
+// one (the view, the engine) and lets a test stand in for the API server.
+type ConfigMaps interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error)
+	Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error)
+}
+
+// entry is one admitted create in a ledger.
+type entry struct {
+	Key       string    `json:"key"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	Expires   time.Time `json:"expires"`
+}
+
+func (e entry) claim() Claim { return Claim{e.Key, e.Namespace, e.Name} }
+
+// page is one tenant's ledger as read.
+type page struct {
+	tenant  string
+	cm      *corev1.ConfigMap // nil when it does not exist yet
+	entries []entry
+}
+
+func (l *StrictLedger) read(ctx context.Context, tenant string) (*page, error) {
+	p := &page{tenant: tenant}
+	cm, err := l.configMaps.Get(ctx, NamePrefix+tenant, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the quota ledger of tenant %q: %w", tenant, err)
+	}
+	p.cm = cm
+	if raw := cm.Data[claimsKey]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &p.entries); err != nil {
+			// A ledger someone broke: start it again. Counting from the
+			// informers alone can only overshoot by what was in flight.
+			p.entries = nil
+		}
+	}
+	return p, nil
+}
+
+// write stores a page with c added; a write that lost a race is ErrStale.
+func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
+	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e entry) bool { return e.claim() == c })
+	entries = append(entries, entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Expires: l.now().Add(l.ttl).UTC()})
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	if p.cm == nil {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:   NamePrefix + p.tenant,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: p.tenant},
+			},
+			Data: map[string]string{claimsKey: string(raw)},
+		}
+		_, err = l.configMaps.Create(ctx, cm, metav1.CreateOptions{})
+	} else {
+		cm := p.cm.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[claimsKey] = string(raw)
+		_, err = l.configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return ErrStale
+	}
+	if err != nil {
+		return fmt.Errorf("writing the quota ledger of tenant %q: %w", p.tenant, err)
+	}
+	return nil
+}

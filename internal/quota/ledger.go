@@ -1,0 +1,43 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DefaultReservationTTL is how long an admitted create holds its place in its
+// tenant's count before the informer sees the object: long enough for the
+// API server to store it and the watch to deliver it, short enough that a
+// create refused after admission (by another webhook) soon gives it back.
+const DefaultReservationTTL = 30 * time.Second
+
+// ErrStale is returned by Hold.Keep when the counts a create was decided
+// against changed meanwhile (another replica admitted a create first): the
+// create must be decided again.
+var ErrStale = errors.New("the tenant's counts changed while deciding")
+
+// Ledger holds the places of creates being decided in their tenants' counts.
+type Ledger interface {
+	// Reserve returns the counts of c.Key a create must be decided against,
+	// by tenant, and the create's hold on its place.
+	Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error)
+}
+
+// Hold is one create's place in its tenants' counts. Exactly one of Keep
+// and Release is called once the create is decided.
+type Hold interface {
+	// Keep makes the place last until the object is seen: the create is
+	// admitted. ErrStale means it must be decided again.
+	Keep(ctx context.Context) error
+	// Release gives the place back: the create is refused.
+	Release()
+}
+
+// ttlOr is ttl, or DefaultReservationTTL when ttl is not set.
+func ttlOr(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return DefaultReservationTTL
+	}
+	return ttl
+}

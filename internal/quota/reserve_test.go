@@ -1,0 +1,192 @@
+package quota_test
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
+)
+
+// These tests reserve in a real cluster view, which keeps the Table beside
+// its counts of the objects seen, as the webhook does.
+
+const label = "tenantguard.io/tenant"
+
+var podClaim = quota.Claim{Key: "pods", Namespace: "a", Name: "web"}
+
+// oilView has namespace "a" of tenant oil with n pods.
+func oilView(n int) *clusterview.View {
+	v := clusterview.New(label)
+	v.Upsert(namespace("a", "oil"))
+	for i := range n {
+		v.Upsert(pod(string(rune('A' + i))))
+	}
+	return v
+}
+
+func namespace(name, tenant string) clusterview.Object {
+	return clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: name, Labels: map[string]string{label: tenant}}
+}
+
+// pod is a pod of namespace "a".
+func pod(name string) clusterview.Object {
+	return clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: "a", Name: name}
+}
+
+func TestReservationsHoldPlacesInTheCounts(t *testing.T) {
+	const ttl = time.Minute
+	tests := []struct {
+		name  string
+		steps func(v *clusterview.View) int
+		// want is the count steps returns; pods is oil's count after them.
+		want, pods int
+	}{
+		{"a reservation sees the objects but not itself", func(v *clusterview.View) int {
+			counts, _ := v.Reserve(podClaim, []string{"oil"}, ttl)
+			return counts["oil"]
+		}, 2, 3},
+		{"a second create sees the first one's place", func(v *clusterview.View) int {
+			v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, _ := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "other"}, []string{"oil"}, ttl)
+			return counts["oil"]
+		}, 3, 4},
+		{"a refused create gives its place back", func(v *clusterview.View) int {
+			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			r.Release()
+			return counts["oil"]
+		}, 2, 2},
+		{"an admitted create keeps its place until it is seen", func(v *clusterview.View) int {
+			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			r.Keep()
+			return counts["oil"]
+		}, 2, 3},
+		{"the object seen takes over its place and counts once", func(v *clusterview.View) int {
+			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			r.Keep()
+			v.Upsert(pod("web"))
+			v.Upsert(pod("web"))
+			return counts["oil"]
+		}, 2, 3},
+		{"a retried create is one place, and seeing itself leaves it out", func(v *clusterview.View) int {
+			_, first := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, again := v.Reserve(podClaim, []string{"oil"}, ttl)
+			first.Keep()
+			again.Release()
+			return counts["oil"]
+		}, 2, 3},
+		{"a refused retry leaves the admitted first call's place", func(v *clusterview.View) int {
+			_, first := v.Reserve(podClaim, []string{"oil"}, ttl)
+			first.Keep()
+			counts, again := v.Reserve(podClaim, []string{"oil"}, ttl)
+			again.Release()
+			return counts["oil"]
+		}, 2, 3},
+		{"a namespace create holds a place with every tenant it could be for", func(v *clusterview.View) int {
+			counts, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, []string{"gas", "oil"}, ttl)
+			r.Keep()
+			return counts["oil"] + 10*v.Count("gas", clusterview.NamespacesKey)
+		}, 1 + 10, 2},
+		{"the namespace seen takes over every tenant's place", func(v *clusterview.View) int {
+			_, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, []string{"gas", "oil"}, ttl)
+			r.Keep()
+			v.Upsert(namespace("new", "oil"))
+			return v.Count("oil", clusterview.NamespacesKey) + 10*v.Count("gas", clusterview.NamespacesKey)
+		}, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := oilView(2)
+			if got := tt.steps(v); got != tt.want {
+				t.Errorf("steps returned %d, want %d", got, tt.want)
+			}
+			if got := v.Count("oil", "pods"); got != tt.pods {
+				t.Errorf("oil has %d pods counted, want %d", got, tt.pods)
+			}
+		})
+	}
+}
+
+// TestABurstAgainstRoomForTenIsDecidedAgainstEveryEarlierCreate decides 50
+// parallel creates against a quota with room for 10, as the webhook does:
+// reserve, decide on the count, keep or release.
+func TestABurstAgainstRoomForTenIsDecidedAgainstEveryEarlierCreate(t *testing.T) {
+	const limit, existing, burst = 20, 10, 50
+	v := oilView(existing)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted := 0
+	for i := range burst {
+		wg.Go(func() {
+			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "burst-" + string(rune('a'+i))}, []string{"oil"}, time.Minute)
+			if counts["oil"]+1 > limit {
+				r.Release()
+				return
+			}
+			r.Keep()
+			mu.Lock()
+			admitted++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if admitted != limit-existing {
+		t.Fatalf("%d of %d creates admitted, want %d", admitted, burst, limit-existing)
+	}
+	if got := v.Count("oil", "pods"); got != limit {
+		t.Fatalf("oil's count is %d after the burst, want %d", got, limit)
+	}
+}
+
+// TestCreatesAndTheInformerCountEachObjectOnce admits creates in parallel
+// while the informer reports the objects seen, each as soon as its create
+// holds a place (the API server may store it before the webhook's answer is
+// kept), so that every Reserve races other creates' objects being seen:
+// each create sees every object once, as a hold or as an object, and each
+// is counted once at the end, whether its hold was kept before or after the
+// object was seen. Run it with -race (make test does).
+func TestCreatesAndTheInformerCountEachObjectOnce(t *testing.T) {
+	const existing, creates = 3, 200
+	v := oilView(existing)
+	var wg sync.WaitGroup
+	for i := range creates {
+		name := fmt.Sprintf("p-%d", i)
+		wg.Go(func() {
+			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			if n := counts["oil"]; n < existing || n > existing+creates-1 {
+				t.Errorf("a create saw a count of %d, want %d to %d: the others' objects and holds, each once", n, existing, existing+creates-1)
+			}
+			var both sync.WaitGroup
+			both.Go(r.Keep)
+			both.Go(func() { v.Upsert(pod(name)) })
+			both.Go(func() { _ = v.Count("oil", "pods") })
+			both.Wait()
+		})
+	}
+	wg.Wait()
+	if got := v.Count("oil", "pods"); got != existing+creates {
+		t.Errorf("oil's count is %d, want %d: an object counted twice or not at all", got, existing+creates)
+	}
+}
+
+// BenchmarkCreateRequests makes each request's calls on the view, in
+// parallel, as the webhook does for a counted create: the namespace's
+// labels, its memo, the hold, and the hold given back (a refused create),
+// so that the holds do not pile up over the run.
+func BenchmarkCreateRequests(b *testing.B) {
+	v := oilView(10)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			name := "p-" + strconv.FormatInt(next.Add(1), 10)
+			v.NamespaceLabels("a")
+			v.Namespace("a", func(string, clusterview.Labels) any { return 1 })
+			_, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			r.Release()
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package quota
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Counter is what the strict ledger needs of the cluster view
+// (clusterview.View): the counts of the objects seen, and whether the object
+// of a ledger's claim has been seen (it then counts as an object, no longer
+// as a claim).
+type Counter interface {
+	Count(tenant, key string) int
+	Seen(c Claim) bool
+}
+
+// StrictLedger implements Ledger on the API server: one ledger ConfigMap per
+// tenant (configmap.go) holds the admitted creates not seen yet, written
+// with optimistic concurrency, so that replicas never admit more creates
+// between them than a quota has room for.
+type StrictLedger struct {
+	configMaps ConfigMaps
+	view       Counter
+	ttl        time.Duration
+	now        func() time.Time
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// NewStrictLedger returns a ledger keeping its ConfigMaps in configMaps (a
+// namespace's), counting the objects view has seen. ttl bounds how long an
+// admitted create holds its place unseen; DefaultReservationTTL when 0.
+func NewStrictLedger(configMaps ConfigMaps, view Counter, ttl time.Duration) *StrictLedger {
+	return &StrictLedger{configMaps: configMaps, view: view, ttl: ttlOr(ttl), now: time.Now, locks: map[string]*sync.Mutex{}}
+}
+
+// lock serializes this replica's creates of one tenant, so that only
+// other replicas can make a write conflict.
+func (l *StrictLedger) lock(tenant string) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.locks[tenant]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.locks[tenant] = m
+	}
+	return m
+}
+
+// Reserve implements Ledger: it reads every tenant's ledger and counts the
+// objects seen plus the admitted creates not seen yet.
+func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
+	tenants = slices.Sorted(slices.Values(tenants))
+	h := &strictHold{ledger: l, claim: c}
+	for _, t := range tenants {
+		m := l.lock(t)
+		m.Lock()
+		h.locked = append(h.locked, m)
+	}
+	counts := make(map[string]int, len(tenants))
+	now := l.now()
+	for _, t := range tenants {
+		p, err := l.read(ctx, t)
+		if err != nil {
+			h.Release()
+			return nil, nil, err
+		}
+		n := l.view.Count(t, c.Key)
+		p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
+		for _, e := range p.entries {
+			if x := e.claim(); x.Key == c.Key && x != c && !l.view.Seen(x) {
+				n++
+			}
+		}
+		counts[t] = n
+		h.pages = append(h.pages, p)
+	}
+	return counts, h, nil
+}
+
+// strictHold is a create's place while it is decided: the tenants' locks
+// and the ledgers as read.
+type strictHold struct {
+	ledger *StrictLedger
+	claim  Claim
+	locked []*sync.Mutex
+	pages  []*page
+	once   sync.Once
+}
+
+// Keep writes the claim into every tenant's ledger, each write conditional
+// on the ledger being unchanged since it was read.
+func (h *strictHold) Keep(ctx context.Context) error {
+	for _, p := range h.pages {
+		if err := h.ledger.write(ctx, p, h.claim); err != nil {
+			return err
+		}
+	}
+	h.Release()
+	return nil
+}
+
+// Release lets the tenants' next creates be decided.
+func (h *strictHold) Release() {
+	h.once.Do(func() {
+		for _, m := range slices.Backward(h.locked) {
+			m.Unlock()
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package quota_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/internal/quota"
+)
+
+// apiServer keeps one namespace's ConfigMaps as the API server does: a
+// write of a ConfigMap changed since it was read is a conflict.
+type apiServer struct {
+	mu      sync.Mutex
+	stored  map[string]*corev1.ConfigMap
+	version int
+}
+
+var configMaps = corev1.Resource("configmaps")
+
+func (s *apiServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cm := s.stored[name]; cm != nil {
+		return cm.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(configMaps, name)
+}
+
+func (s *apiServer) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stored[cm.Name] != nil {
+		return nil, apierrors.NewAlreadyExists(configMaps, cm.Name)
+	}
+	return s.store(cm), nil
+}
+
+func (s *apiServer) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.stored[cm.Name]; old == nil || old.ResourceVersion != cm.ResourceVersion {
+		return nil, apierrors.NewConflict(configMaps, cm.Name, errors.New("changed since read"))
+	}
+	return s.store(cm), nil
+}
+
+// store keeps a copy of cm as its next version; the caller holds s.mu.
+func (s *apiServer) store(cm *corev1.ConfigMap) *corev1.ConfigMap {
+	s.version++
+	cm = cm.DeepCopy()
+	cm.ResourceVersion = strconv.Itoa(s.version)
+	s.stored[cm.Name] = cm
+	return cm.DeepCopy()
+}
+
+// TestTwoStrictReplicasAdmitNoMoreThanTheRoom decides 50 parallel creates
+// against room for 10, spread over two replicas that share the API server
+// but not their reservations, as Admit does: reserve, decide on the count,
+// keep or release, and decide again when the ledger changed meanwhile.
+func TestTwoStrictReplicasAdmitNoMoreThanTheRoom(t *testing.T) {
+	const limit, existing, burst = 20, 10, 50
+	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	replicas := []*quota.StrictLedger{
+		quota.NewStrictLedger(server, oilView(existing), time.Minute),
+		quota.NewStrictLedger(server, oilView(existing), time.Minute),
+	}
+	var admitted, stale atomic.Int64
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			ledger, c := replicas[i%2], quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("burst-%d", i)}
+			for {
+				counts, hold, err := ledger.Reserve(t.Context(), c, []string{"oil"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if counts["oil"]+1 > limit {
+					hold.Release()
+					return
+				}
+				switch err := hold.Keep(t.Context()); {
+				case errors.Is(err, quota.ErrStale):
+					stale.Add(1)
+					hold.Release()
+				case err != nil:
+					t.Error(err)
+					return
+				default:
+					admitted.Add(1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit-existing {
+		t.Fatalf("%d of %d creates admitted, want %d (%d decided again)", got, burst, limit-existing, stale.Load())
+	}
+	cm := server.stored[quota.NamePrefix+"oil"]
+	if cm == nil || cm.Labels[quota.TenantLabel] != "oil" {
+		t.Fatalf("the ledger of oil: %v", cm)
+	}
+	if n := strings.Count(cm.Data["claims"], `"key"`); n != limit-existing {
+		t.Fatalf("the ledger holds %d claims, want the %d admitted", n, limit-existing)
+	}
+}
+
+// TestAnObjectSeenCountsOnceNotAlsoAsItsClaim admits a create in strict
+// mode, then lets the view see its object: the count stays one higher, as
+// the object now, no longer as the ledger's claim.
+func TestAnObjectSeenCountsOnceNotAlsoAsItsClaim(t *testing.T) {
+	view := oilView(2)
+	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	reserve := func(name string) int {
+		counts, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hold.Keep(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return counts["oil"]
+	}
+	if got := reserve("web"); got != 2 {
+		t.Fatalf("the first create saw %d pods, want 2", got)
+	}
+	if got := reserve("other"); got != 3 {
+		t.Fatalf("the second create saw %d pods, want 3: the first one's claim", got)
+	}
+	view.Upsert(pod("web"))
+	if got := reserve("third"); got != 4 {
+		t.Fatalf("after the first pod was seen, a create saw %d pods, want 4", got)
+	}
+}
