@@ -328,31 +328,33 @@ func union(a, b []string) []string {
 }
 
 // kindSets are the kind sets the library defines: rules whose METADATA
-// says custom: kindSet: NAME and whose value is an object keyed by kind,
-// each entry an object that may list subresources (relative names).
+// says custom: kindSet: NAME and whose value is a constant object from each
+// kind to the dot-separated path of what the set is about in it (a pod
+// carrier's pod spec); custom: subresources: {KIND: [SUBRESOURCE...]}
+// names the subresources the webhooks must send for a kind too.
 func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *problems) map[string][]Kind {
 	out := map[string][]Kind{}
 	for _, m := range modules {
 		for _, rule := range m.Rules {
-			var name string
-			var loc *ast.Location
-			for _, a := range annotations.GetRuleScope(rule) {
-				if n, ok := a.Custom["kindSet"].(string); ok {
-					name, loc = n, a.Location
+			var a *ast.Annotations
+			for _, candidate := range annotations.GetRuleScope(rule) {
+				if _, ok := candidate.Custom["kindSet"]; ok {
+					a = candidate
 				}
 			}
-			if name == "" {
+			if a == nil {
 				continue
 			}
+			name, _ := a.Custom["kindSet"].(string)
 			if !setName.MatchString(name) || name == Counted {
-				problems.add(loc, "kind set name %q must be lower-case words joined by dashes, and not %q", name, Counted)
+				problems.add(a.Location, "kind set name %q must be lower-case words joined by dashes, and not %q", name, Counted)
 				continue
 			}
 			if _, dup := out[name]; dup {
-				problems.add(loc, "kind set %q is defined twice", name)
+				problems.add(a.Location, "kind set %q is defined twice", name)
 				continue
 			}
-			kinds, err := kindSetValue(rule)
+			kinds, err := kindSetValue(rule, a.Custom["subresources"])
 			if err != nil {
 				problems.add(rule.Location, "kind set %q: %v", name, err)
 				continue
@@ -363,33 +365,40 @@ func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *p
 	return out
 }
 
-// kindSetValue reads a kind set rule's constant object.
-func kindSetValue(rule *ast.Rule) ([]Kind, error) {
+// kindSetValue reads a kind set rule's constant object of paths, and the
+// subresources its METADATA gives by kind.
+func kindSetValue(rule *ast.Rule, subresources any) ([]Kind, error) {
 	if rule.Head.Value == nil || !rule.Head.Value.IsGround() || !rule.Body.Equal(ast.NewBody(ast.NewExpr(ast.BooleanTerm(true)))) {
-		return nil, fmt.Errorf("must be a constant object: %s := {\"Pod\": {...}, ...}", rule.Head.Name)
+		return nil, fmt.Errorf("must be a constant object: %s := {\"Pod\": \"spec\", ...}", rule.Head.Name)
 	}
 	v, err := ast.JSON(rule.Head.Value.Value)
 	if err != nil {
 		return nil, err
 	}
-	entries, ok := v.(map[string]any)
+	paths, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("must be an object keyed by kind")
+		return nil, fmt.Errorf("must be an object from each kind to a dot-separated path")
+	}
+	subs, _ := subresources.(map[string]any)
+	for key := range subs {
+		if _, ok := paths[key]; !ok {
+			return nil, fmt.Errorf("subresources of %s, which is not in the set", key)
+		}
 	}
 	var kinds []Kind
-	for _, key := range sortedKeys(entries) {
+	for _, key := range sortedKeys(paths) {
 		k, err := parseKind(key)
 		if err != nil {
 			return nil, err
 		}
-		entry, _ := entries[key].(map[string]any)
-		subs, _ := entry["subresources"].([]any)
-		for _, s := range subs {
-			k.Subresources = append(k.Subresources, fmt.Sprintf("%s/%v", k.Resource, s))
+		path, ok := paths[key].(string)
+		if !ok || path == "" {
+			return nil, fmt.Errorf("the path of %s must be a dot-separated string such as spec.template.spec", key)
 		}
-		path, _ := entry["path"].([]any)
-		for _, p := range path {
-			k.path = append(k.path, fmt.Sprint(p))
+		k.path = strings.Split(path, ".")
+		list, _ := subs[key].([]any)
+		for _, sub := range list {
+			k.Subresources = append(k.Subresources, fmt.Sprintf("%s/%v", k.Resource, sub))
 		}
 		kinds = append(kinds, k)
 	}

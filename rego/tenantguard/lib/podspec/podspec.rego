@@ -12,27 +12,32 @@ import data.tenantguard.lib.tenancy
 # title: Pod carriers
 # description: |
 #   Every kind that carries a pod spec, with the path of the spec inside the
-#   object and the subresources through which its pods change. This is the
-#   one list of pod carriers: rules name it as the kind set "pod-carriers" in
-#   their kinds, and the webhook configurations, the chart, the CEL and
-#   Gatekeeper exports all read it from here.
+#   object (dot-separated). This is the one list of pod carriers: rules name
+#   it as the kind set "pod-carriers" in their kinds, and the webhook
+#   configurations, the chart, the CEL and Gatekeeper exports all read it
+#   from here. The custom field subresources names, by kind, the
+#   subresources through which a carrier's pods change, which the webhooks
+#   must send too. (One flat object of strings, so that the plan evaluator
+#   builds it once rather than on every request.)
 # custom:
 #   kindSet: pod-carriers
+#   subresources:
+#     Pod: [ephemeralcontainers]
 carriers := {
-	"Pod": {"path": ["spec"], "subresources": ["ephemeralcontainers"]},
-	"PodTemplate": {"path": ["template", "spec"]},
-	"ReplicationController": {"path": ["spec", "template", "spec"]},
-	"apps/ReplicaSet": {"path": ["spec", "template", "spec"]},
-	"apps/Deployment": {"path": ["spec", "template", "spec"]},
-	"apps/StatefulSet": {"path": ["spec", "template", "spec"]},
-	"apps/DaemonSet": {"path": ["spec", "template", "spec"]},
-	"batch/Job": {"path": ["spec", "template", "spec"]},
-	"batch/CronJob": {"path": ["spec", "jobTemplate", "spec", "template", "spec"]},
+	"Pod": "spec",
+	"PodTemplate": "template.spec",
+	"ReplicationController": "spec.template.spec",
+	"apps/ReplicaSet": "spec.template.spec",
+	"apps/Deployment": "spec.template.spec",
+	"apps/StatefulSet": "spec.template.spec",
+	"apps/DaemonSet": "spec.template.spec",
+	"batch/Job": "spec.template.spec",
+	"batch/CronJob": "spec.jobTemplate.spec.template.spec",
 }
 
 # METADATA
 # description: The path of the pod spec inside the request's object.
-path := carriers[tenancy.kind_key].path
+path := split(carriers[tenancy.kind_key], ".")
 
 # METADATA
 # description: The request writes an object that carries a pod spec.
