@@ -22,13 +22,13 @@ type Catalog struct {
 	modules, tests map[string]string
 	cel            map[string]string
 	rules          []Rule
-	kindSets       map[string][]Kind
+	kindSets       map[string]kindSet
 	variables      []Variable
 	revision       string
 }
 
 // Load reads the library under root: every *.rego module and test and
-// every *.cel.yaml translation, hidden entries skipped (the "..data" folders
+// every *.cel translation, hidden entries skipped (the "..data" folders
 // through which Kubernetes swaps a mounted ConfigMap). It refuses a library
 // that calls a built-in function a policy may not (Refused), declares a rule
 // badly or twice, or translates a rule to CEL that it does not claim for the
@@ -220,7 +220,13 @@ func (c *Catalog) Families() []string {
 func (c *Catalog) KindSets() []string { return sortedKeys(c.kindSets) }
 
 // KindSet is a kind set's kinds, e.g. "pod-carriers".
-func (c *Catalog) KindSet(name string) []Kind { return c.kindSets[name] }
+func (c *Catalog) KindSet(name string) []Kind { return c.kindSets[name].kinds }
+
+// KindSetTitle is a kind set's title, from its METADATA.
+func (c *Catalog) KindSetTitle(name string) string { return c.kindSets[name].title }
+
+// KindSetRule is the rule that defines a kind set, data.PACKAGE.RULE.
+func (c *Catalog) KindSetRule(name string) string { return c.kindSets[name].rule }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -98,7 +98,8 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		{"a module that does not parse", map[string]string{"x.rego": "package x\nallow if {"}, []string{"x.rego:2:"}},
 		{"a call of http.send", map[string]string{"x.rego": "package x\n\ny := http.send({\"method\": \"GET\", \"url\": \"http://x\"})\n"}, []string{"x.rego:3: calls http.send, which a tenantguard policy may not"}},
 		{"a DNS lookup in a test", map[string]string{"x.rego": "package x\n", "x_test.rego": "package x_test\n\ntest_y if net.lookup_ip_addr(\"x\")\n"}, []string{"x_test.rego:3: calls net.lookup_ip_addr"}},
-		{"opa.runtime as a value", map[string]string{"x.rego": "package x\n\ny := opa.runtime()\n"}, []string{"calls opa.runtime"}},
+		{"opa.runtime called", map[string]string{"x.rego": "package x\n\ny := opa.runtime()\n"}, []string{"calls opa.runtime"}},
+		{"http.send as a value", map[string]string{"x.rego": "package x\n\ny := http.send\n"}, []string{"x.rego:3: calls http.send"}},
 		{"a rule id nobody declares", family(defaults, "", ruleX), []string{`rule id "x" has no METADATA declaring it`}},
 		{"an id computed in the head", family(defaults, idX, "violations contains {\"id\": id, \"msg\": \"m\"} if id := input.a\n"), []string{"must name the rule id as a string"}},
 		{"a METADATA id that is not the head's", family(defaults, "# METADATA\n# custom:\n#   id: y\n", ruleX), []string{`declares rule id y on a violations rule whose head names "x"`}},
@@ -107,11 +108,20 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		{"no kinds and no operations", family("", idX, ruleX), []string{`rule "x" names no kinds`, `rule "x" names no operations`}},
 		{"an unknown kind set", family("# custom:\n#   kinds: [pod-carrier]\n#   operations: [CREATE]\n", idX, ruleX), []string{`no kind set is named "pod-carrier"`}},
 		{"a kind that is no kind", family("# custom:\n#   kinds: [apps/deployment]\n#   operations: [CREATE]\n", idX, ruleX), []string{`"apps/deployment" is not a kind`}},
+		{"no claim of opa", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [gatekeeper]\n", idX, ruleX), []string{`rule "x" must claim opa`}},
+		{"an id on the package", family(defaults+"#   id: x\n", idX, ruleX), []string{"id belongs on a violations rule"}},
+		{"a rule that mutates in a family without mutations", family(defaults, "# METADATA\n# custom:\n#   id: x\n#   mutates: true\n", ruleX), []string{"declares a rule that mutates but has no mutations rule"}},
+		{"an id that is not lower-case words and dashes", family(defaults, "# METADATA\n# custom:\n#   id: x.y\n", "violations contains {\"id\": \"x.y\", \"msg\": \"m\"} if input.a\n"), []string{`rule id "x.y" must be lower-case words joined by dashes`}},
+		{"a misspelt built-in kind", family("# custom:\n#   kinds: [apps/Deploymnet]\n#   operations: [CREATE]\n", idX, ruleX), []string{`"Deploymnet" is not a kind of the built-in API group "apps"`}},
+		{"a kind with a resource in a bad form", family("# custom:\n#   kinds: [{kind: example.com/Widget}]\n#   operations: [CREATE]\n", idX, ruleX), []string{"or {kind: group/Kind, resource: plural}"}},
+		{"a kind set's subresources that are not lists", map[string]string{"k.rego": "package k\n\n# METADATA\n# custom:\n#   kindSet: things\n#   subresources:\n#     Pod: ephemeralcontainers\ncarriers := {\"Pod\": \"spec\"}\n"}, []string{"the subresources of Pod must be a list"}},
+		{"a kind set with a nested value", map[string]string{"k.rego": "package k\n\n# METADATA\n# custom:\n#   kindSet: things\ncarriers := {\"Pod\": {\"path\": \"spec\"}}\n"}, []string{"the path of Pod must be a dot-separated string"}},
+		{"a family's defaults declared in two files", with(family(defaults, idX, ruleX), "g.rego", "# METADATA\n# custom:\n#   kinds: [Service]\npackage tenantguard.rules.f\n"), []string{"package annotation redeclared"}},
 		{"an unknown operation, mode and engine", family("# custom:\n#   kinds: [Pod]\n#   operations: [PATCH]\n#   enforcement: block\n#   engines: [wasm]\n", idX, ruleX), []string{`operation "PATCH"`, `enforcement "block"`, `engine "wasm"`}},
 		{"a subresource of no kind of the rule", family("# custom:\n#   kinds: [Pod]\n#   operations: [UPDATE]\n#   subresources: [services/status]\n", idX, ruleX), []string{`subresource "services/status" is not resource/subresource of one of its kinds`}},
 		{"mutations with no rule that mutates", family(defaults, idX, ruleX+"\nmutations contains {\"op\": \"add\"} if input.b\n"), []string{"has mutations but none of its rules says mutates: true"}},
-		{"a claim of the CEL engines without CEL", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX), []string{"claims kyverno and vap, but no *.cel file translates it"}},
-		{"a claim of kyverno alone", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno]\n", idX, ruleX), []string{"claims one of kyverno and vap but not the other"}},
+		{"a claim of the CEL engines without CEL", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno, vap]\n", idX, ruleX), []string{"claims kyverno and vap, but no *.cel file translates it"}},
+		{"a claim of kyverno alone", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno]\n", idX, ruleX), []string{"claims one of kyverno and vap but not the other"}},
 		{"CEL for a rule that does not claim it", withCEL(family(defaults, idX, ruleX), "rules:\n  - {id: x, validation: 'true', message: '\"m\"'}\n"), []string{`rule "x" has a CEL translation but does not claim kyverno and vap`}},
 		{"CEL for no rule, with an unknown variable and a syntax error", withCEL(family(defaults, idX, ruleX), "variables:\n  - {name: a, expression: 'variables.nope + 1'}\n  - {name: b, expression: '1 +'}\nrules:\n  - {id: z, validation: 'true', message: '\"m\"'}\n"), []string{`f.cel:5: translates rule "z", which no family declares`, `f.cel:2: variable "a" reads variables.nope`, "f.cel:3: variable b: ERROR"}},
 	}
@@ -132,13 +142,18 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 
 // withCEL is a library with its CEL file f.cel.
 func withCEL(files map[string]string, src string) map[string]string {
+	return with(files, "f.cel", src)
+}
+
+// with is a library with one more file.
+func with(files map[string]string, path, src string) map[string]string {
 	out := maps.Clone(files)
-	out["f.cel"] = src
+	out[path] = src
 	return out
 }
 
 func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
-	files := withCEL(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [kyverno, vap]\n", idX, ruleX),
+	files := withCEL(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno, vap]\n", idX, ruleX),
 		"variables:\n  - {name: c, expression: 'variables.b && variables.a'}\n  - {name: b, expression: 'variables.a'}\n  - {name: a, expression: 'variables.registry.x'}\n  - {name: unused, expression: 'true'}\nrules:\n  - {id: x, validation: '!variables.c', message: '\"[x] \" + string(variables.managers)'}\n")
 	c, err := LoadFiles(files)
 	if err != nil {
@@ -176,5 +191,38 @@ func TestTheCapabilitiesLeaveOutWhatAPolicyMayNotCall(t *testing.T) {
 	compiler := ast.NewCompiler().WithCapabilities(caps)
 	if compiler.Compile(map[string]*ast.Module{"x.rego": m}); !compiler.Failed() || !strings.Contains(compiler.Errors.Error(), "http.send") {
 		t.Errorf("a call of http.send compiled: %v", compiler.Errors)
+	}
+}
+
+func TestAFamilyMaySpreadOverSeveralFiles(t *testing.T) {
+	files := with(family(defaults, idX, ruleX), "g.rego", "package tenantguard.rules.f\n\n"+
+		"violations contains {\"id\": \"x\", \"msg\": \"n\"} if input.b\n\n"+
+		"# METADATA\n# custom:\n#   id: y\n#   mutates: true\nviolations contains {\"id\": \"y\", \"msg\": \"m\"} if input.c\n")
+	files = with(files, "h.rego", "package tenantguard.rules.f\n\nmutations contains {\"op\": \"add\"} if input.d\n")
+	c, err := LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := c.IDs(); !slices.Equal(ids, []string{"x", "y"}) {
+		t.Errorf("rules %v", ids)
+	}
+	if y, _ := c.Rule("y"); !y.Mutates || !slices.Equal(y.KindKeys(), []string{"Pod"}) {
+		t.Errorf("y, in another file, is %+v: it inherits the family's defaults", y)
+	}
+}
+
+func TestKindsNameTheirResources(t *testing.T) {
+	files := family("# custom:\n#   kinds: [Pod, networking.k8s.io/NetworkPolicy, gateway.networking.k8s.io/Gateway, {kind: Endpoints, resource: endpoints}]\n#   operations: [CREATE]\n#   engines: [opa]\n", idX, ruleX)
+	c, err := LoadFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.Rule("x")
+	var got []string
+	for _, k := range r.Kinds {
+		got = append(got, k.Resource)
+	}
+	if want := []string{"pods", "networkpolicies", "gateways", "endpoints"}; !slices.Equal(got, want) {
+		t.Errorf("resources %v, want %v", got, want)
 	}
 }

@@ -41,7 +41,7 @@ type CELRule struct {
 	Variables []Variable
 }
 
-// celFile is a *.cel.yaml file.
+// celFile is a *.cel file.
 type celFile struct {
 	Variables []yaml.Node `yaml:"variables"`
 	Rules     []yaml.Node `yaml:"rules"`
@@ -171,7 +171,7 @@ func (c *Catalog) atKindPath(set, object string) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString(object + " == null ? {} : ")
-	for _, k := range kinds {
+	for _, k := range kinds.kinds {
 		if len(k.path) == 0 {
 			return "", fmt.Errorf("kind set %q gives %s no path", set, k.Key())
 		}

@@ -1,5 +1,5 @@
 // Package catalog reads a rule library the way tenantguard uses it: its Rego
-// modules and tests, the CEL translations beside them (*.cel.yaml), and the
+// modules and tests, the CEL translations beside them (*.cel), and the
 // rules each family declares in its # METADATA custom: fields, read through
 // OPA's annotations API.
 //

@@ -1,12 +1,15 @@
 package catalog
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Kind is a kind a rule judges, with the resource the API server routes it
@@ -41,8 +44,33 @@ var (
 	setName  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 )
 
-// parseKind reads "Kind" or "group/Kind".
-func parseKind(s string) (Kind, error) {
+// kindEntry is one entry of a rule's kinds: "Kind", "group/Kind", a kind
+// set's name, or {kind: group/Kind, resource: plural} for a kind whose
+// resource is not its regular plural.
+type kindEntry struct {
+	name, resource string
+}
+
+func (e *kindEntry) UnmarshalJSON(raw []byte) error {
+	if err := json.Unmarshal(raw, &e.name); err == nil {
+		return nil
+	}
+	var explicit struct {
+		Kind     string `json:"kind"`
+		Resource string `json:"resource"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || explicit.Resource == "" {
+		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural}, not %s", raw)
+	}
+	e.name, e.resource = explicit.Kind, explicit.Resource
+	return nil
+}
+
+// parseKind reads "Kind" or "group/Kind", with its resource when given: a
+// kind of a built-in group must be one of the group's kinds.
+func parseKind(s, resource string) (Kind, error) {
 	g, k, grouped := strings.Cut(s, "/")
 	if !grouped {
 		g, k = "", s
@@ -50,13 +78,37 @@ func parseKind(s string) (Kind, error) {
 	if !kindName.MatchString(k) || (grouped && !group.MatchString(g)) {
 		return Kind{}, fmt.Errorf("%q is not a kind: write Kind for the core API (Pod) or group/Kind (apps/Deployment)", s)
 	}
-	return Kind{Group: g, Kind: k, Resource: resourceOf(g, k)}, nil
+	if scheme.Scheme.IsGroupRegistered(g) && !builtinKind(g, k) {
+		return Kind{}, fmt.Errorf("%q is not a kind of the built-in API group %q", k, g)
+	}
+	if resource == "" {
+		resource = resourceOf(k)
+	} else if !group.MatchString(resource) || strings.ToLower(resource) != resource {
+		return Kind{}, fmt.Errorf("resource %q of %s is not a lower-case resource name", resource, s)
+	}
+	return Kind{Group: g, Kind: k, Resource: resource}, nil
 }
 
-// resourceOf is a kind's resource as the API server names it: Kubernetes'
-// own guess (Pod pods, Ingress ingresses, NetworkPolicy networkpolicies),
-// which every built-in kind the rules judge follows.
-func resourceOf(g, k string) string {
-	plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Group: g, Kind: k})
+// builtinKind reports whether a built-in API group serves kind.
+func builtinKind(g, kind string) bool {
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Group == g && gvk.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceOf is a kind's resource as the API server names regular plurals:
+// Kubernetes' own guess (Pod pods, Ingress ingresses, NetworkPolicy
+// networkpolicies), and a vowel before a final y takes an s (Gateway
+// gateways). A kind named otherwise (Endpoints endpoints) is declared with
+// its resource.
+func resourceOf(kind string) string {
+	lower := strings.ToLower(kind)
+	if n := len(lower); n > 1 && lower[n-1] == 'y' && strings.ContainsRune("aeiou", rune(lower[n-2])) {
+		return lower + "s"
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: kind})
 	return plural.Resource
 }

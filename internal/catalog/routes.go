@@ -3,6 +3,7 @@ package catalog
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // AnyKind is the route key of the families that judge every kind: those
@@ -81,23 +82,12 @@ type Route struct {
 // the registry's quotas count are the registry's to add (RouteCounted).
 func (c *Catalog) Routes(mutating bool) (namespaces, workloads []Route) {
 	for i := range c.rules {
-		r := &c.rules[i]
-		if mutating && !r.Mutates {
-			continue
-		}
-		ops := r.Operations
-		if mutating {
-			ops = slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return op == "DELETE" })
-		}
-		for _, k := range r.Kinds {
+		for _, route := range c.rules[i].Routes(mutating) {
 			into := &workloads
-			if k.Group == "" && k.Kind == "Namespace" {
+			if route.Group == "" && (route.Resource == "namespaces" || strings.HasPrefix(route.Resource, "namespaces/")) {
 				into = &namespaces
 			}
-			add(into, Route{Group: k.Group, Resource: k.Resource, Operations: ops})
-			for _, sub := range k.Subresources {
-				add(into, Route{Group: k.Group, Resource: sub, Operations: subresourceOps(ops)})
-			}
+			add(into, route)
 		}
 	}
 	for _, routes := range [][]Route{namespaces, workloads} {
@@ -107,6 +97,37 @@ func (c *Catalog) Routes(mutating bool) (namespaces, workloads []Route) {
 		}
 	}
 	return namespaces, workloads
+}
+
+// Routes are what the API server must send to a webhook for the rule to see
+// what it declares: its kinds' resources with its operations, and their
+// subresources with updates (a subresource is neither created nor deleted
+// on its own, ephemeral containers and status alike). For the mutating
+// webhook (mutating true): nothing unless the rule mutates, and no DELETE.
+// The resources the registry counts are the registry's to add.
+func (r *Rule) Routes(mutating bool) []Route {
+	if mutating && !r.Mutates {
+		return nil
+	}
+	ops := r.Operations
+	if mutating {
+		ops = slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return op == "DELETE" })
+	}
+	var out []Route
+	for _, k := range r.Kinds {
+		add(&out, Route{Group: k.Group, Resource: k.Resource, Operations: ops})
+		for _, sub := range k.Subresources {
+			add(&out, Route{Group: k.Group, Resource: sub, Operations: subresourceOps(ops)})
+		}
+	}
+	return out
+}
+
+// JudgesNamespaces reports whether the rule judges Namespace objects, which
+// the webhooks send for every namespace (it may be becoming a tenant's);
+// the others they send only from tenant namespaces.
+func (r *Rule) JudgesNamespaces() bool {
+	return slices.ContainsFunc(r.Kinds, func(k Kind) bool { return k.Group == "" && k.Kind == "Namespace" })
 }
 
 // CountsAnything reports whether a rule judges the counted resources, so

@@ -5,10 +5,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/tenantguard/tenantguard/internal/registry"
 )
 
 // Rule is one rule id as its family declares it.
@@ -68,27 +71,20 @@ func (r *Rule) KindKeys() []string {
 	return out
 }
 
-// The enforcement modes.
-const (
-	ModeDeny   = "deny"
-	ModeWarn   = "warn"
-	ModeDryRun = "dryrun"
-)
-
 // RulesPackage is the package under which each rule family is one package.
 var RulesPackage = ast.MustParseRef("data.tenantguard.rules")
 
 // declaration is the custom: fields of a rule's METADATA, merged over its
 // package's.
 type declaration struct {
-	ID             string   `json:"id"`
-	Kinds          []string `json:"kinds"`
-	Subresources   []string `json:"subresources"`
-	Operations     []string `json:"operations"`
-	Mutates        bool     `json:"mutates"`
-	Enforcement    string   `json:"enforcement"`
-	Engines        []string `json:"engines"`
-	NotExpressible string   `json:"notExpressible"`
+	ID             string      `json:"id"`
+	Kinds          []kindEntry `json:"kinds"`
+	Subresources   []string    `json:"subresources"`
+	Operations     []string    `json:"operations"`
+	Mutates        bool        `json:"mutates"`
+	Enforcement    string      `json:"enforcement"`
+	Engines        []string    `json:"engines"`
+	NotExpressible string      `json:"notExpressible"`
 }
 
 // declare reads the kind sets and every family's rules from the modules'
@@ -104,13 +100,19 @@ func (c *Catalog) declare(modules map[string]*ast.Module, problems *problems) {
 		return
 	}
 	c.kindSets = kindSets(list, annotations, problems)
-	seen := map[string]string{}
+	families := map[string][]*ast.Module{}
+	var names []string
 	for _, m := range list {
-		family, ok := familyOf(m)
-		if !ok {
-			continue
+		if family, ok := familyOf(m); ok {
+			if families[family] == nil {
+				names = append(names, family)
+			}
+			families[family] = append(families[family], m)
 		}
-		for _, r := range c.family(family, m, annotations, problems) {
+	}
+	seen := map[string]string{}
+	for _, family := range names {
+		for _, r := range c.family(family, families[family], annotations, problems) {
 			if where, dup := seen[r.ID]; dup {
 				problems.add(r.loc, "rule id %q is declared again; it is declared at %s", r.ID, where)
 				continue
@@ -132,10 +134,17 @@ func familyOf(m *ast.Module) (string, bool) {
 	return string(name), ok
 }
 
-// family reads the rules one family's module declares: every definition of
-// violations that names its id in its head, with the METADATA of the first.
-func (c *Catalog) family(family string, m *ast.Module, annotations *ast.AnnotationSet, problems *problems) []Rule {
-	pkg := annotations.GetPackageScope(m.Package)
+// family reads the rules a family's modules (the files of its package)
+// declare: every definition of violations that names its id in its head,
+// with the METADATA of the one that declares it.
+func (c *Catalog) family(family string, modules []*ast.Module, annotations *ast.AnnotationSet, problems *problems) []Rule {
+	// OPA refuses a package's METADATA given in more than one of its files.
+	var pkg *ast.Annotations
+	for _, m := range modules {
+		if pkg == nil {
+			pkg = annotations.GetPackageScope(m.Package)
+		}
+	}
 	var defaults map[string]any
 	if pkg != nil {
 		defaults = pkg.Custom
@@ -147,7 +156,11 @@ func (c *Catalog) family(family string, m *ast.Module, annotations *ast.Annotati
 	declared := map[string]bool{}
 	var out []Rule
 	mutations := false
-	for _, rule := range m.Rules {
+	var rules []*ast.Rule
+	for _, m := range modules {
+		rules = append(rules, m.Rules...)
+	}
+	for _, rule := range rules {
 		switch rule.Head.Name.String() {
 		case "mutations":
 			mutations = true
@@ -193,11 +206,11 @@ func (c *Catalog) family(family string, m *ast.Module, annotations *ast.Annotati
 		}
 	}
 	mutating := slices.ContainsFunc(out, func(r Rule) bool { return r.Mutates })
-	switch {
+	switch where := modules[0].Package.Location; {
 	case mutations && !mutating && len(out) > 0:
-		problems.add(m.Package.Location, "family %q has mutations but none of its rules says mutates: true, so the mutating webhook would not route them", family)
+		problems.add(where, "family %q has mutations but none of its rules says mutates: true, so the mutating webhook would not route them", family)
 	case mutating && !mutations:
-		problems.add(m.Package.Location, "family %q declares a rule that mutates but has no mutations rule", family)
+		problems.add(where, "family %q declares a rule that mutates but has no mutations rule", family)
 	}
 	return out
 }
@@ -241,7 +254,7 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 	loc := own.Location
 	r := Rule{
 		ID: d.ID, Family: family, Title: own.Title, Description: strings.TrimSpace(own.Description),
-		Operations: d.Operations, Mutates: d.Mutates, Enforcement: cmp.Or(d.Enforcement, ModeDeny),
+		Operations: d.Operations, Mutates: d.Mutates, Enforcement: cmp.Or(d.Enforcement, registry.ModeDeny),
 		Engines: d.Engines, NotExpressible: d.NotExpressible, Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
 	}
 	if r.Title == "" && pkg != nil {
@@ -260,7 +273,7 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 			problems.add(loc, "rule %q: operation %q is not CREATE, UPDATE or DELETE", r.ID, op)
 		}
 	}
-	if !slices.Contains([]string{ModeDeny, ModeWarn, ModeDryRun}, r.Enforcement) {
+	if !slices.Contains([]string{registry.ModeDeny, registry.ModeWarn, registry.ModeDryRun}, r.Enforcement) {
 		problems.add(loc, "rule %q: enforcement %q is not deny, warn or dryrun", r.ID, r.Enforcement)
 	}
 	for _, e := range r.Engines {
@@ -268,10 +281,14 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 			problems.add(loc, "rule %q: engine %q is not one of %s (tenantguard itself decides every rule)", r.ID, e, strings.Join(Engines, ", "))
 		}
 	}
+	if !r.Claims(EngineOPA) {
+		problems.add(loc, "rule %q must claim opa: the OPA bundle is the library itself, and decides every rule of it", r.ID)
+	}
 	return r, len(problems.list) == before
 }
 
-var ruleID = group // lower-case words joined by dashes or dots, as a DNS subdomain
+// ruleID is lower-case words joined by dashes.
+var ruleID = regexp.MustCompile(`^[a-z]+(-[a-z0-9]+)*$`)
 
 // resolveKinds expands kind sets and attaches rule-level subresources to
 // their kinds.
@@ -287,8 +304,8 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		k.Subresources = slices.Clone(k.Subresources)
 		r.Kinds = append(r.Kinds, k)
 	}
-	for _, name := range d.Kinds {
-		switch set, isSet := c.kindSets[name]; {
+	for _, entry := range d.Kinds {
+		switch name, set, isSet := entry.name, c.kindSets[entry.name].kinds, c.kindSets[entry.name].kinds != nil; {
 		case name == Counted:
 			r.Counted = true
 		case isSet:
@@ -298,7 +315,7 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		case setName.MatchString(name):
 			problems.add(loc, "rule %q: no kind set is named %q; kind sets are %s", r.ID, name, strings.Join(sortedKeys(c.kindSets), ", "))
 		default:
-			k, err := parseKind(name)
+			k, err := parseKind(name, entry.resource)
 			if err != nil {
 				problems.add(loc, "rule %q: %v", r.ID, err)
 				continue
@@ -332,8 +349,8 @@ func union(a, b []string) []string {
 // kind to the dot-separated path of what the set is about in it (a pod
 // carrier's pod spec); custom: subresources: {KIND: [SUBRESOURCE...]}
 // names the subresources the webhooks must send for a kind too.
-func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *problems) map[string][]Kind {
-	out := map[string][]Kind{}
+func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *problems) map[string]kindSet {
+	out := map[string]kindSet{}
 	for _, m := range modules {
 		for _, rule := range m.Rules {
 			var a *ast.Annotations
@@ -359,10 +376,21 @@ func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *p
 				problems.add(rule.Location, "kind set %q: %v", name, err)
 				continue
 			}
-			out[name] = kinds
+			title := a.Title
+			if title == "" {
+				title = name
+			}
+			out[name] = kindSet{kinds: kinds, title: title, rule: rule.Ref().String()}
 		}
 	}
 	return out
+}
+
+// kindSet is a set of kinds the library defines, e.g. the pod carriers.
+type kindSet struct {
+	kinds []Kind
+	// title is its METADATA's; rule is where it is, data.PACKAGE.RULE.
+	title, rule string
 }
 
 // kindSetValue reads a kind set rule's constant object of paths, and the
@@ -379,15 +407,21 @@ func kindSetValue(rule *ast.Rule, subresources any) ([]Kind, error) {
 	if !ok {
 		return nil, fmt.Errorf("must be an object from each kind to a dot-separated path")
 	}
-	subs, _ := subresources.(map[string]any)
-	for key := range subs {
+	subs, ok := subresources.(map[string]any)
+	if subresources != nil && !ok {
+		return nil, fmt.Errorf("subresources must map kinds to lists of subresources, e.g. {Pod: [ephemeralcontainers]}")
+	}
+	for key, list := range subs {
 		if _, ok := paths[key]; !ok {
 			return nil, fmt.Errorf("subresources of %s, which is not in the set", key)
+		}
+		if _, ok := list.([]any); !ok {
+			return nil, fmt.Errorf("the subresources of %s must be a list, e.g. [ephemeralcontainers]", key)
 		}
 	}
 	var kinds []Kind
 	for _, key := range sortedKeys(paths) {
-		k, err := parseKind(key)
+		k, err := parseKind(key, "")
 		if err != nil {
 			return nil, err
 		}

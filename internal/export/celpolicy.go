@@ -42,7 +42,7 @@ func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr stri
 		variables = append(variables, map[string]any{"name": v.Name, "expression": v.Expression})
 	}
 	match := map[string]any{"resourceRules": resourceRules(r)}
-	if !slices.ContainsFunc(r.Kinds, isNamespace) {
+	if !r.JudgesNamespaces() {
 		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
 			map[string]any{"key": tenantLabel, "operator": "Exists"},
 		}}
@@ -64,26 +64,19 @@ func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr stri
 	}
 }
 
-func isNamespace(k catalog.Kind) bool { return k.Group == "" && k.Kind == "Namespace" }
-
-// resourceRules match a rule's kinds, by group in order, with their
-// subresources.
+// resourceRules match what the rule must see, as the webhooks route it
+// (catalog.Rule.Routes grouped by configuration.Rules), by API group.
 func resourceRules(r *catalog.Rule) []any {
-	ops := make([]any, len(r.Operations))
-	for i, op := range r.Operations {
-		ops[i] = op
-	}
-	groups, byGroup := groupKinds(r.Kinds, func(k catalog.Kind) []any {
-		names := []any{k.Resource}
-		for _, sub := range k.Subresources {
-			names = append(names, sub)
+	routes := r.Routes(false)
+	slices.SortStableFunc(routes, func(a, b catalog.Route) int { return strings.Compare(a.Group, b.Group) })
+	rules := configuration.Rules(routes)
+	out := make([]any, len(rules))
+	for i, rule := range rules {
+		ops := make([]string, len(rule.Operations))
+		for j, op := range rule.Operations {
+			ops[j] = string(op)
 		}
-		return names
-	})
-	slices.Sort(groups)
-	out := make([]any, 0, len(groups))
-	for _, group := range groups {
-		out = append(out, map[string]any{"apiGroups": []any{group}, "apiVersions": []any{"*"}, "resources": byGroup[group], "operations": ops})
+		out[i] = map[string]any{"apiGroups": anyList(rule.APIGroups), "apiVersions": anyList(rule.APIVersions), "resources": anyList(rule.Resources), "operations": anyList(ops)}
 	}
 	return out
 }

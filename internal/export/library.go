@@ -110,11 +110,13 @@ func managerNames(managers []string) []string {
 	return managers
 }
 
-func managersOrDefault(managers []string) []any {
-	names := managerNames(managers)
-	out := make([]any, len(names))
-	for i, m := range names {
-		out[i] = m
+func managersOrDefault(managers []string) []any { return anyList(managerNames(managers)) }
+
+// anyList is a list of strings as manifests hold it.
+func anyList(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -59,6 +60,16 @@ type Store struct {
 	policyGen   int64
 	// failing are the sources whose last version offered was refused
 	failing map[string]bool
+	// waiting holds the last registry and the last policy refused only
+	// because the other names rules it does not declare (a rule family
+	// and the registry's enforcement of it rolled out together): each is
+	// tried again once the other changes.
+	waiting struct {
+		registry       *registry.Snapshot
+		policy         *engine.Policy
+		registrySource string
+		policySource   string
+	}
 }
 
 // New returns a store for the view, with no registry; until a policy is
@@ -114,12 +125,65 @@ func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.
 		s.policy = p
 	}
 	if err := s.swap(ctx, snap, s.policy); err != nil {
+		if ruleMismatch(err) {
+			s.waiting.registry, s.waiting.registrySource = snap, source
+		}
 		return false, s.rejected(metrics.SourceRegistry, source, err)
 	}
+	s.putRegistry(source, snap)
+	s.retryPolicy(ctx)
+	return true, nil
+}
+
+// putRegistry records a registry put in force by swap.
+func (s *Store) putRegistry(source string, snap *registry.Snapshot) {
 	s.registry = snap
 	s.registryGen++
+	s.waiting.registry = nil
 	s.loaded(metrics.SourceRegistry, source, s.registryGen, "revision", snap.Revision(), "tenants", snap.Len())
-	return true, nil
+}
+
+// putPolicy records a policy put in force.
+func (s *Store) putPolicy(source string, p *engine.Policy, custom bool) {
+	s.policy, s.custom = p, custom
+	s.policyGen++
+	s.waiting.policy = nil
+	s.loaded(metrics.SourcePolicy, source, s.policyGen, "rules", len(p.Catalog().Rules()), "modules", len(p.Catalog().Modules()), "embedded", !custom, "evaluator", p.Evaluator())
+}
+
+// ruleMismatch reports whether a swap failed only because the registry's
+// enforcement names a rule the policy does not declare.
+func ruleMismatch(err error) bool {
+	var invalid *registry.Error
+	return errors.As(err, &invalid)
+}
+
+// retryRegistry puts in force the registry that waited for a policy
+// declaring its rules, now that the policy changed; the caller holds s.mu.
+func (s *Store) retryRegistry(ctx context.Context) {
+	snap, source := s.waiting.registry, s.waiting.registrySource
+	if snap == nil {
+		return
+	}
+	if err := s.swap(ctx, snap, s.policy); err != nil {
+		s.log.Info("the registry waiting for the policy's rules is still refused", "source", source, "error", err.Error())
+		return
+	}
+	s.putRegistry(source+" (waited for the policy that declares its rules)", snap)
+}
+
+// retryPolicy puts in force the policy that waited for a registry naming
+// only its rules, now that the registry changed; the caller holds s.mu.
+func (s *Store) retryPolicy(ctx context.Context) {
+	p, source := s.waiting.policy, s.waiting.policySource
+	if p == nil {
+		return
+	}
+	if err := s.swap(ctx, s.registry, p); err != nil {
+		s.log.Info("the policy waiting for the registry is still refused", "source", source, "error", err.Error())
+		return
+	}
+	s.putPolicy(source+" (waited for a registry naming only its rules)", p, true)
 }
 
 // LoadPolicy puts a rule library in force: a replacement one (a
@@ -130,15 +194,24 @@ func (s *Store) LoadSnapshot(ctx context.Context, source string, snap *registry.
 // empty registry. On error nothing changes.
 func (s *Store) LoadPolicy(ctx context.Context, source string, cat *catalog.Catalog) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.policyGen > 0 && (cat == nil) == !s.custom && (cat == nil || cat.Revision() == s.policy.Catalog().Revision()) {
 		s.unchanged(metrics.SourcePolicy, source)
+		s.mu.Unlock()
 		return nil
 	}
+	s.mu.Unlock()
+	// Compiled and tested outside the lock: a library's tests may take
+	// seconds, and registry reloads must not wait for them. Loads of
+	// policies come one at a time (the watcher's goroutine).
 	p, err := engine.Compile(ctx, engine.PolicyOptions{Catalog: cat, Evaluator: s.opts.Evaluator, Test: cat != nil})
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err == nil {
 		if s.registry != nil {
 			err = s.swap(ctx, s.registry, p)
+			if err != nil && ruleMismatch(err) && cat != nil {
+				s.waiting.policy, s.waiting.policySource = p, source
+			}
 		} else {
 			err = selfCheck(ctx, p) // no registry yet: check it against an empty one
 		}
@@ -146,9 +219,8 @@ func (s *Store) LoadPolicy(ctx context.Context, source string, cat *catalog.Cata
 	if err != nil {
 		return s.rejected(metrics.SourcePolicy, source, err)
 	}
-	s.policy, s.custom = p, cat != nil
-	s.policyGen++
-	s.loaded(metrics.SourcePolicy, source, s.policyGen, "rules", len(p.Catalog().Rules()), "modules", len(p.Catalog().Modules()), "embedded", cat == nil, "evaluator", p.Evaluator())
+	s.putPolicy(source, p, cat != nil)
+	s.retryRegistry(ctx)
 	return nil
 }
 

@@ -14,9 +14,11 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
+	"github.com/tenantguard/tenantguard/tests/live"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -189,6 +191,83 @@ func TestTheRegistryAndThePolicyAgreeOnRuleIDs(t *testing.T) {
 	if store.Engine() != good || obs.rejected["policy"] != 1 {
 		t.Fatalf("engine replaced %v, policy refusals %d", store.Engine() != good, obs.rejected["policy"])
 	}
+}
+
+// TestAFamilyAndItsEnforcementRollOutInEitherOrder adds a rule family and
+// the registry's enforcement of it, and removes both, each pair in both
+// orders: whichever comes first is refused (its rule ids do not match) and
+// put in force as soon as the other arrives, with no new version of it.
+func TestAFamilyAndItsEnforcementRollOutInEitherOrder(t *testing.T) {
+	ctx := t.Context()
+	withFamily, withoutFamily := t.TempDir(), t.TempDir()
+	if err := live.CopyFamilyPolicy(withFamily); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.CopyPolicy(withoutFamily, "_test.rego"); err != nil {
+		t.Fatal(err)
+	}
+	family, err := policydir.Load(withFamily)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := policydir.Load(withoutFamily)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := registryDoc(t)
+	enforced := strings.Replace(doc, "    settings:\n", "    settings:\n      enforcement: {configmap-secrets: warn}\n", 1)
+	inForce := func(store *state.Store, wantRule bool, wantRegistry string) {
+		t.Helper()
+		e := store.Engine()
+		_, hasRule := e.Policy().Catalog().Rule("configmap-secrets")
+		mode := e.Registry().Registry().Settings.Enforcement["configmap-secrets"]
+		if hasRule != wantRule || mode != wantRegistry {
+			t.Fatalf("in force: the family %v, the registry's mode %q; want %v and %q", hasRule, mode, wantRule, wantRegistry)
+		}
+	}
+	steps := map[string][]func(*state.Store) error{
+		"the registry first": {
+			func(s *state.Store) error { return s.LoadRegistry(ctx, "enforced", []byte(enforced)) },
+			func(s *state.Store) error { return s.LoadPolicy(ctx, "with the family", family) },
+		},
+		"the policy first": {
+			func(s *state.Store) error { return s.LoadPolicy(ctx, "with the family", family) },
+			func(s *state.Store) error { return s.LoadRegistry(ctx, "enforced", []byte(enforced)) },
+		},
+	}
+	for name, add := range steps {
+		t.Run("adding, "+name, func(t *testing.T) {
+			store, _ := newStore(t)
+			if err := store.LoadRegistry(ctx, "plain", []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+			first, second := add[0](store), add[1](store)
+			if name == "the registry first" && (first == nil || second != nil) {
+				t.Fatalf("the registry naming a rule not in force: %v; then the policy: %v", first, second)
+			}
+			if name == "the policy first" && (first != nil || second != nil) {
+				t.Fatalf("%v, %v", first, second)
+			}
+			inForce(store, true, "warn")
+		})
+	}
+	t.Run("removing, the policy first", func(t *testing.T) {
+		store, _ := newStore(t)
+		if err := store.LoadPolicy(ctx, "with the family", family); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.LoadRegistry(ctx, "enforced", []byte(enforced)); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.LoadPolicy(ctx, "without the family", plain); err == nil || !strings.Contains(err.Error(), `unknown rule id "configmap-secrets"`) {
+			t.Fatalf("a policy without a rule the registry names: %v", err)
+		}
+		inForce(store, true, "warn")
+		if err := store.LoadRegistry(ctx, "plain", []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+		inForce(store, false, "")
+	})
 }
 
 // library is a rule library of the given files.

@@ -40,12 +40,11 @@ type webhookRules struct {
 // so that they equal Validating's and Mutating's.
 func Document(cat *catalog.Catalog) ([]byte, error) {
 	var d document
-	ns, wl := cat.Routes(false)
-	d.Validating = webhookRules{Rules(ns), Rules(wl)}
-	ns, wl = cat.Routes(true)
-	d.Mutating = webhookRules{Rules(ns), Rules(wl)}
+	ns, validating := cat.Routes(false)
+	d.Validating = webhookRules{Rules(ns), Rules(validating)}
+	ns, mutating := cat.Routes(true)
+	d.Mutating = webhookRules{Rules(ns), Rules(mutating)}
 	d.CountsAnything = cat.CountsAnything()
-	_, validating := cat.Routes(false)
 	for _, r := range validating {
 		if slices.Contains(r.Operations, "CREATE") {
 			name := r.Resource

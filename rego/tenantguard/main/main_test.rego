@@ -35,6 +35,13 @@ test_without_a_catalog_nothing_is_decided if {
 	not main.mutations with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
 }
 
+test_with_half_a_catalog_nothing_is_decided if {
+	every catalog in [{"routes": {}}, {"routes": {"validate": {}}}, {"routes": {"mutate": {}}}, {"routes": {"validate": [], "mutate": {}}}] {
+		not main.decision with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
+			with data.tenantguard.catalog as catalog
+	}
+}
+
 test_a_rule_default_enforcement_applies_unless_the_registry_sets_one if {
 	inp := f.request("CREATE", f.pod({"hostNetwork": true, "containers": [f.container({})]}))
 	catalog := json.patch(f.catalog, [{"op": "replace", "path": "/enforcement/host-network", "value": "warn"}])

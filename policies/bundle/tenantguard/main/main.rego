@@ -21,6 +21,13 @@ import data.tenantguard.rules
 
 _catalog := data.tenantguard.catalog
 
+# The catalog holds both route tables: without them nothing is decided, so
+# that a bundle missing its catalog (or holding half of one) fails closed.
+_routed if {
+	is_object(_catalog.routes.validate)
+	is_object(_catalog.routes.mutate)
+}
+
 # The families a route table gives the request's kind: its own, else those
 # that judge every kind ("*", e.g. the counted resources).
 _route(routes) := families if {
@@ -60,7 +67,7 @@ _with_mode(mode) := [violation |
 #   violations split by enforcement mode, each list sorted. Undefined without
 #   a catalog, so that a bundle missing it fails closed.
 decision := _clean if {
-	_catalog.routes
+	_routed
 	count(violations) == 0
 } else := {
 	"allowed": count(_deny) == 0,
@@ -68,7 +75,7 @@ decision := _clean if {
 	"warn": _with_mode("warn"),
 	"dryrun": _with_mode("dryrun"),
 } if {
-	_catalog.routes
+	_routed
 }
 
 # The violations in deny mode, worked out once for both of decision's uses.
@@ -83,5 +90,5 @@ mutations := [operation |
 	some family in mutating_families
 	some operation in rules[family].mutations
 ] if {
-	_catalog.routes
+	_routed
 }

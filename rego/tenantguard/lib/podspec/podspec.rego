@@ -9,7 +9,7 @@ package tenantguard.lib.podspec
 import data.tenantguard.lib.tenancy
 
 # METADATA
-# title: Pod carriers
+# title: Every kind that carries a pod spec
 # description: |
 #   Every kind that carries a pod spec, with the path of the spec inside the
 #   object (dot-separated). This is the one list of pod carriers: rules name

@@ -31,7 +31,8 @@ _trusted if identity.is_control_plane
 #   The companions tenantguard generates in tenant namespaces (labelled
 #   app.kubernetes.io/managed-by=tenantguard) cannot be created, changed or
 #   deleted by tenants; their kinds are the generator's, and a test holds
-#   them equal.
+#   them equal. The label forged on any other kind is no one's concern:
+#   tenantguard neither keeps nor prunes other kinds.
 # custom:
 #   id: managed-resource
 #   kinds: [ResourceQuota, LimitRange, networking.k8s.io/NetworkPolicy, rbac.authorization.k8s.io/RoleBinding]
