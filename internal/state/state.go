@@ -149,6 +149,10 @@ func (s *Store) putPolicy(source string, p *engine.Policy, custom bool) {
 	s.policyGen++
 	s.waiting.policy = nil
 	s.loaded(metrics.SourcePolicy, source, s.policyGen, "rules", len(p.Catalog().Rules()), "modules", len(p.Catalog().Modules()), "embedded", !custom, "evaluator", p.Evaluator())
+	if p.Evaluator() != engine.EvaluatorPlan && s.opts.Evaluator != engine.EvaluatorTopdown {
+		// auto fell back: every decision now costs about twelve times more
+		s.log.Warn("the policy runs on OPA's topdown evaluator, not the plan evaluator; decisions cost about 12 times more CPU", "source", source, "evaluator", p.Evaluator())
+	}
 }
 
 // ruleMismatch reports whether a swap failed only because the registry's
