@@ -177,12 +177,7 @@ func (c *Catalog) family(family string, modules []*ast.Module, annotations *ast.
 		if _, ok := heads[id]; !ok {
 			heads[id] = rule.Location
 		}
-		var own *ast.Annotations
-		for _, a := range annotations.GetRuleScope(rule) {
-			if _, ok := a.Custom["id"]; ok {
-				own = a
-			}
-		}
+		own := annotatedWith(annotations, rule, "id")
 		if own == nil {
 			continue
 		}
@@ -211,6 +206,18 @@ func (c *Catalog) family(family string, modules []*ast.Module, annotations *ast.
 		problems.add(where, "family %q has mutations but none of its rules says mutates: true, so the mutating webhook would not route them", family)
 	case mutating && !mutations:
 		problems.add(where, "family %q declares a rule that mutates but has no mutations rule", family)
+	}
+	return out
+}
+
+// annotatedWith is the METADATA of a rule that has the custom field key,
+// nil when none has.
+func annotatedWith(annotations *ast.AnnotationSet, rule *ast.Rule, key string) *ast.Annotations {
+	var out *ast.Annotations
+	for _, a := range annotations.GetRuleScope(rule) {
+		if _, ok := a.Custom[key]; ok {
+			out = a
+		}
 	}
 	return out
 }
@@ -353,12 +360,7 @@ func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *p
 	out := map[string]kindSet{}
 	for _, m := range modules {
 		for _, rule := range m.Rules {
-			var a *ast.Annotations
-			for _, candidate := range annotations.GetRuleScope(rule) {
-				if _, ok := candidate.Custom["kindSet"]; ok {
-					a = candidate
-				}
-			}
+			a := annotatedWith(annotations, rule, "kindSet")
 			if a == nil {
 				continue
 			}
