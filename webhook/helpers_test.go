@@ -39,7 +39,7 @@ func newStore(t testing.TB, registryFile string, modules map[string]string) *sta
 	var cat *catalog.Catalog
 	if modules != nil {
 		var err error
-		if cat, err = catalog.LoadFiles(modules); err != nil {
+		if cat, err = fixtures.Library(modules); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing/fstest"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -54,15 +53,6 @@ func Load(root fs.FS) (*Catalog, error) {
 	}
 	c.revision = c.hash()
 	return c, nil
-}
-
-// LoadFiles is Load of a library held in memory, by slash path.
-func LoadFiles(files map[string]string) (*Catalog, error) {
-	fsys := fstest.MapFS{}
-	for path, src := range files {
-		fsys[path] = &fstest.MapFile{Data: []byte(src)}
-	}
-	return Load(fsys)
 }
 
 var (
@@ -201,17 +191,6 @@ func (c *Catalog) IDs() []string {
 	out := make([]string, len(c.rules))
 	for i, r := range c.rules {
 		out[i] = r.ID
-	}
-	return out
-}
-
-// Families are the rule families, sorted.
-func (c *Catalog) Families() []string {
-	var out []string
-	for _, r := range c.rules {
-		if !slices.Contains(out, r.Family) {
-			out = append(out, r.Family)
-		}
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package catalog
+package catalog_test
 
 import (
 	"maps"
@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 // specRules are the rule ids of SPEC.md section 3, which the embedded
@@ -21,7 +24,7 @@ var specRules = []string{
 }
 
 func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
-	c := MustEmbedded()
+	c := catalog.MustEmbedded()
 	if got := slices.Sorted(slices.Values(c.IDs())); !slices.Equal(got, slices.Sorted(slices.Values(specRules))) {
 		t.Errorf("rules %v, want %v", got, specRules)
 	}
@@ -29,14 +32,14 @@ func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
 		if len(r.Kinds) == 0 && !r.Counted || len(r.Operations) == 0 || r.Title == "" || r.Description == "" {
 			t.Errorf("%s is declared without kinds, operations, a title or a description: %+v", r.ID, r)
 		}
-		if !r.Claims(EngineOPA) || !r.Claims(EngineGatekeeper) {
+		if !r.Claims(catalog.EngineOPA) || !r.Claims(catalog.EngineGatekeeper) {
 			t.Errorf("%s does not claim the OPA bundle and Gatekeeper, which run the library itself", r.ID)
 		}
 	}
 }
 
 func TestThePodCarriersAreOneKindSet(t *testing.T) {
-	c := MustEmbedded()
+	c := catalog.MustEmbedded()
 	var keys []string
 	for _, k := range c.KindSet("pod-carriers") {
 		keys = append(keys, k.Key()+"="+k.Resource+strings.Join(k.Subresources, ""))
@@ -56,7 +59,7 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 }
 
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
-	routes := MustEmbedded().Data()["routes"].(map[string]any)
+	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
 	pod := []any{"pods", "priority", "quota", "storage"}
 	want := map[string]any{
 		"validate": map[string]any{
@@ -127,7 +130,7 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadFiles(tt.files)
+			_, err := fixtures.Library(tt.files)
 			if err == nil {
 				t.Fatal("loaded")
 			}
@@ -155,7 +158,7 @@ func with(files map[string]string, path, src string) map[string]string {
 func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
 	files := withCEL(family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno, vap]\n", idX, ruleX),
 		"variables:\n  - {name: c, expression: 'variables.b && variables.a'}\n  - {name: b, expression: 'variables.a'}\n  - {name: a, expression: 'variables.registry.x'}\n  - {name: unused, expression: 'true'}\nrules:\n  - {id: x, validation: '!variables.c', message: '\"[x] \" + string(variables.managers)'}\n")
-	c, err := LoadFiles(files)
+	c, err := fixtures.Library(files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,22 +172,22 @@ func TestCELVariablesComeInTheOrderTheyReadEachOther(t *testing.T) {
 	}
 
 	cycle := withCEL(files, "variables:\n  - {name: a, expression: 'variables.b'}\n  - {name: b, expression: 'variables.a'}\nrules:\n  - {id: x, validation: 'variables.a', message: '\"m\"'}\n")
-	if _, err := LoadFiles(cycle); err == nil || !strings.Contains(err.Error(), "read each other") {
+	if _, err := fixtures.Library(cycle); err == nil || !strings.Contains(err.Error(), "read each other") {
 		t.Errorf("a cycle: %v", err)
 	}
 }
 
 func TestTheCapabilitiesLeaveOutWhatAPolicyMayNotCall(t *testing.T) {
-	caps := Capabilities()
+	caps := catalog.Capabilities()
 	for _, b := range caps.Builtins {
-		if Refused(b.Name) {
+		if catalog.Refused(b.Name) {
 			t.Errorf("%s is in the capabilities", b.Name)
 		}
 	}
 	if len(caps.Builtins) < 100 || caps.AllowNet == nil || len(caps.AllowNet) != 0 {
 		t.Errorf("%d built-ins, allow_net %v", len(caps.Builtins), caps.AllowNet)
 	}
-	m, err := ParseModule("x.rego", "package x\n\ny := http.send({})\n")
+	m, err := catalog.ParseModule("x.rego", "package x\n\ny := http.send({})\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +202,7 @@ func TestAFamilyMaySpreadOverSeveralFiles(t *testing.T) {
 		"violations contains {\"id\": \"x\", \"msg\": \"n\"} if input.b\n\n"+
 		"# METADATA\n# custom:\n#   id: y\n#   mutates: true\nviolations contains {\"id\": \"y\", \"msg\": \"m\"} if input.c\n")
 	files = with(files, "h.rego", "package tenantguard.rules.f\n\nmutations contains {\"op\": \"add\"} if input.d\n")
-	c, err := LoadFiles(files)
+	c, err := fixtures.Library(files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +216,7 @@ func TestAFamilyMaySpreadOverSeveralFiles(t *testing.T) {
 
 func TestKindsNameTheirResources(t *testing.T) {
 	files := family("# custom:\n#   kinds: [Pod, networking.k8s.io/NetworkPolicy, gateway.networking.k8s.io/Gateway, {kind: Endpoints, resource: endpoints}]\n#   operations: [CREATE]\n#   engines: [opa]\n", idX, ruleX)
-	c, err := LoadFiles(files)
+	c, err := fixtures.Library(files)
 	if err != nil {
 		t.Fatal(err)
 	}

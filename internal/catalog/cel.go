@@ -17,10 +17,16 @@ import (
 // for its rules; beside a library package, the variables its rules share.
 const CELSuffix = ".cel"
 
-// ProvidedVariables are the variables every exported policy has before the
-// library's: the compiled registry and tenantguard's own user names, from a
-// parameter object (VAP) or as literals (Kyverno).
-var ProvidedVariables = []string{"registry", "managers"}
+// The variables every exported policy has before the library's: the
+// compiled registry and tenantguard's own user names, from a parameter
+// object (VAP) or as literals (Kyverno).
+const (
+	VariableRegistry = "registry"
+	VariableManagers = "managers"
+)
+
+// ProvidedVariables are VariableRegistry and VariableManagers.
+var ProvidedVariables = []string{VariableRegistry, VariableManagers}
 
 // Variable is a named CEL expression, read as variables.NAME.
 type Variable struct {
@@ -242,6 +248,3 @@ func checkSyntax(path string, line int, what, expr string, problems *problems) {
 		problems.at(path, line, "%s: %v", what, iss.Err())
 	}
 }
-
-// Variables are every CEL variable of the library, in file order.
-func (c *Catalog) Variables() []Variable { return c.variables }

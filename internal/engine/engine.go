@@ -77,6 +77,8 @@ type Policy struct {
 	compiler *ast.Compiler
 	// mutate and decide are the plan of each query, nil with topdown.
 	mutate, decide *irvm.Program
+	// catalogData is data.tenantguard.catalog, the same for every registry.
+	catalogData ast.Value
 }
 
 // Compile compiles a rule library for the evaluator the options ask for,
@@ -92,7 +94,12 @@ func Compile(ctx context.Context, opts PolicyOptions) (*Policy, error) {
 			return nil, err
 		}
 	}
-	p := &Policy{catalog: cat}
+	catalogData, err := ast.InterfaceToValue(cat.Data())
+	if err != nil {
+		return nil, fmt.Errorf("converting the catalog: %w", err)
+	}
+	// settled now: every engine of the policy shares it
+	p := &Policy{catalog: cat, catalogData: jsonast.Settle(catalogData)}
 	switch opts.Evaluator {
 	case "", EvaluatorAuto:
 		if err := p.plan(ctx, opts.Test); err != nil {
@@ -200,13 +207,9 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 	if err != nil {
 		return nil, fmt.Errorf("converting the registry: %w", err)
 	}
-	catalogValue, err := ast.InterfaceToValue(p.catalog.Data())
-	if err != nil {
-		return nil, fmt.Errorf("converting the catalog: %w", err)
-	}
 	store := inmem.NewFromObjectWithOpts(map[string]any{"tenantguard": map[string]any{
 		"registry": registryValue,
-		"catalog":  catalogValue,
+		"catalog":  p.catalogData,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
 	e := &Engine{registry: reg, policy: p}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/scale"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -18,7 +18,7 @@ import (
 // library is the policy of a library of the given files.
 func library(tb testing.TB, files map[string]string) PolicyOptions {
 	tb.Helper()
-	c, err := catalog.LoadFiles(files)
+	c, err := fixtures.Library(files)
 	if err != nil {
 		tb.Fatal(err)
 	}

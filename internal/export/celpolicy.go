@@ -35,8 +35,8 @@ func validationActions(mode string) []any {
 // given, then those its CEL reads) and its validation.
 func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr string) map[string]any {
 	variables := []any{
-		map[string]any{"name": "registry", "expression": registryExpr},
-		map[string]any{"name": "managers", "expression": managersExpr},
+		map[string]any{"name": catalog.VariableRegistry, "expression": registryExpr},
+		map[string]any{"name": catalog.VariableManagers, "expression": managersExpr},
 	}
 	for _, v := range r.CEL.Variables {
 		variables = append(variables, map[string]any{"name": v.Name, "expression": v.Expression})

@@ -53,7 +53,7 @@
 // Replicas do not see each other's places until their informers see the
 // objects (usually well under a second), so a burst spread over R replicas
 // can overshoot by up to R-1 times the room left: two replicas, 50 creates
-// against room for 10, admitted 17 to 19 from run to run.
+// against room for 10, admitted 17 to 20 from run to run.
 //
 // # Strict mode: StrictLedger
 //

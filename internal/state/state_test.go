@@ -273,7 +273,7 @@ func TestAFamilyAndItsEnforcementRollOutInEitherOrder(t *testing.T) {
 // library is a rule library of the given files.
 func library(t *testing.T, files map[string]string) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.LoadFiles(files)
+	c, err := fixtures.Library(files)
 	if err != nil {
 		t.Fatal(err)
 	}
