@@ -129,10 +129,11 @@ func (s *sharedCluster) get(t testing.TB) *vapCluster {
 func startVAPCluster(t testing.TB, cleanup func(func())) *vapCluster {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
-	// PodSecurity and Priority would refuse some corpus pods before the
-	// policies see them; they are the cluster's own rules, not tenantguard's
-	// (StorageObjectInUseProtection adds a finalizer only a controller removes)
-	cp, err := live.StartControlPlane(ctx, "PodSecurity", "Priority", "StorageObjectInUseProtection")
+	// PodSecurity, Priority and RuntimeClass would refuse some corpus pods
+	// before the policies see them (classes the cluster lacks); they are the
+	// cluster's own rules, not tenantguard's (StorageObjectInUseProtection
+	// adds a finalizer only a controller removes)
+	cp, err := live.StartControlPlane(ctx, "PodSecurity", "Priority", "RuntimeClass", "StorageObjectInUseProtection")
 	if err != nil {
 		t.Fatalf("%v (run `make control-plane`)", err)
 	}

@@ -13,14 +13,15 @@ import (
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
-// specRules are the rule ids of SPEC.md section 3, which the embedded
-// library must declare.
+// specRules are the rule ids of SPEC.md sections 3 and 8.2 built so far,
+// which the embedded library must declare.
 var specRules = []string{
 	"namespace-ownership", "namespace-prefix", "protected-namespace", "namespace-quota",
 	"tenant-label-immutable", "protected-metadata",
 	"host-path", "host-network", "host-namespaces", "host-ports", "privileged",
 	"priority-class", "storage-class", "service-type", "external-ips",
 	"tenant-quota", "managed-resource",
+	"image-registry", "image-pull-policy", "runtime-class", "node-placement",
 }
 
 func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
@@ -60,7 +61,7 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
 	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
-	pod := []any{"pods", "priority", "quota", "storage"}
+	pod := []any{"images", "nodes", "pods", "priority", "quota", "runtime", "storage"}
 	want := map[string]any{
 		"validate": map[string]any{
 			"*": []any{"quota"}, "Namespace": []any{"namespaces", "quota"}, "Service": []any{"quota", "services"},
@@ -75,7 +76,7 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 		t.Errorf("validate routes\n got %v\nwant %v", got, want["validate"])
 	}
 	mutate := routes["mutate"].(map[string]any)
-	if !reflect.DeepEqual(mutate["Pod"], []any{"priority", "storage"}) || !reflect.DeepEqual(mutate["Namespace"], []any{"namespaces"}) || mutate["Service"] != nil {
+	if !reflect.DeepEqual(mutate["Pod"], []any{"nodes", "priority", "runtime", "storage"}) || !reflect.DeepEqual(mutate["Namespace"], []any{"namespaces"}) || mutate["Service"] != nil {
 		t.Errorf("mutate routes %v", mutate)
 	}
 }

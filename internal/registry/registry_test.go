@@ -146,6 +146,22 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 				`must be Container, Pod or PersistentVolumeClaim, not "Node"`, "a role binding needs at least one subject",
 			},
 		},
+		{
+			"bad workload rules are located and explained",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    images:\n      allowedRegistries: [registry.example.com, ghcr.io/oil, nginx, 'https://quay.io', 'quay.io/x:1']\n      allowedRegex: '(('\n      allowedPullPolicies: [Always, Sometimes]\n    runtimeClasses: {allowed: [gvisor], default: kata}\n    nodePlacement:\n      nodeSelector: {pool: 'a b', 'bad key!': x}\n      tolerations:\n        - {operator: Exists}\n        - {key: pool, operator: Exists, value: a, effect: NoSchedule}\n        - {key: pool, operator: Maybe, value: a, effect: Sometimes, tolerationSeconds: 5}\n",
+			[]string{
+				`r.yaml:6: tenants[0].images.allowedRegistries[2]: "nginx" is not an image reference prefix: it names no registry host`, "write e.g. docker.io/nginx",
+				`allowedRegistries[3]: "https://quay.io" is not an image reference prefix`, `allowedRegistries[4]: "quay.io/x:1"`,
+				"r.yaml:7: tenants[0].images.allowedRegex: bad regular expression",
+				`r.yaml:8: tenants[0].images.allowedPullPolicies[1]: pull policy must be one of Always, IfNotPresent, Never, not "Sometimes"`,
+				`r.yaml:9: tenants[0].runtimeClasses.default: default "kata" is not allowed`,
+				`nodePlacement.nodeSelector.pool: "a b" is not a valid label value`, `"bad key!" is not a valid label key`,
+				"tolerations[0].key: a toleration added to every pod must name a key", "tolerations[0].effect: a toleration added to every pod must name an effect",
+				`tolerations[1].value: operator Exists takes no value, not "a"`,
+				`tolerations[2].operator: operator must be Equal or Exists, not "Maybe"`, `tolerations[2].effect: effect must be NoSchedule, PreferNoSchedule or NoExecute, not "Sometimes"`,
+				"tolerations[2].tolerationSeconds: tolerationSeconds applies to the NoExecute effect only",
+			},
+		},
 		{"the wrong kind is refused", "apiVersion: v2\nkind: Tenants\n", []string{`must be "tenantguard.io/v1", not "v2"`, `must be "TenantRegistry", not "Tenants"`}},
 	}
 	for _, tt := range tests {

@@ -121,9 +121,26 @@ func applyDefaults(reg *Registry) {
 		if t.Pods.AllowedHostPaths == nil {
 			t.Pods.AllowedHostPaths = []HostPathGrant{}
 		}
-		for _, p := range []*ClassPolicy{t.PriorityClasses, t.StorageClasses} {
+		for _, p := range []*ClassPolicy{t.PriorityClasses, t.StorageClasses, t.RuntimeClasses} {
 			if p != nil && p.Allowed == nil {
 				p.Allowed = []string{}
+			}
+		}
+		if p := t.Images; p != nil {
+			p.AllowedRegistries = orEmpty(p.AllowedRegistries)
+			p.AllowedPullPolicies = orEmpty(p.AllowedPullPolicies)
+		}
+		if p := t.NodePlacement; p != nil {
+			if p.NodeSelector == nil {
+				p.NodeSelector = map[string]string{}
+			}
+			if p.Tolerations == nil {
+				p.Tolerations = []Toleration{}
+			}
+			for j := range p.Tolerations {
+				if p.Tolerations[j].Operator == "" {
+					p.Tolerations[j].Operator = "Equal"
+				}
 			}
 		}
 		if t.Companions.NetworkIsolation == nil {
@@ -231,6 +248,9 @@ type dataTenant struct {
 	Pods                 PodPolicy        `json:"pods"`
 	PriorityClasses      *ClassPolicy     `json:"priorityClasses,omitempty"`
 	StorageClasses       *ClassPolicy     `json:"storageClasses,omitempty"`
+	Images               *ImagePolicy     `json:"images,omitempty"`
+	RuntimeClasses       *ClassPolicy     `json:"runtimeClasses,omitempty"`
+	NodePlacement        *NodePlacement   `json:"nodePlacement,omitempty"`
 	Services             ServicePolicy    `json:"services"`
 	Quotas               map[string]int64 `json:"quotas"`
 }
@@ -245,6 +265,9 @@ func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
 		Pods:                 t.Pods,
 		PriorityClasses:      t.PriorityClasses,
 		StorageClasses:       t.StorageClasses,
+		Images:               t.Images,
+		RuntimeClasses:       t.RuntimeClasses,
+		NodePlacement:        t.NodePlacement,
 		Services:             t.Services,
 		Quotas:               t.Quotas,
 	}
@@ -305,6 +328,13 @@ func toGeneric(v any) map[string]any {
 		panic(err)
 	}
 	return out
+}
+
+func orEmpty(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 func union(a, b []string) []string {

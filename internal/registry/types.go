@@ -46,6 +46,9 @@ type Tenant struct {
 	Pods                 PodPolicy        `yaml:"pods" json:"pods"`
 	PriorityClasses      *ClassPolicy     `yaml:"priorityClasses" json:"priorityClasses,omitempty"`
 	StorageClasses       *ClassPolicy     `yaml:"storageClasses" json:"storageClasses,omitempty"`
+	Images               *ImagePolicy     `yaml:"images" json:"images,omitempty"`
+	RuntimeClasses       *ClassPolicy     `yaml:"runtimeClasses" json:"runtimeClasses,omitempty"`
+	NodePlacement        *NodePlacement   `yaml:"nodePlacement" json:"nodePlacement,omitempty"`
 	Services             ServicePolicy    `yaml:"services" json:"services"`
 	Quotas               map[string]int64 `yaml:"quotas" json:"quotas"`
 	Companions           Companions       `yaml:"companions" json:"companions"`
@@ -73,6 +76,39 @@ type ClassPolicy struct {
 	Allowed      []string `yaml:"allowed" json:"allowed"`
 	AllowedRegex string   `yaml:"allowedRegex" json:"allowedRegex"`
 	Default      string   `yaml:"default" json:"default"`
+}
+
+// ImagePolicy says where a tenant's containers may pull their images from
+// and with which pull policies.
+type ImagePolicy struct {
+	// AllowedRegistries are reference prefixes (registry.example.com,
+	// ghcr.io/oil), matched at a path boundary on the normalized reference.
+	AllowedRegistries []string `yaml:"allowedRegistries" json:"allowedRegistries"`
+	// AllowedRegex admits normalized references it matches.
+	AllowedRegex string `yaml:"allowedRegex" json:"allowedRegex"`
+	// AllowedPullPolicies are the effective pull policies allowed (Always,
+	// IfNotPresent, Never); empty allows every one.
+	AllowedPullPolicies []string `yaml:"allowedPullPolicies" json:"allowedPullPolicies"`
+}
+
+// NodePlacement keeps a tenant's pods on its own nodes.
+type NodePlacement struct {
+	// NodeSelector is merged into every pod; a pod naming another value
+	// for one of its keys is refused.
+	NodeSelector map[string]string `yaml:"nodeSelector" json:"nodeSelector"`
+	// Tolerations are added to every pod.
+	Tolerations []Toleration `yaml:"tolerations" json:"tolerations"`
+	// AllowNodeName admits pods that set spec.nodeName.
+	AllowNodeName bool `yaml:"allowNodeName" json:"allowNodeName"`
+}
+
+// Toleration mirrors a core/v1 Toleration.
+type Toleration struct {
+	Key               string `yaml:"key" json:"key,omitempty"`
+	Operator          string `yaml:"operator" json:"operator,omitempty"`
+	Value             string `yaml:"value" json:"value,omitempty"`
+	Effect            string `yaml:"effect" json:"effect,omitempty"`
+	TolerationSeconds *int64 `yaml:"tolerationSeconds" json:"tolerationSeconds,omitempty"`
 }
 
 // ServicePolicy says which Service exposures a tenant may use.

@@ -87,6 +87,9 @@ func (c checker) tenant(p string, t *Tenant) {
 	}
 	c.classes(p+".priorityClasses", t.PriorityClasses, validation.IsDNS1123Subdomain)
 	c.classes(p+".storageClasses", t.StorageClasses, validation.IsDNS1123Subdomain)
+	c.classes(p+".runtimeClasses", t.RuntimeClasses, validation.IsDNS1123Subdomain)
+	c.images(p+".images", t.Images)
+	c.nodePlacement(p+".nodePlacement", t.NodePlacement)
 	for _, key := range sortedKeys(t.Quotas) {
 		qp := p + ".quotas." + key
 		if _, ok := quotaKey(key); !ok {

@@ -42,12 +42,14 @@ func scenario() []step {
 			ns, err := c.CoreV1().Namespaces().Patch(ctx, "oil-dev", types.MergePatchType, []byte(`{"metadata":{"labels":{"tenantguard.io/tenant":"gas"}}}`), metav1.PatchOptions{})
 			return tenantOf(ns), err
 		}},
-		{user: "alice", what: "pod oil-dev/web", expectAllowed: true, do: createPod("oil-dev", "web", func(*corev1.PodSpec) {})},
-		{user: "alice", what: "pod oil-dev/debug with hostNetwork+hostPath", do: createPod("oil-dev", "debug", func(s *corev1.PodSpec) {
+		{user: "alice", what: "pod oil-dev/web", expectAllowed: true, do: createPod("web", func(*corev1.PodSpec) {})},
+		{user: "alice", what: "pod oil-dev/debug with hostNetwork+hostPath", do: createPod("debug", func(s *corev1.PodSpec) {
 			s.HostNetwork = true
 			s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		})},
-		{user: "alice", what: "pod oil-dev/urgent in PriorityClass batch-high", do: createPod("oil-dev", "urgent", func(s *corev1.PodSpec) { s.PriorityClassName = "batch-high" })},
+		{user: "alice", what: "pod oil-dev/miner pulling quay.io/evil/miner", do: createPod("miner", func(s *corev1.PodSpec) { s.Containers[0].Image = "quay.io/evil/miner:1" })},
+		{user: "alice", what: "pod oil-dev/pinned on node pool gas", do: createPod("pinned", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "gas"} })},
+		{user: "alice", what: "pod oil-dev/urgent in PriorityClass batch-high", do: createPod("urgent", func(s *corev1.PodSpec) { s.PriorityClassName = "batch-high" })},
 		{user: "alice", what: "deployment oil-dev/agent with hostPID", do: func(ctx context.Context, c kubernetes.Interface) (string, error) {
 			labels := map[string]string{"app": "agent"}
 			spec := podSpec()
@@ -94,18 +96,18 @@ func tenantOf(ns *corev1.Namespace) string {
 }
 
 func podSpec() corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", ImagePullPolicy: corev1.PullAlways}}}
 }
 
-func createPod(namespace, name string, edit func(*corev1.PodSpec)) func(context.Context, kubernetes.Interface) (string, error) {
+func createPod(name string, edit func(*corev1.PodSpec)) func(context.Context, kubernetes.Interface) (string, error) {
 	return func(ctx context.Context, c kubernetes.Interface) (string, error) {
 		spec := podSpec()
 		edit(&spec)
-		p, err := c.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+		p, err := c.CoreV1().Pods("oil-dev").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("stored with priorityClassName=%s priority=%d", p.Spec.PriorityClassName, *p.Spec.Priority), nil
+		return fmt.Sprintf("stored with priorityClassName=%s priority=%d runtimeClassName=%s nodeSelector=%v tolerations=%d", p.Spec.PriorityClassName, *p.Spec.Priority, ptrValue(p.Spec.RuntimeClassName), p.Spec.NodeSelector, len(p.Spec.Tolerations)), nil
 	}
 }
 
@@ -140,3 +142,11 @@ func createLoadBalancer(namespace string) func(context.Context, kubernetes.Inter
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -62,7 +62,7 @@ func namespace(name string, labels map[string]string) *corev1.Namespace {
 }
 
 func podSpec() corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", ImagePullPolicy: corev1.PullAlways}}}
 }
 
 func pod(name string, mutate ...func(*corev1.PodSpec)) *corev1.Pod {

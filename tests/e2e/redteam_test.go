@@ -23,7 +23,9 @@ import (
 
 // red is the tenant of the red team: mallory owns it. It may mount /var/log
 // read-only and use LoadBalancer Services (not NodePort), StorageClass
-// standard (no default) and PriorityClass tenant-low; it holds two
+// standard (no default) and PriorityClass tenant-low, images of
+// registry.example pulled Always, RuntimeClass gvisor (the default), and
+// runs on the nodes labelled pool=red; it holds two
 // namespaces, two Services and a ServiceAccount owner whose namespace is
 // "builds".
 const red = `
@@ -37,6 +39,11 @@ const red = `
     priorityClasses: {allowed: [tenant-low]}
     storageClasses: {allowed: [standard]}
     services: {allowLoadBalancer: true}
+    images: {allowedRegistries: [registry.example], allowedPullPolicies: [Always]}
+    runtimeClasses: {allowed: [gvisor], default: gvisor}
+    nodePlacement:
+      nodeSelector: {pool: red}
+      tolerations: [{key: pool, operator: Equal, value: red, effect: NoSchedule}]
     quotas: {services: 2}
     companions:
       resourceQuota: {hard: {pods: "50"}}
@@ -94,6 +101,8 @@ func TestAMaliciousTenantOwner(t *testing.T) {
 	routes = append(routes, identityRoutes()...)
 	routes = append(routes, companionRoutes(mallory)...)
 	routes = append(routes, classAndServiceRoutes(mallory, dyn)...)
+	routes = append(routes, imageRoutes(mallory, dyn)...)
+	routes = append(routes, placementRoutes(mallory, dyn)...)
 	refused := 0
 	for _, r := range routes {
 		t.Run(r.name, func(t *testing.T) {
@@ -111,6 +120,7 @@ func setUp(t *testing.T, mallory kubernetes.Interface) {
 	ctx := t.Context()
 	_, err := mallory.CoreV1().Pods("red-dev").Create(ctx, pod("target"), metav1.CreateOptions{})
 	wantAllowed(t, err)
+	wantPlaced(t, mallory)
 	_, err = mallory.AppsV1().Deployments("red-dev").Create(ctx, deployment("web", func(*corev1.PodSpec) {}), metav1.CreateOptions{})
 	wantAllowed(t, err)
 	for _, name := range []string{"one", "two"} {
@@ -175,7 +185,7 @@ var carriers = []carrier{
 
 // container is a plain container with extra fields.
 func container(name string, extra map[string]any) map[string]any {
-	c := map[string]any{"name": name, "image": "registry.example/app:1"}
+	c := map[string]any{"name": name, "image": "registry.example/app:1", "imagePullPolicy": "Always"}
 	maps.Copy(c, extra)
 	return c
 }
@@ -283,7 +293,7 @@ func workloadRoutes(mallory kubernetes.Interface, dyn dynamic.Interface) []route
 			}
 			privileged := true
 			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-				Name: "debug", Image: "registry.example/debug:1", SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				Name: "debug", Image: "registry.example/debug:1", ImagePullPolicy: corev1.PullAlways, SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 			}})
 			_, err = mallory.CoreV1().Pods("red-dev").UpdateEphemeralContainers(ctx, "target", p, metav1.UpdateOptions{})
 			return err

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
@@ -22,7 +24,8 @@ import (
 
 // ControlPlane is a real kube-apiserver and etcd, with what a cluster's
 // controller manager would have done (admin, edit and view aggregated), the
-// example's PriorityClasses, and the TenantsGroup bound to cluster-admin.
+// example's PriorityClasses and RuntimeClasses (with a pod overhead, as
+// sandboxed runtimes have), and the TenantsGroup bound to cluster-admin.
 type ControlPlane struct {
 	env    *envtest.Environment
 	Admin  *rest.Config
@@ -88,6 +91,13 @@ func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *Contr
 	for name, value := range map[string]int32{"tenant-low": 1000, "tenant-high": 2000, "batch-high": 5000} {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, PreemptionPolicy: &never}
 		if _, err := p.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	for name, handler := range map[string]string{"gvisor": "runsc", "kata-qemu": "kata-qemu"} {
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler,
+			Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}
+		if _, err := p.Client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
 	}

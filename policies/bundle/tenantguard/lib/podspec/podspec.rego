@@ -75,5 +75,13 @@ containers contains {"field": field, "container": container} if {
 }
 
 # METADATA
+# description: How a denial names each sort of container, by its field.
+sort_name := {
+	"initContainers": "init container",
+	"containers": "container",
+	"ephemeralContainers": "ephemeral container",
+}
+
+# METADATA
 # description: The spec's volumes.
 volumes := object.get(spec, "volumes", [])

@@ -110,3 +110,15 @@ object_name := name if {
 	name := input.request.name
 	name != ""
 } else := object.get(new_object, ["metadata", "name"], object.get(old_object, ["metadata", "name"], ""))
+
+# METADATA
+# description: |
+#   The request's object as a denial names it: its kind and name (or the
+#   prefix of the name the API server will generate), e.g. Deployment "web".
+object_text := sprintf("%s %q", [input.request.kind.kind, object_name]) if {
+	object_name != ""
+} else := sprintf("%s %q", [input.request.kind.kind, concat("", [object.get(new_object, ["metadata", "generateName"], ""), "*"])])
+
+# METADATA
+# description: A string escaped as one token of a JSON pointer (RFC 6901), for patches.
+pointer_token(s) := replace(replace(s, "~", "~0"), "/", "~1")

@@ -246,7 +246,7 @@ mutations contains {"op": "add", "path": concat("", ["/metadata/labels/", _escap
 	_new.metadata.labels
 }
 
-_escaped_label := replace(replace(_label, "~", "~0"), "/", "~1")
+_escaped_label := tenancy.pointer_token(_label)
 
 _ownership_refusal := sprintf("tenant %q does not exist; label %q must name a tenant you own: %s", [target, _label, _owned_text]) if {
 	target

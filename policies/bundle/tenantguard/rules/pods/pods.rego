@@ -66,7 +66,7 @@ violations contains {"id": "host-ports", "msg": msg} if {
 	some entry in podspec.containers
 	some port in object.get(entry.container, "ports", [])
 	object.get(port, "hostPort", 0) != 0
-	msg := sprintf("%s %q asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [_sort(entry.field), entry.container.name, port.hostPort, _tenant])
+	msg := sprintf("%s %q asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [podspec.sort_name[entry.field], entry.container.name, port.hostPort, _tenant])
 }
 
 # METADATA
@@ -81,7 +81,7 @@ violations contains {"id": "privileged", "msg": msg} if {
 	not _allow.allowPrivileged
 	some entry in podspec.containers
 	entry.container.securityContext.privileged == true
-	msg := sprintf("%s %q is privileged, which is not allowed for tenant %q; remove securityContext.privileged", [_sort(entry.field), entry.container.name, _tenant])
+	msg := sprintf("%s %q is privileged, which is not allowed for tenant %q; remove securityContext.privileged", [podspec.sort_name[entry.field], entry.container.name, _tenant])
 }
 
 violations contains {"id": "privileged", "msg": msg} if {
@@ -122,7 +122,7 @@ violations contains {"id": "host-path", "msg": msg} if {
 	some mount in object.get(entry.container, "volumeMounts", [])
 	mount.name == volume.name
 	not mount.readOnly == true
-	msg := sprintf("hostPath volume %q (path %q) may only be mounted read-only for tenant %q, but %s %q mounts it writable; set readOnly: true on the mount", [volume.name, path, _tenant, _sort(entry.field), entry.container.name])
+	msg := sprintf("hostPath volume %q (path %q) may only be mounted read-only for tenant %q, but %s %q mounts it writable; set readOnly: true on the mount", [volume.name, path, _tenant, podspec.sort_name[entry.field], entry.container.name])
 }
 
 _host_process if podspec.spec.securityContext.windowsOptions.hostProcess == true
@@ -131,12 +131,6 @@ _host_process if {
 	some entry in podspec.containers
 	entry.container.securityContext.windowsOptions.hostProcess == true
 }
-
-_sort(field) := {
-	"initContainers": "init container",
-	"containers": "container",
-	"ephemeralContainers": "ephemeral container",
-}[field]
 
 # The allowedHostPaths entries that cover a path, compared segment by segment
 # so that "/var/logs" is not under "/var/log". A path with ".." is covered by
