@@ -141,8 +141,8 @@ func TestTheCorpusExpectsTheEnginesAnswers(t *testing.T) {
 		}
 		kinds[c.Kind] = true
 	}
-	if len(kinds) != 6 {
-		t.Errorf("the corpus has %d kinds of request, want 6: %v", len(kinds), kinds)
+	if len(kinds) != 7 {
+		t.Errorf("the corpus has %d kinds of request, want 7: %v", len(kinds), kinds)
 	}
 }
 

@@ -25,15 +25,16 @@ type shape struct {
 	body    func(uid string, tenant int) []byte
 }
 
-// The mixed corpus, per 20 requests: 8 pods, 4 Deployments, 2 claims, 2
+// The mixed corpus, per 20 requests: 7 pods, 4 Deployments, 2 claims, 2
 // Services, 2 namespace creates (refused: every tenant's 10 namespaces
-// exist) and 2 pods asking for a host path (refused).
+// exist), 2 pods asking for a host path and 1 pulling from a registry its
+// tenant does not allow (refused).
 var shapes = []shape{
-	{"pod", 8, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, podSpecWithClass))
+	{"pod", 7, true, func(uid string, i int) []byte {
+		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
 	}},
 	{"deployment", 4, true, func(uid string, i int) []byte {
-		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, podSpecWithClass))
+		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, mutatedPodSpec(i, "registry.example.com/web:1.4")))
 	}},
 	{"persistentvolumeclaim", 2, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
@@ -44,14 +45,21 @@ var shapes = []shape{
 	{"namespace", 2, false, func(uid string, i int) []byte {
 		return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"name":"t%[2]d-extra","operation":"CREATE","userInfo":{"username":"u%[2]d","groups":["g%[2]d","system:authenticated"]},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t%[2]d-extra","labels":{"tenantguard.io/tenant":"t%[2]d"}}}}}`, uid, i)
 	}},
+	{"pod-image", 1, false, func(uid string, i int) []byte {
+		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns3"},"spec":%s}`, i, mutatedPodSpec(i, "quay.io/evil/miner:1")))
+	}},
 	{"pod-hostpath", 2, false, func(uid string, i int) []byte {
 		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
 	}},
 }
 
-// podSpecWithClass is PodSpec as the mutating webhook leaves it: with the
-// tenant's default PriorityClass.
-const podSpecWithClass = `{"priorityClassName":"tenant-low","containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m"}}}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+// mutatedPodSpec is a pod spec of tenant i running image as the API server
+// and the mutating webhook leave it: with the pull policy defaulted and the
+// tenant's default PriorityClass, RuntimeClass and node pool.
+func mutatedPodSpec(i int, image string) string {
+	// in the order of the API server's fields, as it sends them
+	return fmt.Sprintf(`{"volumes":[{"name":"tmp","emptyDir":{}}],"containers":[{"name":"web","image":%[2]q,"ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m"}},"imagePullPolicy":"Always"}],"nodeSelector":{"pool":"t%[1]d"},"tolerations":[{"key":"pool","operator":"Equal","value":"t%[1]d","effect":"NoSchedule"}],"priorityClassName":"tenant-low","runtimeClassName":"gvisor"}`, i, image)
+}
 
 // review wraps a namespaced object (API version v1 of its group) created by tenant i's owner in namespace
 // t<i>-ns3 into an AdmissionReview.

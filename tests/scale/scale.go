@@ -9,8 +9,10 @@ import (
 )
 
 // Registry is the bare registry document of n tenants t0..t(n-1), owned by
-// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods, with
-// a ResourceQuota and a LimitRange as companions.
+// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods,
+// images of docker.io/library and registry.example.com pulled Always,
+// RuntimeClass gvisor and its own node pool (pool=t<i>), with a
+// ResourceQuota and a LimitRange as companions.
 func Registry(n int) []byte {
 	var b strings.Builder
 	b.WriteString("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings: {forceTenantPrefix: true}\ntenants:\n")
@@ -18,6 +20,9 @@ func Registry(n int) []byte {
 		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
 		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
 		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 200, persistentvolumeclaims: 10}\n")
+		b.WriteString("    images: {allowedRegistries: [docker.io/library, registry.example.com], allowedPullPolicies: [Always]}\n")
+		b.WriteString("    runtimeClasses: {allowed: [gvisor], default: gvisor}\n")
+		fmt.Fprintf(&b, "    nodePlacement: {nodeSelector: {pool: t%d}, tolerations: [{key: pool, value: t%d, effect: NoSchedule}]}\n", i, i)
 		b.WriteString("    companions: {resourceQuota: {hard: {requests.cpu: \"4\"}}, limitRange: {limits: [{type: Container, default: {cpu: 500m}}]}}\n")
 	}
 	return []byte(b.String())
