@@ -148,10 +148,10 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 		},
 		{
 			"bad workload rules are located and explained",
-			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    images:\n      allowedRegistries: [registry.example.com, ghcr.io/oil, nginx, 'https://quay.io', 'quay.io/x:1']\n      allowedRegex: '(('\n      allowedPullPolicies: [Always, Sometimes]\n    runtimeClasses: {allowed: [gvisor], default: kata}\n    nodePlacement:\n      nodeSelector: {pool: 'a b', 'bad key!': x}\n      tolerations:\n        - {operator: Exists}\n        - {key: pool, operator: Exists, value: a, effect: NoSchedule}\n        - {key: pool, operator: Maybe, value: a, effect: Sometimes, tolerationSeconds: 5}\n",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    images:\n      allowedRegistries: [registry.example.com, ghcr.io/oil, nginx, 'https://quay.io', 'quay.io/x:1', index.docker.io/library]\n      allowedRegex: '(('\n      allowedPullPolicies: [Always, Sometimes]\n    runtimeClasses: {allowed: [gvisor], default: kata}\n    nodePlacement:\n      nodeSelector: {pool: 'a b', 'bad key!': x}\n      tolerations:\n        - {operator: Exists}\n        - {key: pool, operator: Exists, value: a, effect: NoSchedule}\n        - {key: pool, operator: Maybe, value: a, effect: Sometimes, tolerationSeconds: 5}\n",
 			[]string{
 				`r.yaml:6: tenants[0].images.allowedRegistries[2]: "nginx" is not an image reference prefix: it names no registry host`, "write e.g. docker.io/nginx",
-				`allowedRegistries[3]: "https://quay.io" is not an image reference prefix`, `allowedRegistries[4]: "quay.io/x:1"`,
+				`allowedRegistries[3]: "https://quay.io" is not an image reference prefix`, `allowedRegistries[4]: "quay.io/x:1"`, `allowedRegistries[5]: "index.docker.io/library" names Docker Hub by its old host; references are matched normalized, so write docker.io/library`,
 				"r.yaml:7: tenants[0].images.allowedRegex: bad regular expression",
 				`r.yaml:8: tenants[0].images.allowedPullPolicies[1]: pull policy must be one of Always, IfNotPresent, Never, not "Sometimes"`,
 				`r.yaml:9: tenants[0].runtimeClasses.default: default "kata" is not allowed`,

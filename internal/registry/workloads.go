@@ -30,6 +30,9 @@ func (c checker) images(p string, policy *ImagePolicy) {
 			}
 			c.at(ip, "%q is not an image reference prefix: %s", prefix, hint)
 		}
+		if host, _, _ := strings.Cut(prefix, "/"); host == "index.docker.io" {
+			c.at(ip, "%q names Docker Hub by its old host; references are matched normalized, so write docker.io%s", prefix, strings.TrimPrefix(prefix, host))
+		}
 	}
 	c.regex(p+".allowedRegex", policy.AllowedRegex)
 	for i, pull := range policy.AllowedPullPolicies {
