@@ -20,13 +20,16 @@ _policy := tenancy.tenant.images
 
 _tenant := tenancy.namespace_tenant
 
-# The containers to judge: all of them on CREATE, on UPDATE those whose
-# image or pull policy is new.
-_judged contains entry if {
+_applies if {
 	tenancy.in_tenant_namespace
 	podspec.carries_pod_spec
 	_policy
-	some entry in podspec.containers
+}
+
+# The containers to judge (_applies first): all of them on CREATE, on
+# UPDATE those whose image or pull policy is new. The image is not "".
+_judged(entry) if {
+	entry.container.image != ""
 	not _unchanged(entry)
 }
 
@@ -49,10 +52,12 @@ _unchanged(entry) if {
 # custom:
 #   id: image-registry
 violations contains {"id": "image-registry", "msg": msg} if {
+	_applies
 	_restricts_registries
-	some entry in _judged
-	image := object.get(entry.container, "image", "")
-	image != ""
+	some entry in podspec.containers
+	_judged(entry)
+	image := entry.container.image
+	not _under_allowed_prefix(image)
 	ref := _reference(image)
 	not _registry_allowed(ref)
 	msg := sprintf("image %q of %s %q in %s is not from a registry allowed for tenant %q; allowed: %s", [ref.text, podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, _tenant, _registries_text])
@@ -67,11 +72,12 @@ violations contains {"id": "image-registry", "msg": msg} if {
 # custom:
 #   id: image-pull-policy
 violations contains {"id": "image-pull-policy", "msg": msg} if {
+	_applies
 	count(object.get(_policy, "allowedPullPolicies", [])) > 0
-	some entry in _judged
-	image := object.get(entry.container, "image", "")
-	image != ""
-	pull := _pull_policy(entry.container, _reference(image))
+	some entry in podspec.containers
+	_judged(entry)
+	image := entry.container.image
+	pull := _pull_policy(entry.container, image)
 	not pull in _policy.allowedPullPolicies
 	msg := sprintf("%s %q in %s pulls image %q with imagePullPolicy %s, which is not allowed for tenant %q; allowed: %s", [podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, image, pull, _tenant, concat(", ", _policy.allowedPullPolicies)])
 }
@@ -79,6 +85,23 @@ violations contains {"id": "image-pull-policy", "msg": msg} if {
 _restricts_registries if count(object.get(_policy, "allowedRegistries", [])) > 0
 
 _restricts_registries if object.get(_policy, "allowedRegex", "") != ""
+
+# The fast path of the common case, without parsing the reference: the
+# image, with Docker Hub's host and library/ put in front when it names no
+# host, lies under an allowed prefix. (A reference naming its host is
+# normalized as written but for index.docker.io, which no allowed prefix
+# names.) Every other case takes _reference.
+_under_allowed_prefix(image) if {
+	written := _with_hub(image)
+	some prefix in _policy.allowedRegistries
+	startswith(written, concat("", [prefix, "/"]))
+}
+
+_with_hub(image) := concat("/", ["docker.io/library", image]) if {
+	not contains(image, "/")
+} else := image if {
+	_is_host(substring(image, 0, indexof(image, "/")))
+} else := concat("/", ["docker.io", image])
 
 _registry_allowed(ref) if {
 	some prefix in _policy.allowedRegistries
@@ -95,16 +118,18 @@ _registries_text := tenancy.allowed_text({
 	"allowedRegex": object.get(_policy, "allowedRegex", ""),
 })
 
+# The effective pull policy; the image is parsed only when the container
+# names none (the API server has defaulted it by the time a webhook sees it).
 _pull_policy(container, _) := container.imagePullPolicy if container.imagePullPolicy != ""
 
-_pull_policy(container, ref) := "Always" if {
+_pull_policy(container, image) := "Always" if {
 	object.get(container, "imagePullPolicy", "") == ""
-	_latest(ref)
+	_latest(_reference(image))
 }
 
-_pull_policy(container, ref) := "IfNotPresent" if {
+_pull_policy(container, image) := "IfNotPresent" if {
 	object.get(container, "imagePullPolicy", "") == ""
-	not _latest(ref)
+	not _latest(_reference(image))
 }
 
 _latest(ref) if ref.tag == "latest"

@@ -110,8 +110,9 @@ _pod_tolerations := tolerations if {
 # operator.
 _tolerated(want) if {
 	some t in _pod_tolerations
-	every field in ["key", "value", "effect", "tolerationSeconds"] {
-		object.get(t, field, null) == object.get(want, field, null)
+	every field in ["key", "value", "effect"] {
+		object.get(t, field, "") == object.get(want, field, "")
 	}
 	object.get(t, "operator", "Equal") == want.operator
+	object.get(t, "tolerationSeconds", null) == object.get(want, "tolerationSeconds", null)
 }
