@@ -16,6 +16,7 @@ LOAD_FLAGS            ?=
 # even past saturation, as in a pod with limits.memory 160Mi; 0 for none
 BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
+SOAK_SHORT_FLAGS      ?=
 # BASE is the git revision `make bench-compare` measures the working tree
 # against: 8892a25 or later, whose `tgload serve` takes -memory-limit (its
 # tgload is built in tests/load's own module if it has one, else in the root's);
@@ -106,6 +107,7 @@ test-go: control-plane kyverno-crds build $(HELM) ## Run the Go tests (with the 
 	go test -race -count=1 ./...
 	go -C $(LOAD_MOD) test -race -count=1 ./...
 	$(MAKE) fuzz FUZZ_SCALE=1
+	$(MAKE) soak-short
 
 .PHONY: test-rego
 test-rego: $(OPA) ## Test the Rego library with the real opa CLI (coverage >= REGO_COVERAGE%)
@@ -155,9 +157,15 @@ bench-compare: tgload ## Compare tenantguard at BASE (a git revision, default HE
 	  -build base=tenantguard@$(BENCH_OUT)/tgload-base -build new=tenantguard -build null=null
 
 .PHONY: soak
-soak: tgload ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s (fails on an error, a wrong decision or RSS growth over 10%)
+soak: tgload ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s, the server run as the chart runs it (fails on an error, a wrong decision, RSS growth over 10% or live heap growth over 5%)
 	@mkdir -p $(BENCH_OUT)
 	$(TGLOAD) soak -json $(BENCH_OUT)/soak.json $(SOAK_FLAGS)
+
+.PHONY: soak-short
+soak-short: tgload ## The soak `make test` runs: 2 minutes at 500 requests/s with a registry reload every second (more reloads than `make soak`); fails on an error, a wrong decision or live heap growth over 10%
+	@mkdir -p $(BENCH_OUT)
+	$(TGLOAD) soak -duration 2m -window 10s -warmup 15s -rate 500 -reload 1s -max-growth 10 -max-live-growth 0.10 \
+	  -json $(BENCH_OUT)/soak-short.json $(SOAK_SHORT_FLAGS)
 
 .PHONY: tgload
 tgload: ## Build the load harness into $(BENCH_OUT)/tgload (from its own module, tests/load)

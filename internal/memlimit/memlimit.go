@@ -32,7 +32,7 @@ var cgroupFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/mem
 // Resolve works out the soft limit in bytes for a setting: "auto", "0"
 // (none), or a size such as 128Mi. With "auto" it is Share of the cgroup
 // limit read from root (the filesystem root), leaving at least Headroom
-// under it, or half of a limit under 64 MiB (autoLimit); or 0 when
+// under it, or half of a limit under 64 MiB (AutoLimit); or 0 when
 // GOMEMLIMIT is set (the runtime has applied it) or no cgroup limit is
 // found. source says where the limit came from.
 func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, source string, err error) {
@@ -62,15 +62,15 @@ func Resolve(setting string, root fs.FS, env func(string) string) (limit int64, 
 		if err != nil {
 			return 0, "", fmt.Errorf("reading %s: %w", file, err)
 		}
-		return autoLimit(n), "cgroup " + file, nil
+		return AutoLimit(n), "cgroup " + file, nil
 	}
 	return 0, "no cgroup limit", nil
 }
 
-// autoLimit is Auto's soft limit under a cgroup limit of n bytes: Share
+// AutoLimit is Auto's soft limit under a cgroup limit of n bytes: Share
 // of it, but no more than n less Headroom, and no less than half of n (a
 // limit under twice Headroom). It grows with n.
-func autoLimit(n int64) int64 {
+func AutoLimit(n int64) int64 {
 	return min(int64(float64(n)*Share), max(n-Headroom, n/2))
 }
 

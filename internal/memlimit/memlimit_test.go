@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 func TestAutoLimitGrowsWithTheCgroupLimit(t *testing.T) {
 	last := int64(0)
 	for n := int64(1 << 20); n <= 1<<30; n += 1 << 19 {
-		soft := autoLimit(n)
+		soft := AutoLimit(n)
 		if soft < last || soft > n-n/10+1 || soft < n/2 {
 			t.Fatalf("limit %d: soft limit %d after %d", n, soft, last)
 		}

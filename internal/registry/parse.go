@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,15 +31,15 @@ func Load(file string) (*Snapshot, error) {
 // names are the policy's to know: Snapshot.CheckRules checks them.
 func Parse(file string, data []byte) (*Snapshot, error) {
 	src := source{file: file}
-	doc, ok := src.document(data)
+	body, ok := src.document(data)
 	if !ok {
 		return nil, src.err()
 	}
-	reg, root, ok := src.decode(doc)
+	reg, ok := src.decode(body)
 	if !ok {
 		return nil, src.err()
 	}
-	loc := newLocator(root)
+	loc := &locator{root: body}
 	checkRegistry(&src, loc, reg)
 	if len(src.problems) > 0 {
 		return nil, src.err()
@@ -85,18 +86,13 @@ func (s *source) addYAML(err error) {
 	}
 }
 
-var unknownField = regexp.MustCompile(`^field (\S+) not found in type registry\.(\w+)$`)
+func friendlyYAML(msg string) string { return strings.TrimPrefix(msg, "yaml: ") }
 
-func friendlyYAML(msg string) string {
-	if m := unknownField.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("unknown field %q in %s", m[1], m[2])
-	}
-	return strings.TrimPrefix(msg, "yaml: ")
-}
-
-// document returns the TenantRegistry text: the tenants.yaml key of a
-// ConfigMap, or the input itself.
-func (s *source) document(data []byte) ([]byte, bool) {
+// document parses the file once and returns the TenantRegistry document's
+// node: the tenants.yaml key of a ConfigMap, parsed in turn, or the file's
+// own. The node tree is all the parsing a registry takes: decode and the
+// locator read it, and it is dropped once the registry is compiled.
+func (s *source) document(data []byte) (*yaml.Node, bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -121,7 +117,7 @@ func (s *source) document(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if scalar(lookup(body, "kind")) != "ConfigMap" {
-		return data, true
+		return body, true
 	}
 	value := lookup(lookup(body, "data"), DataKey)
 	if value == nil || value.Kind != yaml.ScalarNode {
@@ -132,34 +128,75 @@ func (s *source) document(data []byte) ([]byte, bool) {
 	if value.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		s.offset = value.Line
 	}
-	return []byte(value.Value), true
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(value.Value), &doc); err != nil {
+		s.addYAML(err)
+		return nil, false
+	}
+	if len(doc.Content) == 0 {
+		s.add(0, "", "the registry document is empty")
+		return nil, false
+	}
+	return doc.Content[0], true
 }
 
-// decode parses the document strictly (unknown fields are problems) and
-// returns it with its node tree for locating later problems.
-func (s *source) decode(doc []byte) (*Registry, *yaml.Node, bool) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(doc, &root); err != nil {
-		s.addYAML(err)
-		return nil, nil, false
-	}
-	if len(root.Content) == 0 {
-		s.add(0, "", "the registry document is empty")
-		return nil, nil, false
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(doc))
-	dec.KnownFields(true)
+// decode reads the document's node strictly: fields the registry does not
+// have are problems (strictFields), as are values of the wrong type.
+func (s *source) decode(body *yaml.Node) (*Registry, bool) {
 	reg := &Registry{}
-	if err := dec.Decode(reg); err != nil {
+	if err := body.Decode(reg); err != nil {
 		s.addYAML(err)
-		// Type errors (unknown fields, wrong types) leave the rest decoded:
-		// go on, so that every other problem is reported too.
+		// Type errors (wrong types) leave the rest decoded: go on, so that
+		// every other problem is reported too.
 		var typeErr *yaml.TypeError
 		if !errors.As(err, &typeErr) {
-			return nil, nil, false
+			return nil, false
 		}
 	}
-	return reg, &root, true
+	s.strictFields(body, reflect.TypeFor[Registry]())
+	return reg, true
+}
+
+// strictFields reports every mapping key of node that names no field of
+// the struct type t decodes it into, through pointers, slices and maps, as
+// a decoder with known fields would, but on the tree decode already read.
+func (s *source) strictFields(node *yaml.Node, t reflect.Type) {
+	for node.Kind == yaml.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && node.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			key := node.Content[i].Value
+			if field, ok := yamlField(t, key); ok {
+				s.strictFields(node.Content[i+1], field.Type)
+			} else if key != "<<" {
+				s.add(node.Content[i].Line, "", "unknown field %q in %s", key, t.Name())
+			}
+		}
+	case t.Kind() == reflect.Slice && node.Kind == yaml.SequenceNode:
+		for _, c := range node.Content {
+			s.strictFields(c, t.Elem())
+		}
+	case t.Kind() == reflect.Map && node.Kind == yaml.MappingNode:
+		for i := 1; i < len(node.Content); i += 2 {
+			s.strictFields(node.Content[i], t.Elem())
+		}
+	}
+}
+
+// yamlField is the field of struct type t whose yaml tag names key.
+func yamlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func lookup(node *yaml.Node, key string) *yaml.Node {
@@ -181,11 +218,16 @@ func scalar(node *yaml.Node) string {
 	return node.Value
 }
 
-// locator maps a field path (tenants[0].owners[1].kind) to its document line.
-type locator map[string]int
+// locator maps a field path (tenants[0].owners[1].kind) to its document
+// line. It indexes the document's tree on first use: a registry without
+// problems never needs it.
+type locator struct {
+	root  *yaml.Node
+	lines map[string]int
+}
 
-func newLocator(root *yaml.Node) locator {
-	l := locator{}
+func (l *locator) index() {
+	l.lines = map[string]int{}
 	var walk func(node *yaml.Node, path string)
 	walk = func(node *yaml.Node, path string) {
 		switch node.Kind {
@@ -199,25 +241,27 @@ func newLocator(root *yaml.Node) locator {
 				if path != "" {
 					key = path + "." + key
 				}
-				l[key] = node.Content[i].Line
+				l.lines[key] = node.Content[i].Line
 				walk(node.Content[i+1], key)
 			}
 		case yaml.SequenceNode:
 			for i, c := range node.Content {
 				key := fmt.Sprintf("%s[%d]", path, i)
-				l[key] = c.Line
+				l.lines[key] = c.Line
 				walk(c, key)
 			}
 		}
 	}
-	walk(root, "")
-	return l
+	walk(l.root, "")
 }
 
 // line returns the line of path, or of its nearest located parent.
-func (l locator) line(path string) int {
+func (l *locator) line(path string) int {
+	if l.lines == nil {
+		l.index()
+	}
 	for path != "" {
-		if n, ok := l[path]; ok {
+		if n, ok := l.lines[path]; ok {
 			return n
 		}
 		cut := strings.LastIndexAny(path, ".[")
@@ -227,4 +271,20 @@ func (l locator) line(path string) int {
 		path = path[:cut]
 	}
 	return 0
+}
+
+// keyLines are the lines of the keys of the mapping at keys, without
+// indexing the whole tree (e.g. settings.enforcement's rule ids).
+func (l *locator) keyLines(keys ...string) map[string]int {
+	node := l.root
+	for _, k := range keys {
+		node = lookup(node, k)
+	}
+	out := map[string]int{}
+	if node != nil && node.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			out[node.Content[i].Value] = node.Content[i].Line
+		}
+	}
+	return out
 }

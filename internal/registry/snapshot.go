@@ -37,7 +37,7 @@ type Snapshot struct {
 }
 
 // compile applies defaults to a validated registry and indexes it.
-func compile(reg *Registry, raw []byte, src *source, loc locator) *Snapshot {
+func compile(reg *Registry, raw []byte, src *source, loc *locator) *Snapshot {
 	applyDefaults(reg)
 	sum := sha256.Sum256(raw)
 	s := &Snapshot{
@@ -66,10 +66,8 @@ func compile(reg *Registry, raw []byte, src *source, loc locator) *Snapshot {
 	for _, a := range reg.Settings.Administrators {
 		s.admins[userOrGroup(a)] = true
 	}
-	for id := range reg.Settings.Enforcement {
-		if line := loc.line("settings.enforcement." + id); line > 0 {
-			s.enforcementLines[id] = line + src.offset
-		}
+	for id, line := range loc.keyLines("settings", "enforcement") {
+		s.enforcementLines[id] = line + src.offset
 	}
 	return s
 }

@@ -15,14 +15,14 @@ import (
 // checker validates a decoded registry, recording problems at field paths.
 type checker struct {
 	src *source
-	loc locator
+	loc *locator
 }
 
 func (c checker) at(path, format string, args ...any) {
 	c.src.add(c.loc.line(path), path, format, args...)
 }
 
-func checkRegistry(src *source, loc locator, reg *Registry) {
+func checkRegistry(src *source, loc *locator, reg *Registry) {
 	c := checker{src: src, loc: loc}
 	if reg.APIVersion != APIVersion {
 		c.at("apiVersion", "must be %q, not %q", APIVersion, reg.APIVersion)

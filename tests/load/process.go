@@ -26,11 +26,13 @@ import (
 type Process struct {
 	name  string
 	cmd   *exec.Cmd
-	stdin io.Closer
+	stdin io.WriteCloser
 	logs  *live.SyncBuffer
 	done  chan struct{}
 	// reloads is the last status line of a served target
 	reloads atomic.Pointer[Reloads]
+	// heaps receives a served target's answers to Heap
+	heaps chan heapAnswer
 }
 
 // start runs a command whose stdin stays open for the process's life.
@@ -40,7 +42,7 @@ func start(ctx context.Context, name string, stdout io.Writer, bin string, args 
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{}), heaps: make(chan heapAnswer, 1)}
 	cmd.Stdout, cmd.Stderr = stdout, p.logs
 	if stdout == nil {
 		cmd.Stdout = p.logs
@@ -138,10 +140,15 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 			var st struct {
 				Reloads
 				Loaded *int64 `json:"reloads"` // required: other lines are not reload statuses
+				heapAnswer
 			}
-			if json.Unmarshal(sc.Bytes(), &st) == nil && st.Loaded != nil {
+			switch {
+			case json.Unmarshal(sc.Bytes(), &st) != nil:
+			case st.Loaded != nil:
 				st.Reloads.Loaded = *st.Loaded
 				p.reloads.Store(&st.Reloads)
+			case st.Live != nil:
+				p.heaps <- st.heapAnswer
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
@@ -198,7 +205,8 @@ func ServeMain(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	heap := make(chan heapRequest)
+	go answerCommands(os.Stdin, stdout, heap, cancel)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -221,11 +229,12 @@ func ServeMain(args []string, stdout io.Writer) error {
 	}
 	switch *target {
 	case "tenantguard":
-		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, *reload, report, func(r Reloads) {
+		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, *reload, heap, report, func(r Reloads) {
 			line, _ := json.Marshal(r)
 			_, _ = fmt.Fprintf(stdout, "%s\n", line)
 		})
 	case "null":
+		go answerHeaps(ctx, heap)
 		return ServeNull(ctx, ln, *certFile, *keyFile, report)
 	}
 	return errors.New("unknown target " + *target)

@@ -43,8 +43,9 @@ type Started struct {
 // set it then loads a changed registry that often, the way a ConfigMap edit
 // reaches the server, alternating the scale registry with one holding an
 // extra tenant (no request of the corpus is decided differently), and
-// reports each through reloaded. It returns when ctx ends.
-func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, reload time.Duration, started func(Started), reloaded func(Reloads)) error {
+// reports each through reloaded. The heap requests it receives are
+// answered between reloads, never during one. It returns when ctx ends.
+func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, reload time.Duration, heap <-chan heapRequest, started func(Started), reloaded func(Reloads)) error {
 	t0 := time.Now()
 	view := clusterview.New(registry.DefaultTenantLabel)
 	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
@@ -70,22 +71,29 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 		return err
 	}
 	started(Started{Addr: ln.Addr().String(), Sync: synced.Sub(t0), Ready: time.Since(synced)})
-	if reload > 0 {
-		go reloadEvery(ctx, store, reload, registries, reloaded)
-	}
+	go reloadEvery(ctx, store, reload, registries, heap, reloaded)
 	return <-served
 }
 
-// reloadEvery loads the registries in turn, one every period, until ctx ends.
-func reloadEvery(ctx context.Context, store *state.Store, period time.Duration, registries [][]byte, reloaded func(Reloads)) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
+// reloadEvery loads the registries in turn, one every period (never when
+// period is 0), until ctx ends, and answers heap requests in between.
+func reloadEvery(ctx context.Context, store *state.Store, period time.Duration, registries [][]byte, heap <-chan heapRequest, reloaded func(Reloads)) {
+	var ticks <-chan time.Time
+	if period > 0 {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		ticks = tick.C
+	}
 	var r Reloads
 	for i := 1; ; i++ {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case req := <-heap:
+			req.answer <- liveHeap(req.profile)
+			i--
+			continue
+		case <-ticks:
 		}
 		t := time.Now()
 		if err := store.LoadRegistry(ctx, "scale", registries[i%len(registries)]); err != nil {

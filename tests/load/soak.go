@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
+
+// DefaultMaxLiveGrowth is the live heap growth a soak allows, last window
+// against first: more than the noise of a registry reload caught in flight
+// and the decode cache's turnover, less than what a snapshot kept per
+// reload adds.
+const DefaultMaxLiveGrowth = 0.05
 
 // SoakConfig is a long open-loop run against tenantguard while its
 // registry is reloaded: the reliability soak of `make soak`.
@@ -31,6 +38,20 @@ type SoakConfig struct {
 	Reload time.Duration `json:"reload"`
 	// MaxGrowth is the RSS growth allowed, as a fraction of the baseline.
 	MaxGrowth float64 `json:"maxGrowth"`
+	// MemoryLimit and GCPercent run tenantguard as serve --memory-limit and
+	// --gc-percent take them: the chart's settings by default
+	// (ChartMemoryLimit, ChartGCPercent).
+	MemoryLimit string `json:"memoryLimit"`
+	GCPercent   string `json:"gcPercent"`
+	// LiveHeap, when set, has the target collect its garbage after each
+	// window and report its live heap; MaxLiveGrowth is then the growth of
+	// the live heap allowed, last window against first, as a fraction.
+	LiveHeap      bool    `json:"liveHeap"`
+	MaxLiveGrowth float64 `json:"maxLiveGrowth"`
+	// HeapProfiles, when set, is a folder that receives the target's heap
+	// profiles after the first and the last window (first.pprof,
+	// last.pprof), to compare with go tool pprof -base.
+	HeapProfiles string `json:"heapProfiles,omitempty"`
 	// Log receives a line per window.
 	Log io.Writer `json:"-"`
 }
@@ -44,6 +65,9 @@ type SoakWindow struct {
 	End    time.Duration `json:"end"`
 	RSS    float64       `json:"rssMiB"`
 	MaxRSS float64       `json:"maxRssMiB"`
+	// LiveHeap is the target's live heap after the window, in MiB, after a
+	// forced collection (SoakConfig.LiveHeap).
+	LiveHeap float64 `json:"liveHeapMiB,omitempty"`
 }
 
 // driveSampling drives one run and samples the target's RSS every second
@@ -92,6 +116,11 @@ type SoakReport struct {
 	FinalRSS    float64 `json:"finalRssMiB"`
 	PeakRSS     float64 `json:"peakRssMiB"`
 	Growth      float64 `json:"rssGrowth"`
+	// BaselineLive and FinalLive are the live heaps after the first and the
+	// last window, in MiB; LiveGrowth is their growth as a fraction.
+	BaselineLive float64 `json:"baselineLiveHeapMiB,omitempty"`
+	FinalLive    float64 `json:"finalLiveHeapMiB,omitempty"`
+	LiveGrowth   float64 `json:"liveHeapGrowth,omitempty"`
 	// WorstP99 is the highest window p99.
 	WorstP99 time.Duration `json:"worstP99"`
 	// Reloads is the target's registry reloads over the whole soak.
@@ -110,7 +139,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	p, st, err := StartServed(ctx, TargetTenantguard, certFile, keyFile, cfg.Scale, ServedOptions{Reload: cfg.Reload})
+	p, st, err := StartServed(ctx, TargetTenantguard, certFile, keyFile, cfg.Scale, ServedOptions{Reload: cfg.Reload, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +162,13 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 			return nil, err
 		}
 		w.End = time.Since(start).Round(time.Second)
+		if cfg.LiveHeap {
+			if w.LiveHeap, err = liveHeapMiB(p, cfg.HeapProfiles, len(report.Windows) == 0, offered+run.Duration >= cfg.Duration); err != nil {
+				return nil, err
+			}
+		}
 		report.add(w)
-		_, _ = fmt.Fprintf(cfg.Log, "soak %v: %s, rss median %.0f MiB (highest %.0f), reloads %d\n", w.End, w.Summary(), w.RSS, w.MaxRSS, p.Reloads().Loaded)
+		_, _ = fmt.Fprintf(cfg.Log, "soak %v: %s, rss median %.0f MiB (highest %.0f), live heap %.1f MiB, reloads %d\n", w.End, w.Summary(), w.RSS, w.MaxRSS, w.LiveHeap, p.Reloads().Loaded)
 	}
 	if _, report.PeakRSS, err = p.Memory(); err != nil {
 		return nil, err
@@ -143,10 +177,28 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	return report, ctx.Err()
 }
 
+// liveHeapMiB asks the target for its live heap, with a heap profile into
+// dir after the first and the last window.
+func liveHeapMiB(p *Process, dir string, first, last bool) (float64, error) {
+	profile := ""
+	switch {
+	case dir == "":
+	case first:
+		profile = filepath.Join(dir, "first.pprof")
+	case last:
+		profile = filepath.Join(dir, "last.pprof")
+	}
+	live, err := p.LiveHeap(profile)
+	return float64(live) / (1 << 20), err
+}
+
 func (r *SoakReport) add(w SoakWindow) {
 	if len(r.Windows) == 0 {
 		r.BaselineRSS = w.RSS
+		r.BaselineLive = w.LiveHeap
 	}
+	r.FinalLive = w.LiveHeap
+	r.LiveGrowth = safeRatio(r.FinalLive-r.BaselineLive, r.BaselineLive)
 	r.Windows = append(r.Windows, w)
 	r.Requests += w.Requests
 	r.Errors += w.Errors
@@ -178,6 +230,9 @@ func (r *SoakReport) Problems() []string {
 			out = append(out, fmt.Sprintf("only %d registry reloads, fewer than half the %d expected", r.Reloads.Loaded, expected))
 		}
 	}
+	if r.Config.LiveHeap && r.LiveGrowth > r.Config.MaxLiveGrowth {
+		out = append(out, fmt.Sprintf("the live heap grew %.1f%% (%.1f to %.1f MiB), over %.0f%%", 100*r.LiveGrowth, r.BaselineLive, r.FinalLive, 100*r.Config.MaxLiveGrowth))
+	}
 	if r.Growth > r.Config.MaxGrowth {
 		out = append(out, fmt.Sprintf("RSS grew %.1f%% (%.0f to %.0f MiB), over %.0f%%", 100*r.Growth, r.BaselineRSS, r.FinalRSS, 100*r.Config.MaxGrowth))
 	}
@@ -194,5 +249,16 @@ func (r *SoakReport) Write(w io.Writer) {
 	_, _ = fmt.Fprintf(tw, "reloads\t%d put in force, %d refused, slowest %v\n", r.Reloads.Loaded, r.Reloads.Failed, round(r.Reloads.Slowest))
 	_, _ = fmt.Fprintf(tw, "worst window p99\t%v\n", round(r.WorstP99))
 	_, _ = fmt.Fprintf(tw, "RSS (window medians)\tfirst %.1f MiB, last %.1f MiB, growth %+.1f%%, peak %.1f MiB\n", r.BaselineRSS, r.FinalRSS, 100*r.Growth, r.PeakRSS)
+	if c.LiveHeap {
+		_, _ = fmt.Fprintf(tw, "live heap (after a collection)\tfirst %.1f MiB, last %.1f MiB, growth %+.1f%%\n", r.BaselineLive, r.FinalLive, 100*r.LiveGrowth)
+	}
+	_, _ = fmt.Fprintf(tw, "server\tmemory limit %s, gc-percent %s\n", orNone(c.MemoryLimit), orNone(c.GCPercent))
 	_ = tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

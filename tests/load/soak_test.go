@@ -2,6 +2,9 @@ package load
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,7 @@ func TestASoakReloadsTheRegistryWhileEveryAnswerIsChecked(t *testing.T) {
 	cfg := SoakConfig{
 		Scale: Scale{Tenants: 20, Namespaces: 10, Pods: 2}, Corpus: 100,
 		Rate: 200, Workers: 16, Duration: 3 * time.Second, Window: time.Second, Warmup: 200 * time.Millisecond,
-		Reload: 500 * time.Millisecond, MaxGrowth: 10, Log: io.Discard,
+		Reload: 500 * time.Millisecond, MaxGrowth: 10, LiveHeap: true, MaxLiveGrowth: 10, HeapProfiles: t.TempDir(), Log: io.Discard,
 	}
 	report, err := Soak(t.Context(), cfg)
 	if err != nil {
@@ -31,12 +34,21 @@ func TestASoakReloadsTheRegistryWhileEveryAnswerIsChecked(t *testing.T) {
 	if report.BaselineRSS <= 0 || report.FinalRSS <= 0 || report.PeakRSS < report.FinalRSS {
 		t.Errorf("memory not measured: %+v", report)
 	}
+	// the live heap is a part of the resident memory
+	if report.BaselineLive <= 0 || report.FinalLive <= 0 || report.FinalLive > report.FinalRSS {
+		t.Errorf("live heap not measured: first %.1f MiB, last %.1f MiB (RSS %.1f MiB)", report.BaselineLive, report.FinalLive, report.FinalRSS)
+	}
+	for _, name := range []string{"first.pprof", "last.pprof"} {
+		if info, err := os.Stat(filepath.Join(cfg.HeapProfiles, name)); err != nil || info.Size() == 0 {
+			t.Errorf("heap profile %s not written: %v", name, err)
+		}
+	}
 	if problems := report.Problems(); len(problems) > 0 {
 		t.Errorf("problems: %v", problems)
 	}
 	var out strings.Builder
 	report.Write(&out)
-	for _, want := range []string{"errors 0, wrong decisions 0", "refused", "growth"} {
+	for _, want := range []string{"errors 0, wrong decisions 0", "refused", "growth", "live heap (after a collection)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
@@ -44,17 +56,33 @@ func TestASoakReloadsTheRegistryWhileEveryAnswerIsChecked(t *testing.T) {
 }
 
 func TestSoakProblemsNameEachMissedBar(t *testing.T) {
-	r := &SoakReport{Config: SoakConfig{Rate: 1000, Reload: 10 * time.Second, MaxGrowth: 0.1}}
-	r.add(SoakWindow{Result: Result{Requests: 60000}, End: time.Minute, RSS: 100})
-	r.add(SoakWindow{Result: Result{Requests: 60000, Errors: 2, Wrong: 1, Behind: true}, End: 2 * time.Minute, RSS: 125})
+	r := &SoakReport{Config: SoakConfig{Rate: 1000, Reload: 10 * time.Second, MaxGrowth: 0.1, LiveHeap: true, MaxLiveGrowth: 0.05}}
+	r.add(SoakWindow{Result: Result{Requests: 60000}, End: time.Minute, RSS: 100, LiveHeap: 20})
+	r.add(SoakWindow{Result: Result{Requests: 60000, Errors: 2, Wrong: 1, Behind: true}, End: 2 * time.Minute, RSS: 125, LiveHeap: 22})
 	r.Reloads = Reloads{Loaded: 3, Failed: 1}
 	got := strings.Join(r.Problems(), "\n")
-	for _, want := range []string{"2 errors and 1 wrong decisions", "ending at 2m0s fell behind 1000", "1 registry reloads refused", "only 3 registry reloads, fewer than half the 12 expected", "RSS grew 25.0% (100 to 125 MiB), over 10%"} {
+	for _, want := range []string{"2 errors and 1 wrong decisions", "ending at 2m0s fell behind 1000", "1 registry reloads refused", "only 3 registry reloads, fewer than half the 12 expected", "RSS grew 25.0% (100 to 125 MiB), over 10%", "the live heap grew 10.0% (20.0 to 22.0 MiB), over 5%"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
 		}
 	}
 	if r.Requests != 120000 || r.Growth != 0.25 {
 		t.Errorf("sums: %d requests, growth %v", r.Requests, r.Growth)
+	}
+}
+
+func TestTheSoakRunsTheServerAsTheChartDoes(t *testing.T) {
+	limit, gcPercent, err := ChartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// memoryLimit auto under the chart's resources.limits.memory is a byte
+	// count below that limit (90% of 512Mi today)
+	bytes, err := strconv.ParseInt(limit, 10, 64)
+	if err != nil || bytes <= 0 || bytes >= 4<<30 {
+		t.Errorf("the chart runs serve with --memory-limit %q; want a byte count under the pod's limit", limit)
+	}
+	if _, err := strconv.Atoi(gcPercent); err != nil {
+		t.Errorf("the chart runs serve with --gc-percent %q: %v", gcPercent, err)
 	}
 }

@@ -62,6 +62,15 @@ func soak(args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", 30*time.Second, "untimed warm-up at the same rate")
 	fs.DurationVar(&cfg.Reload, "reload", 10*time.Second, "registry reload period")
 	fs.Float64Var(&cfg.MaxGrowth, "max-growth", 0.10, "RSS growth allowed over the baseline (fraction)")
+	memoryLimit, gcPercent, err := load.ChartServer()
+	if err != nil {
+		return err
+	}
+	fs.StringVar(&cfg.MemoryLimit, "memory-limit", memoryLimit, "tenantguard's soft memory limit, as serve --memory-limit takes it (default: the chart's, auto under its memory limit)")
+	fs.StringVar(&cfg.GCPercent, "gc-percent", gcPercent, "tenantguard's collector target, as serve --gc-percent takes it (default: the chart's)")
+	fs.BoolVar(&cfg.LiveHeap, "live-heap", true, "collect the target's garbage after each window and hold its live heap to -max-live-growth")
+	fs.Float64Var(&cfg.MaxLiveGrowth, "max-live-growth", load.DefaultMaxLiveGrowth, "live heap growth allowed, last window against first (fraction)")
+	fs.StringVar(&cfg.HeapProfiles, "heap-profiles", "", "write the target's heap profiles after the first and last windows here (first.pprof, last.pprof)")
 	jsonOut := fs.String("json", "", "write the report as JSON here")
 	if err := fs.Parse(args); err != nil {
 		return err
