@@ -121,6 +121,12 @@ type judge struct {
 	// beyond rule ids that the engine can be held to (messages, patches).
 	// It skips the test of a case the engine refuses before deciding.
 	decide func(t testing.TB, c *corpusCase) (got verdict, problems []string)
+	// setsDefaults, when set, reports whether the engine claims to set a
+	// rule's defaults (mutates); decide then adds to defaulted the rules
+	// whose defaults it set as the embedded engine did, and every rule it
+	// claims must be among them.
+	setsDefaults func(rule string) bool
+	defaulted    map[string]bool
 }
 
 // library is a rule library and the corpus its engines are held to.
@@ -283,13 +289,17 @@ func (l library) agree(t *testing.T) {
 					})
 				}
 			}
-			var missing []string
+			var missing, undefaulted []string
 			for _, id := range l.ids() {
+				wanted := l.exercise == nil || slices.Contains(l.exercise, id)
 				if j.covers(id) {
 					claimed++
-					if !exercised[id] && (l.exercise == nil || slices.Contains(l.exercise, id)) {
+					if !exercised[id] && wanted {
 						missing = append(missing, id)
 					}
+				}
+				if j.setsDefaults != nil && j.setsDefaults(id) && !j.defaulted[id] && wanted {
+					undefaulted = append(undefaulted, id)
 				}
 			}
 			slices.Sort(skipped)
@@ -300,8 +310,11 @@ func (l library) agree(t *testing.T) {
 			if len(missing) > 0 {
 				t.Errorf("no case broke %v with %s agreeing; the claim is untested", missing, j.name)
 			}
-			summary = append(summary, fmt.Sprintf("%-18s %3d cases, %3d agreements, %2d not taken, %2d of %d rules covered, %2d exercised",
-				j.name, len(corpus), agreed, len(skipped), claimed, len(l.ids()), len(exercised)))
+			if len(undefaulted) > 0 {
+				t.Errorf("no case had %s set the defaults of %v as the engine does; the claim is untested", j.name, undefaulted)
+			}
+			summary = append(summary, fmt.Sprintf("%-18s %3d cases, %3d agreements, %2d not taken, %2d of %d rules covered, %2d exercised, %d defaults set",
+				j.name, len(corpus), agreed, len(skipped), claimed, len(l.ids()), len(exercised), len(j.defaulted)))
 		})
 	}
 	t.Logf("engine agreement on the corpus:\n%s", strings.Join(summary, "\n"))

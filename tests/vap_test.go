@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,7 +63,10 @@ type vapCluster struct {
 	loader  *dynamic.DynamicClient
 	actions map[string][]string // rule -> validationActions of its exported binding
 	lib     *export.Library
+	cat     *catalog.Catalog  // the library exported
+	patcher *familyPatcher    // its families' patches
 	labels  map[string]string // namespace -> labels last applied, as JSON
+	classes map[string]bool   // PriorityClasses known to exist
 	loads   int
 }
 
@@ -73,18 +77,31 @@ var (
 	warned   = regexp.MustCompile(`ValidatingAdmissionPolicy 'tenantguard-([a-z-]+)' with binding 'tenantguard-[a-z-]+': (.*)$`)
 )
 
-// vapJudge installs the exported ValidatingAdmissionPolicies, bindings and
+// vapJudge installs the exported admission policies, bindings and
 // parameter object into a real kube-apiserver and sends every case through
 // it: the case's namespace labelled as in the case, the object an update or
 // delete acts on created first, then the request itself, dry-run,
-// impersonating the case's user. Requests the API server refuses before
-// validating admission (an object its own validation rejects, a namespace
-// that does not exist) are counted apart.
+// impersonating the case's user. A create is sent as the requester wrote it,
+// but for the defaults of the families no MutatingAdmissionPolicy sets, and
+// the object the API server answers must carry what the engine's patch of
+// each other family sets (mapdefaults_test.go); any other request is sent as
+// the engine mutated it. Requests the API server refuses before validating
+// admission (an object its own validation rejects, a namespace that does not
+// exist) are counted apart.
 func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 	var vc *vapCluster
+	if cat == nil {
+		cat = catalog.MustEmbedded()
+	}
+	defaulted := map[string]bool{}
 	return judge{
-		name:   "ValidatingAdmissionPolicy",
-		covers: func(rule string) bool { return vc == nil || vc.lib == nil || vc.lib.Covers(rule) },
+		setsDefaults: func(rule string) bool {
+			r, _ := cat.Rule(rule)
+			return r.HasCELMutations()
+		},
+		defaulted: defaulted,
+		name:      "ValidatingAdmissionPolicy",
+		covers:    func(rule string) bool { return vc == nil || vc.lib == nil || vc.lib.Covers(rule) },
 		notTaken: []string{
 			deleteWithoutOld,
 			"CONNECT requests carry no object and are allowed",
@@ -106,7 +123,7 @@ func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 			vc.install(t, registryFile, cat)
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
-			return vc.send(t, c)
+			return vc.send(t, c, defaulted)
 		},
 	}
 }
@@ -129,11 +146,13 @@ func (s *sharedCluster) get(t testing.TB) *vapCluster {
 func startVAPCluster(t testing.TB, cleanup func(func())) *vapCluster {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
-	// PodSecurity, Priority and RuntimeClass would refuse some corpus pods
-	// before the policies see them (classes the cluster lacks); they are the
+	// PodSecurity and RuntimeClass would refuse some corpus pods before the
+	// policies see them (RuntimeClasses the cluster lacks); they are the
 	// cluster's own rules, not tenantguard's (StorageObjectInUseProtection
-	// adds a finalizer only a controller removes)
-	cp, err := live.StartControlPlane(ctx, "PodSecurity", "Priority", "RuntimeClass", "StorageObjectInUseProtection")
+	// adds a finalizer only a controller removes). Priority stays: it sets a
+	// Pod's priority from the class a MutatingAdmissionPolicy names
+	// (ensurePriorityClass makes the classes the corpus names).
+	cp, err := live.StartControlPlane(ctx, "PodSecurity", "RuntimeClass", "StorageObjectInUseProtection")
 	if err != nil {
 		t.Fatalf("%v (run `make control-plane`)", err)
 	}
@@ -149,7 +168,7 @@ func startVAPCluster(t testing.TB, cleanup func(func())) *vapCluster {
 	}
 	cfg := rest.CopyConfig(cp.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: loaderUser, Groups: []string{"system:masters", "system:authenticated"}}
-	return &vapCluster{cp: cp, loader: dynamic.NewForConfigOrDie(cfg), labels: map[string]string{}}
+	return &vapCluster{cp: cp, loader: dynamic.NewForConfigOrDie(cfg), labels: map[string]string{}, classes: map[string]bool{}}
 }
 
 // install applies the library for a registry file, with the loader's
@@ -161,6 +180,9 @@ func (vc *vapCluster) install(t testing.TB, registryFile string, cat *catalog.Ca
 	snap, err := registry.Load(registryFile)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if vc.cat != cat {
+		vc.cat, vc.patcher = cat, newFamilyPatcher(t, cat)
 	}
 	if vc.lib, err = export.VAP(snap, export.Options{Catalog: cat}); err != nil {
 		t.Fatal(err)
@@ -179,9 +201,11 @@ func (vc *vapCluster) install(t testing.TB, registryFile string, cat *catalog.Ca
 		case export.ParamsKind:
 			obj["registry"].(map[string]any)["testRevision"] = token
 			params = append(params, obj)
-		case "ValidatingAdmissionPolicy":
+		case "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy":
 			conditions, _ := spec["matchConditions"].([]any)
 			spec["matchConditions"] = append(conditions, map[string]any{"name": "not-the-test-loader", "expression": fmt.Sprintf("request.userInfo.username != %q", loaderUser)})
+			policies = append(policies, obj)
+		case "MutatingAdmissionPolicyBinding":
 			policies = append(policies, obj)
 		case "ValidatingAdmissionPolicyBinding":
 			name := obj["metadata"].(map[string]any)["name"].(string)
@@ -207,8 +231,9 @@ func (vc *vapCluster) install(t testing.TB, registryFile string, cat *catalog.Ca
 	canary := vc.as("tenantguard-canary", nil)
 	waitFor(t, 30*time.Second, "the policies and parameters to be in force", func() bool {
 		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "canary"}}}
-		_, _ = canary.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return slices.ContainsFunc(apiWarnings.take(), func(w string) bool { return strings.Contains(w, "revision "+token) })
+		out, err := canary.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		validated := slices.ContainsFunc(apiWarnings.take(), func(w string) bool { return strings.Contains(w, "revision "+token) })
+		return validated && err == nil && out.GetAnnotations()[canaryAnnotation] == token
 	})
 	// bindings and parameters come through separate informers
 	time.Sleep(time.Second)
@@ -217,32 +242,44 @@ func (vc *vapCluster) install(t testing.TB, registryFile string, cat *catalog.Ca
 // apiWarnings records the API server's warnings to every impersonated client.
 var apiWarnings = &warnings{}
 
+// canaryAnnotation is what the canary's MutatingAdmissionPolicy sets: the
+// parameter object's revision.
+const canaryAnnotation = "tenantguard.io/test-revision"
+
 // canaryPolicy fails every namespace request of the canary user with the
-// parameter object's revision: once it reports the newest, the API server
-// has the newest parameters.
+// parameter object's revision, and a mutating one annotates it with the
+// revision: once both report the newest, the API server has the newest
+// parameters for both kinds of policy.
 func canaryPolicy() []map[string]any {
-	policy := map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-		"metadata": map[string]any{"name": "test-canary"},
-		"spec": map[string]any{
+	object := func(kind string, spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": map[string]any{"name": "test-canary"}, "spec": spec}
+	}
+	policy := func(fields map[string]any) map[string]any {
+		spec := map[string]any{
 			"failurePolicy": "Fail",
 			"paramKind":     map[string]any{"apiVersion": export.ParamsGroup + "/" + export.ParamsVersion, "kind": export.ParamsKind},
 			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
 				"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"namespaces"}, "operations": []any{"CREATE"},
 			}}},
 			"matchConditions": []any{map[string]any{"name": "canary", "expression": `request.userInfo.username == "tenantguard-canary"`}},
-			"validations":     []any{map[string]any{"expression": "false", "messageExpression": `"revision " + params.registry.testRevision`}},
-		},
+		}
+		maps.Copy(spec, fields)
+		return spec
 	}
-	binding := map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": "test-canary"},
-		"spec": map[string]any{
-			"policyName": "test-canary", "validationActions": []any{"Warn"},
-			"paramRef": map[string]any{"name": export.ParamsName, "parameterNotFoundAction": "Deny"},
-		},
+	paramRef := map[string]any{"name": export.ParamsName, "parameterNotFoundAction": "Deny"}
+	return []map[string]any{
+		object("ValidatingAdmissionPolicy", policy(map[string]any{
+			"validations": []any{map[string]any{"expression": "false", "messageExpression": `"revision " + params.registry.testRevision`}},
+		})),
+		object("ValidatingAdmissionPolicyBinding", map[string]any{"policyName": "test-canary", "validationActions": []any{"Warn"}, "paramRef": paramRef}),
+		object("MutatingAdmissionPolicy", policy(map[string]any{
+			"reinvocationPolicy": "Never",
+			"mutations": []any{map[string]any{"patchType": "JSONPatch", "jsonPatch": map[string]any{
+				"expression": fmt.Sprintf(`[JSONPatch{op: "add", path: "/metadata/annotations", value: {%q: params.registry.testRevision}}]`, canaryAnnotation),
+			}}},
+		})),
+		object("MutatingAdmissionPolicyBinding", map[string]any{"policyName": "test-canary", "paramRef": paramRef}),
 	}
-	return []map[string]any{policy, binding}
 }
 
 func (vc *vapCluster) apply(t testing.TB, objects []map[string]any) {
@@ -260,8 +297,9 @@ func (vc *vapCluster) as(user string, groups []string) *dynamic.DynamicClient {
 	return dynamic.NewForConfigOrDie(cfg)
 }
 
-// send runs one case through the API server.
-func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
+// send runs one case through the API server; defaulted gets the rules whose
+// defaults the MutatingAdmissionPolicies set as the engine did.
+func (vc *vapCluster) send(t testing.TB, c *corpusCase, defaulted map[string]bool) (verdict, []string) {
 	t.Helper()
 	ctx := t.Context()
 	req := c.request
@@ -283,15 +321,24 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 		target = client.Resource(gvr).Namespace(req.Namespace)
 	}
 	var obj *unstructured.Unstructured
-	if len(req.Object.Raw) > 0 {
+	raw := req.Object.Raw
+	var covered map[string][]map[string]any
+	if req.Operation == "CREATE" && req.SubResource == "" {
+		// the policies set the defaults of the families they cover
+		var others []map[string]any
+		covered, others = vc.patcher.split(t, c)
+		raw = createBody(t, c, others)
+	}
+	if len(raw) > 0 {
 		obj = &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+		if err := obj.UnmarshalJSON(raw); err != nil {
 			t.Fatal(err)
 		}
 		complete(obj.Object)
 		if req.Namespace != "" {
 			obj.SetNamespace(req.Namespace)
 		}
+		vc.ensurePriorityClass(t, obj.Object)
 	}
 	apiWarnings.take()
 	dry := []string{metav1.DryRunAll}
@@ -300,9 +347,10 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 	if req.SubResource != "" {
 		sub = []string{req.SubResource}
 	}
+	var answered *unstructured.Unstructured
 	switch req.Operation {
 	case "CREATE":
-		_, err = target.Create(ctx, obj, metav1.CreateOptions{DryRun: dry}, sub...)
+		answered, err = target.Create(ctx, obj, metav1.CreateOptions{DryRun: dry}, sub...)
 		if apierrors.IsAlreadyExists(err) {
 			err = nil // storage answers after validating admission let it through
 		}
@@ -335,6 +383,9 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 		}
 	}
 	v := got.verdict()
+	if len(covered) > 0 && err == nil {
+		problems = append(problems, vc.patcher.defaultsSet(answered, covered, defaulted)...)
+	}
 	// what the API server did in Warn mode, beside what the observers saw
 	slices.Sort(warnedRules)
 	if !slices.Equal(slices.Compact(warnedRules), v.Warn) {
@@ -343,6 +394,8 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase) (verdict, []string) {
 	switch {
 	case err == nil && len(v.Deny) > 0:
 		problems = append(problems, "the API server admitted a request that policies in Deny mode failed")
+	case err != nil && !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'tenantguard-") && len(covered) > 0:
+		problems = append(problems, fmt.Sprintf("the API server refused the create the engine mutates before validating admission, the MutatingAdmissionPolicies in force: %v", err))
 	case err != nil && !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'tenantguard-"):
 		t.Skipf("the API server refused the request before validating admission: %v", err)
 	case err != nil && !slices.ContainsFunc(v.Deny, func(id string) bool { return strings.Contains(err.Error(), "["+id+"] ") }):
@@ -413,6 +466,7 @@ func (vc *vapCluster) putOld(t testing.TB, ri dynamic.ResourceInterface, gvr sch
 	if c.request.Namespace != "" {
 		old.SetNamespace(c.request.Namespace)
 	}
+	vc.ensurePriorityClass(t, old.Object)
 	created, err := ri.Create(t.Context(), old, metav1.CreateOptions{})
 	if err != nil {
 		t.Skipf("the object the request acts on cannot be created: %v", err)

@@ -127,6 +127,13 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		{"a claim of the CEL engines without CEL", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno, vap]\n", idX, ruleX), []string{"claims kyverno and vap, but no *.cel file translates it"}},
 		{"a claim of kyverno alone", family("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE]\n#   engines: [opa, kyverno]\n", idX, ruleX), []string{"claims one of kyverno and vap but not the other"}},
 		{"CEL for a rule that does not claim it", withCEL(family(defaults, idX, ruleX), "rules:\n  - {id: x, validation: 'true', message: '\"m\"'}\n"), []string{`rule "x" has a CEL translation but does not claim kyverno and vap`}},
+		{"CEL mutations for no rule", withCEL(mutating(defaults), "mutations:\n  - {id: z, patchType: JSONPatch, expression: '[]'}\n"), []string{`f.cel:2: mutates for rule "z", which no family declares`}},
+		{"CEL mutations for a rule that does not mutate", withCEL(family(defaults, idX, ruleX), "mutations:\n  - {id: x, patchType: JSONPatch, expression: '[]'}\n"), []string{`f.cel:2: mutates for rule "x", whose METADATA does not say mutates: true`}},
+		{"a CEL mutation that does not parse", withCEL(mutating(defaults), "mutations:\n  - {id: x, patchType: JSONPatch, expression: '[JSONPatch{op: '}\n"), []string{"f.cel:2: a mutation of rule x: ERROR"}},
+		{"a CEL mutation of an unknown patch type, and one on an operation the rule does not see", withCEL(mutating(defaults), "mutations:\n  - {id: x, patchType: MergePatch, expression: '{}'}\n  - {id: x, patchType: JSONPatch, expression: '[]', operations: [UPDATE]}\n"),
+			[]string{`f.cel:2: a mutation of rule "x": patchType "MergePatch" is not JSONPatch or ApplyConfiguration`, `f.cel:3: a mutation of rule "x": operation "UPDATE" is not one of the rule's operations`}},
+		{"a CEL mutation reading a variable nobody defines", withCEL(mutating(defaults), "mutations:\n  - {id: x, patchType: JSONPatch, expression: 'variables.nope'}\n"), []string{`the CEL of rule "x" reads variables.nope`}},
+		{"a pointer of an object", with(withCEL(mutating(defaults), "variables:\n  - {name: p, atKindPath: {kindSet: things, object: object, pointer: true}}\n"), "k.rego", kindSetThings), []string{"f.cel:2: variable \"p\": a pointer is the path's"}},
 		{"CEL for no rule, with an unknown variable and a syntax error", withCEL(family(defaults, idX, ruleX), "variables:\n  - {name: a, expression: 'variables.nope + 1'}\n  - {name: b, expression: '1 +'}\nrules:\n  - {id: z, validation: 'true', message: '\"m\"'}\n"), []string{`f.cel:5: translates rule "z", which no family declares`, `f.cel:2: variable "a" reads variables.nope`, "f.cel:3: variable b: ERROR"}},
 	}
 	for _, tt := range tests {
@@ -143,6 +150,15 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		})
 	}
 }
+
+// mutating is a family of one rule, x, that mutates, with the package
+// METADATA pkg.
+func mutating(pkg string) map[string]string {
+	return family(pkg, "# METADATA\n# title: X\n# custom:\n#   id: x\n#   mutates: true\n", ruleX+"\nmutations contains {\"op\": \"add\"} if input.b\n")
+}
+
+// kindSetThings is a module defining the kind set "things".
+const kindSetThings = "package k\n\n# METADATA\n# custom:\n#   kindSet: things\ncarriers := {\"Pod\": \"spec\", \"apps/Deployment\": \"spec.template.spec\"}\n"
 
 // withCEL is a library with its CEL file f.cel.
 func withCEL(files map[string]string, src string) map[string]string {
@@ -228,5 +244,58 @@ func TestKindsNameTheirResources(t *testing.T) {
 	}
 	if want := []string{"pods", "networkpolicies", "gateways", "endpoints"}; !slices.Equal(got, want) {
 		t.Errorf("resources %v, want %v", got, want)
+	}
+}
+
+func TestCELMutationsComeInOrderWithTheVariablesTheyRead(t *testing.T) {
+	files := with(withCEL(mutating("# custom:\n#   kinds: [Pod]\n#   operations: [CREATE, UPDATE]\n#   engines: [opa, kyverno, vap]\n"),
+		"variables:\n  - {name: b, expression: 'variables.a + \"/x\"'}\n  - {name: a, expression: 'variables.registry.x'}\n  - {name: c, expression: 'true'}\n"+
+			"  - {name: p, atKindPath: {kindSet: things, pointer: true}}\n"+
+			"rules:\n  - {id: x, validation: 'variables.c', message: '\"[x] m\"'}\n"+
+			"mutations:\n  - {id: x, patchType: JSONPatch, expression: '[JSONPatch{op: \"add\", path: variables.b, value: 1}]'}\n"+
+			"  - {id: x, patchType: ApplyConfiguration, expression: 'variables.p == \"\" ? Object{} : Object{}', operations: [UPDATE]}\n"), "k.rego", kindSetThings)
+	c, err := fixtures.Library(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.Rule("x")
+	names := func(vars []catalog.Variable) (out []string) {
+		for _, v := range vars {
+			out = append(out, v.Name)
+		}
+		return out
+	}
+	if got := names(r.CEL.Variables); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("the validation's variables %v, want c", got)
+	}
+	if got := names(r.CEL.MutationVariables); !slices.Equal(got, []string{"a", "b", "p"}) {
+		t.Errorf("the mutations' variables %v, want a, b, p (each after those it reads)", got)
+	}
+	if len(r.CEL.Mutations) != 2 || r.CEL.Mutations[0].PatchType != catalog.PatchJSONPatch || r.CEL.Mutations[1].PatchType != catalog.PatchApplyConfiguration ||
+		!slices.Equal(r.CEL.Mutations[0].Operations, []string{"CREATE"}) || !slices.Equal(r.CEL.MutationOperations(), []string{"CREATE", "UPDATE"}) {
+		t.Errorf("mutations %+v, operations %v: two, in order, the first on CREATE by default", r.CEL.Mutations, r.CEL.MutationOperations())
+	}
+	pointer := r.CEL.MutationVariables[2].Expression
+	for _, want := range []string{`request.kind.kind == "Pod") ? "/spec"`, `request.kind.kind == "Deployment") ? "/spec/template/spec"`, `: ""`} {
+		if !strings.Contains(pointer, want) {
+			t.Errorf("the pointer %s lacks %s", pointer, want)
+		}
+	}
+
+	// a rule may have its defaults in CEL and its validation not
+	only, err := fixtures.Library(withCEL(mutating(defaults), "mutations:\n  - {id: x, patchType: JSONPatch, expression: '[]'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := only.Rule("x"); r.HasCELValidation() || !r.HasCELMutations() || r.NotExpressible == "" {
+		t.Errorf("a rule with CEL mutations only: %+v", r)
+	}
+}
+
+func TestTheEmbeddedLibrarySetsTheLabelAndTheDefaultClassesInCEL(t *testing.T) {
+	for _, id := range []string{"namespace-ownership", "priority-class", "storage-class"} {
+		if r, _ := catalog.MustEmbedded().Rule(id); !r.Mutates || !r.HasCELMutations() {
+			t.Errorf("%s: mutates %v, CEL mutations %v", id, r.Mutates, r.HasCELMutations())
+		}
 	}
 }

@@ -36,32 +36,46 @@ type Variable struct {
 	line             int
 }
 
-// CELRule is a rule's CEL translation.
+// CELRule is a rule's CEL translation: its validation (the
+// ValidatingAdmissionPolicy's and Kyverno's), its mutations (the
+// MutatingAdmissionPolicy's), or both.
 type CELRule struct {
 	// Validation must hold for the request to be admitted; Message is the
-	// CEL expression of the denial, "[rule-id] sentence".
+	// CEL expression of the denial, "[rule-id] sentence". Both are empty
+	// when the rule's CEL only mutates.
 	Validation, Message string
-	// Variables are the library's variables it reads, directly or through
-	// others, each after those it reads (ProvidedVariables come first and
-	// are not listed).
+	// Variables are the library's variables the validation and message
+	// read, directly or through others, each after those it reads
+	// (ProvidedVariables come first and are not listed).
 	Variables []Variable
+	// Mutations set the rule's defaults, applied in order; nil when CEL
+	// does not set them.
+	Mutations []CELMutation
+	// MutationVariables are the variables the mutations read, as Variables.
+	MutationVariables []Variable
 }
 
 // celFile is a *.cel file.
 type celFile struct {
 	Variables []yaml.Node `yaml:"variables"`
 	Rules     []yaml.Node `yaml:"rules"`
+	Mutations []yaml.Node `yaml:"mutations"`
 }
 
 type celVariable struct {
 	Name       string `yaml:"name"`
 	Expression string `yaml:"expression"`
 	// AtKindPath generates the expression: the object's field at the path
-	// the kind set gives the request's kind, {} for other kinds.
-	AtKindPath *struct {
-		KindSet string `yaml:"kindSet"`
-		Object  string `yaml:"object"`
-	} `yaml:"atKindPath"`
+	// the kind set gives the request's kind, {} for other kinds; or, with
+	// pointer and no object, that path as a JSON pointer, "" for other kinds.
+	AtKindPath *kindPath `yaml:"atKindPath"`
+}
+
+// kindPath is an atKindPath of a *.cel variable.
+type kindPath struct {
+	KindSet string `yaml:"kindSet"`
+	Object  string `yaml:"object"`
+	Pointer bool   `yaml:"pointer"`
 }
 
 type celRule struct {
@@ -102,14 +116,12 @@ func (c *Catalog) translate(problems *problems) {
 		}
 		for _, node := range file.Rules {
 			var r celRule
-			if err := node.Decode(&r); err != nil {
-				problems.at(path, node.Line, "%v", err)
+			if !decode(path, &node, &r, problems) {
 				continue
 			}
-			i := slices.IndexFunc(c.rules, func(o Rule) bool { return o.ID == r.ID })
+			i := c.ruleIndex(path, node.Line, r.ID, "translates", problems)
 			switch {
 			case i < 0:
-				problems.at(path, node.Line, "translates rule %q, which no family declares", r.ID)
 				continue
 			case translated[r.ID] != "":
 				problems.at(path, node.Line, "translates rule %q again; it is translated at %s", r.ID, translated[r.ID])
@@ -122,7 +134,11 @@ func (c *Catalog) translate(problems *problems) {
 			for _, expr := range []string{r.Validation, r.Message} {
 				checkSyntax(path, node.Line, "rule "+r.ID, expr, problems)
 			}
-			c.rules[i].CEL = &CELRule{Validation: r.Validation, Message: r.Message}
+			tr := c.rules[i].celRule()
+			tr.Validation, tr.Message = r.Validation, r.Message
+		}
+		for _, node := range file.Mutations {
+			c.mutation(path, &node, problems)
 		}
 	}
 	for i := range c.variables {
@@ -141,8 +157,7 @@ func (c *Catalog) translate(problems *problems) {
 // celVariable reads one variable, generating an atKindPath expression.
 func (c *Catalog) celVariable(path string, node *yaml.Node, problems *problems) (*Variable, bool) {
 	var v celVariable
-	if err := node.Decode(&v); err != nil {
-		problems.at(path, node.Line, "%v", err)
+	if !decode(path, node, &v, problems) {
 		return nil, false
 	}
 	if !identifier.MatchString(v.Name) {
@@ -156,7 +171,7 @@ func (c *Catalog) celVariable(path string, node *yaml.Node, problems *problems) 
 		return nil, false
 	case v.AtKindPath != nil:
 		var err error
-		if expr, err = c.atKindPath(v.AtKindPath.KindSet, v.AtKindPath.Object); err != nil {
+		if expr, err = c.atKindPath(*v.AtKindPath); err != nil {
 			problems.at(path, node.Line, "variable %q: %v", v.Name, err)
 			return nil, false
 		}
@@ -166,38 +181,55 @@ func (c *Catalog) celVariable(path string, node *yaml.Node, problems *problems) 
 }
 
 // atKindPath is the CEL of an object's field at the path a kind set gives
-// the request's kind: the pod spec of any pod carrier, say.
-func (c *Catalog) atKindPath(set, object string) (string, error) {
-	kinds, ok := c.kindSets[set]
+// the request's kind (the pod spec of any pod carrier, say), or with
+// Pointer of that path as a JSON pointer, where a mutation patches it.
+func (c *Catalog) atKindPath(p kindPath) (string, error) {
+	kinds, ok := c.kindSets[p.KindSet]
 	if !ok {
-		return "", fmt.Errorf("no kind set is named %q", set)
-	}
-	if !identifier.MatchString(object) {
-		return "", fmt.Errorf("object %q is not a CEL identifier (object or oldObject)", object)
+		return "", fmt.Errorf("no kind set is named %q", p.KindSet)
 	}
 	var b strings.Builder
-	b.WriteString(object + " == null ? {} : ")
+	value, otherwise := func(k Kind) string { return strconv.Quote(jsonPointer(k.path)) }, `""`
+	switch {
+	case p.Pointer && p.Object != "":
+		return "", fmt.Errorf("a pointer is the path's, not an object's: give pointer or object %q, not both", p.Object)
+	case !p.Pointer && !identifier.MatchString(p.Object):
+		return "", fmt.Errorf("object %q is not a CEL identifier (object or oldObject)", p.Object)
+	case !p.Pointer:
+		b.WriteString(p.Object + " == null ? {} : ")
+		value = func(k Kind) string { return p.Object + ".?" + strings.Join(k.path, ".?") + ".orValue({})" }
+		otherwise = "{}"
+	}
 	for _, k := range kinds.kinds {
 		if len(k.path) == 0 {
-			return "", fmt.Errorf("kind set %q gives %s no path", set, k.Key())
+			return "", fmt.Errorf("kind set %q gives %s no path", p.KindSet, k.Key())
 		}
-		fmt.Fprintf(&b, "(request.kind.group == %s && request.kind.kind == %s) ? %s.?%s.orValue({}) : ",
-			strconv.Quote(k.Group), strconv.Quote(k.Kind), object, strings.Join(k.path, ".?"))
+		fmt.Fprintf(&b, "(request.kind.group == %s && request.kind.kind == %s) ? %s : ",
+			strconv.Quote(k.Group), strconv.Quote(k.Kind), value(k))
 	}
-	b.WriteString("{}")
+	b.WriteString(otherwise)
 	return b.String(), nil
 }
 
+// jsonPointer is a path as a JSON pointer (RFC 6901).
+func jsonPointer(path []string) string {
+	var b strings.Builder
+	for _, segment := range path {
+		b.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(segment))
+	}
+	return b.String()
+}
+
 // linkCEL lists the variables a rule's CEL reads, in an order each can be
-// declared in, and holds its claims to the CEL engines to its translation.
+// declared in, and holds its claims to the CEL engines to its validation.
 func (c *Catalog) linkCEL(r *Rule, variables map[string]*Variable, problems *problems) {
 	kyverno, vap := r.Claims(EngineKyverno), r.Claims(EngineVAP)
-	switch {
+	switch validates := r.HasCELValidation(); {
 	case kyverno != vap:
 		problems.add(r.loc, "rule %q claims one of kyverno and vap but not the other; both run its CEL translation", r.ID)
-	case kyverno && r.CEL == nil:
+	case kyverno && !validates:
 		problems.add(r.loc, "rule %q claims kyverno and vap, but no *%s file translates it", r.ID, CELSuffix)
-	case !kyverno && r.CEL != nil:
+	case !kyverno && validates:
 		problems.add(r.loc, "rule %q has a CEL translation but does not claim kyverno and vap in its engines", r.ID)
 	case !kyverno && r.NotExpressible == "":
 		r.NotExpressible = "not expressible in CEL"
@@ -205,6 +237,18 @@ func (c *Catalog) linkCEL(r *Rule, variables map[string]*Variable, problems *pro
 	if r.CEL == nil {
 		return
 	}
+	r.CEL.Variables = readVariables(r, variables, problems, r.CEL.Validation, r.CEL.Message)
+	exprs := make([]string, len(r.CEL.Mutations))
+	for i, m := range r.CEL.Mutations {
+		exprs[i] = m.Expression
+	}
+	r.CEL.MutationVariables = readVariables(r, variables, problems, exprs...)
+}
+
+// readVariables are the variables the rule's expressions read, directly or
+// through others, each after those it reads.
+func readVariables(r *Rule, variables map[string]*Variable, problems *problems, exprs ...string) []Variable {
+	var out []Variable
 	visiting, done := map[string]bool{}, map[string]bool{}
 	var visit func(name, from string)
 	visit = func(name, from string) {
@@ -225,11 +269,12 @@ func (c *Catalog) linkCEL(r *Rule, variables map[string]*Variable, problems *pro
 		}
 		visiting[name] = false
 		done[name] = true
-		r.CEL.Variables = append(r.CEL.Variables, Variable{Name: v.Name, Expression: v.Expression})
+		out = append(out, Variable{Name: v.Name, Expression: v.Expression})
 	}
-	for _, name := range references(r.CEL.Validation + "\n" + r.CEL.Message) {
+	for _, name := range references(strings.Join(exprs, "\n")) {
 		visit(name, "")
 	}
+	return out
 }
 
 // references are the variables an expression reads, in order, once each.
@@ -241,6 +286,27 @@ func references(expr string) []string {
 		}
 	}
 	return out
+}
+
+// decode reads an entry of a *.cel file into v; false, with a problem, when
+// it does not fit.
+func decode(path string, node *yaml.Node, v any, problems *problems) bool {
+	if err := node.Decode(v); err != nil {
+		problems.at(path, node.Line, "%v", err)
+		return false
+	}
+	return true
+}
+
+// ruleIndex is the index of the rule an entry of a *.cel file names
+// (what it does for it: "translates"), -1 with a problem when no family
+// declares it.
+func (c *Catalog) ruleIndex(path string, line int, id, does string, problems *problems) int {
+	i := slices.IndexFunc(c.rules, func(o Rule) bool { return o.ID == id })
+	if i < 0 {
+		problems.at(path, line, "%s rule %q, which no family declares", does, id)
+	}
+	return i
 }
 
 func checkSyntax(path string, line int, what, expr string, problems *problems) {

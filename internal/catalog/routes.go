@@ -113,6 +113,14 @@ func (r *Rule) Routes(mutating bool) []Route {
 	if mutating {
 		ops = slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return op == "DELETE" })
 	}
+	return r.RoutesFor(ops)
+}
+
+// RoutesFor are the rule's kinds' resources with the operations ops, and
+// their subresources with updates when ops has UPDATE: what a policy acting
+// on those operations of the rule matches (the MutatingAdmissionPolicy of
+// its CEL mutations, say).
+func (r *Rule) RoutesFor(ops []string) []Route {
 	var out []Route
 	for _, k := range r.Kinds {
 		add(&out, Route{Group: k.Group, Resource: k.Resource, Operations: ops})

@@ -34,28 +34,11 @@ func validationActions(mode string) []any {
 // unless it judges namespaces), its variables (registry and managers as
 // given, then those its CEL reads) and its validation.
 func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr string) map[string]any {
-	variables := []any{
-		map[string]any{"name": catalog.VariableRegistry, "expression": registryExpr},
-		map[string]any{"name": catalog.VariableManagers, "expression": managersExpr},
-	}
-	for _, v := range r.CEL.Variables {
-		variables = append(variables, map[string]any{"name": v.Name, "expression": v.Expression})
-	}
-	match := map[string]any{"resourceRules": resourceRules(r)}
-	if !r.JudgesNamespaces() {
-		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
-			map[string]any{"key": tenantLabel, "operator": "Exists"},
-		}}
-	}
-	conditions := make([]any, 0, len(configuration.MatchConditions))
-	for _, c := range configuration.MatchConditions {
-		conditions = append(conditions, map[string]any{"name": c.Name, "expression": c.Expression})
-	}
 	return map[string]any{
 		"failurePolicy":    "Fail",
-		"matchConstraints": match,
-		"matchConditions":  conditions,
-		"variables":        variables,
+		"matchConstraints": celMatch(r, r.Routes(false), tenantLabel),
+		"matchConditions":  celMatchConditions(),
+		"variables":        celVariables(r.CEL.Variables, registryExpr, managersExpr),
 		"validations": []any{map[string]any{
 			"expression":        r.CEL.Validation,
 			"messageExpression": r.CEL.Message,
@@ -64,10 +47,45 @@ func celPolicySpec(r *catalog.Rule, tenantLabel, registryExpr, managersExpr stri
 	}
 }
 
-// resourceRules match what the rule must see, as the webhooks route it
-// (catalog.Rule.Routes grouped by configuration.Rules), by API group.
-func resourceRules(r *catalog.Rule) []any {
-	routes := r.Routes(false)
+// celVariables are a policy's variables: the registry and the managers as
+// given, then the library's variables its expressions read.
+func celVariables(vars []catalog.Variable, registryExpr, managersExpr string) []any {
+	out := []any{
+		map[string]any{"name": catalog.VariableRegistry, "expression": registryExpr},
+		map[string]any{"name": catalog.VariableManagers, "expression": managersExpr},
+	}
+	for _, v := range vars {
+		out = append(out, map[string]any{"name": v.Name, "expression": v.Expression})
+	}
+	return out
+}
+
+// celMatch are a policy's matchConstraints: the routes, in tenant
+// namespaces only unless the rule judges namespaces.
+func celMatch(r *catalog.Rule, routes []catalog.Route, tenantLabel string) map[string]any {
+	match := map[string]any{"resourceRules": resourceRules(routes)}
+	if !r.JudgesNamespaces() {
+		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
+			map[string]any{"key": tenantLabel, "operator": "Exists"},
+		}}
+	}
+	return match
+}
+
+// celMatchConditions are the webhooks' matchConditions, which every policy
+// carries.
+func celMatchConditions() []any {
+	out := make([]any, 0, len(configuration.MatchConditions))
+	for _, c := range configuration.MatchConditions {
+		out = append(out, map[string]any{"name": c.Name, "expression": c.Expression})
+	}
+	return out
+}
+
+// resourceRules match routes as the webhooks do (configuration.Rules), by
+// API group.
+func resourceRules(routes []catalog.Route) []any {
+	routes = slices.Clone(routes)
 	slices.SortStableFunc(routes, func(a, b catalog.Route) int { return strings.Compare(a.Group, b.Group) })
 	rules := configuration.Rules(routes)
 	out := make([]any, len(rules))
@@ -81,11 +99,11 @@ func resourceRules(r *catalog.Rule) []any {
 	return out
 }
 
-// celRules are the catalog's rules with a CEL translation.
+// celRules are the catalog's rules with a CEL validation.
 func celRules(c *catalog.Catalog) []*catalog.Rule {
 	var out []*catalog.Rule
 	for i := range c.Rules() {
-		if r := &c.Rules()[i]; r.CEL != nil {
+		if r := &c.Rules()[i]; r.HasCELValidation() {
 			out = append(out, r)
 		}
 	}
@@ -93,15 +111,23 @@ func celRules(c *catalog.Catalog) []*catalog.Rule {
 }
 
 // celCoverage is the coverage of a CEL engine: the rules with a CEL
-// translation, and why the others have none.
-func celCoverage(c *catalog.Catalog, as string) map[string]string {
+// validation, and why the others have none. defaults names the kind of
+// policy that sets the defaults of rules with CEL mutations, "" for an
+// engine that sets none: its rules that mutate are covered with no default.
+func celCoverage(c *catalog.Catalog, as, defaults string) map[string]string {
 	out := map[string]string{}
 	for _, r := range c.Rules() {
-		if r.CEL != nil {
-			out[r.ID] = covered + " (" + as + " " + celPolicyName(r.ID) + ")"
-		} else {
-			out[r.ID] = "not covered: " + r.NotExpressible
+		text := "not covered: " + r.NotExpressible
+		if r.HasCELValidation() {
+			text = covered + " (" + as + " " + celPolicyName(r.ID) + ")"
 		}
+		switch {
+		case r.HasCELMutations() && defaults != "":
+			text += " and its default (" + defaults + " " + celPolicyName(r.ID) + ")"
+		case r.Mutates:
+			text += ", no default"
+		}
+		out[r.ID] = text
 	}
 	return out
 }

@@ -22,7 +22,7 @@ func Kyverno(reg *registry.Snapshot, opts Options) (*Library, error) {
 		return nil, err
 	}
 	registryExpr, managersExpr := celLiteral(data), celLiteral(managersOrDefault(opts.Managers))
-	lib := &Library{Coverage: celCoverage(cat, "ValidatingPolicy")}
+	lib := &Library{Coverage: celCoverage(cat, "ValidatingPolicy", "")}
 	for _, r := range celRules(cat) {
 		spec := celPolicySpec(r, reg.TenantLabel(), registryExpr, managersExpr)
 		spec["validationActions"] = validationActions(mode(reg, r))

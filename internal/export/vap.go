@@ -14,11 +14,13 @@ const (
 	ParamsName = "tenantguard"
 )
 
-// VAP builds the ValidatingAdmissionPolicy library for reg: the
+// VAP builds the admission policy library for reg: the
 // CustomResourceDefinition of the parameter kind, the parameter object
-// holding the compiled registry, and for every rule CEL can express a
-// policy and a binding named tenantguard-<rule> whose validationActions
-// follow the registry's enforcement mode (Deny, Warn, Audit for dryrun).
+// holding the compiled registry, for every rule CEL can express a
+// ValidatingAdmissionPolicy and a binding named tenantguard-<rule> whose
+// validationActions follow the registry's enforcement mode (Deny, Warn,
+// Audit for dryrun), then for every rule whose CEL sets its defaults a
+// MutatingAdmissionPolicy and a binding of the same name (mutatingPolicies).
 // The policies read the registry from the parameter object only, so a
 // registry change is one object to update.
 func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
@@ -30,7 +32,7 @@ func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib := &Library{Coverage: celCoverage(cat, "ValidatingAdmissionPolicy")}
+	lib := &Library{Coverage: celCoverage(cat, "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy")}
 	lib.Objects = append(lib.Objects, paramsCRD(), map[string]any{
 		"apiVersion": ParamsGroup + "/" + ParamsVersion,
 		"kind":       ParamsKind,
@@ -39,8 +41,8 @@ func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
 		"managers":   managersOrDefault(opts.Managers),
 	})
 	for _, r := range celRules(cat) {
-		spec := celPolicySpec(r, reg.TenantLabel(), "params.registry", "params.managers")
-		spec["paramKind"] = map[string]any{"apiVersion": ParamsGroup + "/" + ParamsVersion, "kind": ParamsKind}
+		spec := celPolicySpec(r, reg.TenantLabel(), paramsRegistry, paramsManagers)
+		spec["paramKind"] = paramKind()
 		lib.Objects = append(lib.Objects, map[string]any{
 			"apiVersion": "admissionregistration.k8s.io/v1",
 			"kind":       "ValidatingAdmissionPolicy",
@@ -52,12 +54,30 @@ func VAP(reg *registry.Snapshot, opts Options) (*Library, error) {
 			"metadata":   map[string]any{"name": celPolicyName(r.ID)},
 			"spec": map[string]any{
 				"policyName":        celPolicyName(r.ID),
-				"paramRef":          map[string]any{"name": ParamsName, "parameterNotFoundAction": "Deny"},
+				"paramRef":          paramRef(),
 				"validationActions": validationActions(mode(reg, r)),
 			},
 		})
 	}
+	lib.Objects = append(lib.Objects, mutatingPolicies(cat, reg.TenantLabel())...)
 	return lib, nil
+}
+
+// What the policies read the registry and the managers from.
+const (
+	paramsRegistry = "params.registry"
+	paramsManagers = "params.managers"
+)
+
+// paramKind is the policies' paramKind.
+func paramKind() map[string]any {
+	return map[string]any{"apiVersion": ParamsGroup + "/" + ParamsVersion, "kind": ParamsKind}
+}
+
+// paramRef is the bindings' paramRef: the one parameter object, without
+// which every request the policy matches is refused.
+func paramRef() map[string]any {
+	return map[string]any{"name": ParamsName, "parameterNotFoundAction": "Deny"}
 }
 
 // paramsCRD defines the cluster-scoped parameter kind: the compiled registry
