@@ -197,6 +197,11 @@ func (f *familyPatcher) defaultsSet(answered *unstructured.Unstructured, covered
 		for _, op := range ops {
 			path, _ := op["path"].(string)
 			value, found := atPointer(got, path)
+			if parent, ok := strings.CutSuffix(path, "/-"); ok && op["op"] == "add" {
+				// appended: some element of the list holds it
+				value, found = atPointer(got, parent)
+				op = map[string]any{"op": "add", "value": []any{op["value"]}}
+			}
 			switch {
 			case op["op"] == "remove" && found:
 				problems = append(problems, fmt.Sprintf("%s removes %s; the API server's object has %v", family, path, value))
@@ -241,8 +246,16 @@ func atPointer(doc any, pointer string) (any, bool) {
 }
 
 // holds reports whether got has want: equal, or for objects, every key of
-// want held by got's value of it.
+// want held by got's value of it, or for lists, every element of want held
+// by some element of got (the API server's own plugins add to lists, e.g.
+// DefaultTolerationSeconds to a Pod's tolerations).
 func holds(got, want any) bool {
+	if wl, ok := want.([]any); ok {
+		gl, ok := got.([]any)
+		return ok && !slices.ContainsFunc(wl, func(w any) bool {
+			return !slices.ContainsFunc(gl, func(g any) bool { return holds(g, w) })
+		})
+	}
 	w, ok := want.(map[string]any)
 	if !ok {
 		return fmt.Sprint(got) == fmt.Sprint(want)
