@@ -65,7 +65,7 @@ help: ## Show this help
 
 .PHONY: build
 build: ## Build bin/tenantguard
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard
+	CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard
 
 IMAGE ?= tenantguard:$(VERSION)
 

@@ -49,6 +49,10 @@ type Options struct {
 	// Ledger holds the places of creates counted against tenant quotas
 	// while they are decided; nil is quota.LocalLedger on the store's view.
 	Ledger quota.Ledger
+	// MetricsAddr, when set, serves /metrics over plain HTTP on its own
+	// listener instead of on Addr, so that a NetworkPolicy can open it to
+	// the scraper alone.
+	MetricsAddr string
 	// ClientCAFile, when set, is a PEM bundle of CAs: /validate and /mutate
 	// then answer only callers presenting a client certificate one of them
 	// signed (the API server, given one through its AdmissionConfiguration),
@@ -115,7 +119,9 @@ func New(store *state.Store, m *metrics.Metrics, log *slog.Logger, opts Options)
 	}
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { admission.WriteError(w, http.StatusOK, "ok") })
 	s.mux.HandleFunc("/readyz", s.readyz)
-	s.mux.Handle("/metrics", m.Handler())
+	if opts.MetricsAddr == "" {
+		s.mux.Handle("/metrics", m.Handler())
+	}
 	return s, nil
 }
 
@@ -195,13 +201,22 @@ func (s *Server) verifiedCallers(next http.Handler) http.Handler {
 	})
 }
 
-// Run serves HTTPS on Options.Addr until ctx ends, then fails /readyz for
-// ShutdownDelay, stops accepting connections and waits up to ShutdownTimeout
-// for in-flight requests.
+// Run serves HTTPS on Options.Addr (and /metrics on Options.MetricsAddr)
+// until ctx ends, then fails /readyz for ShutdownDelay, stops accepting
+// connections and waits up to ShutdownTimeout for in-flight requests.
 func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.opts.Addr)
 	if err != nil {
 		return err
+	}
+	if s.opts.MetricsAddr != "" {
+		metricsLn, err := net.Listen("tcp", s.opts.MetricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		stop := s.serveMetrics(metricsLn)
+		defer stop()
 	}
 	return s.Serve(ctx, ln)
 }

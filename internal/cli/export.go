@@ -17,7 +17,9 @@ import (
 
 func newExportCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export",
+		Use: "export",
+		Example: `  tenantguard export bundle --registry examples/registry.yaml -o bundle/
+  tenantguard export gatekeeper --registry examples/registry.yaml -o - | kubectl apply -f -`,
 		Short: "Write the tenant rules for another policy engine",
 		Args:  cobra.NoArgs,
 	}
@@ -30,7 +32,10 @@ func newExportBundleCommand() *cobra.Command {
 	var policy policyFlag
 	opts := export.BundleOptions{}
 	cmd := &cobra.Command{
-		Use:   "bundle --registry FILE -o DIR|FILE.tar.gz",
+		Use: "bundle --registry FILE -o DIR|FILE.tar.gz",
+		Example: `  tenantguard export bundle --registry examples/registry.yaml -o bundle/
+  tenantguard export bundle --registry examples/registry.yaml -o bundle.tar.gz --signing-key key.pem
+  opa run --server --bundle bundle.tar.gz`,
 		Short: "Write an OPA bundle: the Rego library, the registry as data, a .manifest",
 		Long: `Write an OPA bundle of tenantguard's whole rule library (its tests too, so
 that opa test -b runs on it) with the registry as data.tenantguard.registry and

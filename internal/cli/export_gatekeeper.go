@@ -20,5 +20,7 @@ Gatekeeper's inventory. Every rule is covered; messages are tenantguard's own.
 
 Defaults (the tenant label on new namespaces, default PriorityClass and
 StorageClass) are mutations, which these validating templates do not make.`,
+		`  tenantguard export gatekeeper --registry examples/registry.yaml -o gatekeeper/
+  tenantguard export gatekeeper --registry examples/registry.yaml -o - | kubectl apply --dry-run=server -f -`,
 		"Gatekeeper", export.Gatekeeper)
 }

@@ -17,5 +17,7 @@ validationActions (Deny, Warn, Audit for dryrun) and the compiled registry as
 a CEL variable. The CEL is the same as the ValidatingAdmissionPolicies' of
 export vap. The rules that count objects across namespaces are not
 expressible and are listed as such.`,
+		`  tenantguard export kyverno --registry examples/registry.yaml -o kyverno/
+  tenantguard export kyverno --registry examples/registry.yaml -o - | kubectl apply --dry-run=server -f -`,
 		"Kyverno", export.Kyverno)
 }

@@ -21,13 +21,14 @@ type libraryFlags struct {
 }
 
 // newLibraryCommand is an export of manifests for engineName, built by build.
-func newLibraryCommand(use, short, long, engineName string, build func(*registry.Snapshot, export.Options) (*export.Library, error)) *cobra.Command {
+func newLibraryCommand(use, short, long, example, engineName string, build func(*registry.Snapshot, export.Options) (*export.Library, error)) *cobra.Command {
 	var f libraryFlags
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Long:  long,
-		Args:  cobra.NoArgs,
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd, engineName, func(snap *registry.Snapshot) (*export.Library, error) { return build(snap, f.opts) })
 		},

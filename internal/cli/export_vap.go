@@ -23,5 +23,7 @@ administrators only changes the parameter object; a new tenant label or
 enforcement mode needs the whole export applied again. The rules
 that count objects across namespaces are not expressible and are listed as
 such; run tenantguard's server or Gatekeeper for those.`,
+		`  tenantguard export vap --registry examples/registry.yaml -o vap/
+  tenantguard export vap --registry examples/registry.yaml -o - | kubectl apply --dry-run=server -f -`,
 		"ValidatingAdmissionPolicy", export.VAP)
 }

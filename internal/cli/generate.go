@@ -16,7 +16,10 @@ func newGenerateCommand() *cobra.Command {
 	var registryFile, tenant string
 	var objectFiles []string
 	cmd := &cobra.Command{
-		Use:   "generate --registry FILE [--objects FILE]... [--tenant NAME]",
+		Use: "generate --registry FILE [--objects FILE]... [--tenant NAME]",
+		Example: `  tenantguard generate --registry examples/registry.yaml --objects examples/cluster.yaml
+  kubectl get namespaces -o yaml > ns.yaml
+  tenantguard generate --registry my-tenants.yaml --objects ns.yaml --tenant oil | kubectl apply -f -`,
 		Short: "Print the companion resources of the tenant namespaces as YAML (GitOps)",
 		Long: `Print, as multi-document YAML for kubectl apply, the resources tenantguard
 keeps in place: the cluster-wide ClusterRoles and ClusterRoleBinding that let

@@ -27,7 +27,9 @@ type reviewOptions struct {
 func newReviewCommand() *cobra.Command {
 	var o reviewOptions
 	cmd := &cobra.Command{
-		Use:   "review --registry FILE [--objects FILE]... [REQUEST|-]",
+		Use: "review --registry FILE [--objects FILE]... [REQUEST|-]",
+		Example: `  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text examples/requests/pod-hostnetwork.yaml
+  tenantguard review --registry examples/registry.yaml < examples/requests/namespace-create.yaml | jq .response.allowed`,
 		Short: "Decide one AdmissionReview offline, as the admission server would",
 		Long: `Evaluate one AdmissionReview v1 (JSON or YAML, from a file or stdin) against a
 tenant registry. --objects files (multi-document YAML, Lists or JSON arrays)
@@ -48,7 +50,7 @@ Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
 	}
 	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (required)")
 	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "existing cluster objects (repeatable)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "json", "json (the AdmissionReview response) or text (for people)")
+	outputFlag(cmd, &o.output, "json", "json (the AdmissionReview response) or text (for people)", "json", "text")
 	cmd.Flags().StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run, as serve --evaluator: auto, plan or topdown")
 	o.policy.register(cmd.Flags())
 	_ = cmd.MarkFlagRequired("registry")

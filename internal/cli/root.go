@@ -48,13 +48,15 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = buildInfo().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	root.AddCommand(newReviewCommand(), newRulesCommand(), newRegistryCommand(), newGenerateCommand(), newExportCommand(), newServeCommand(), newVersionCommand())
+	root.AddCommand(newReviewCommand(), newRulesCommand(), newRegistryCommand(), newGenerateCommand(), newExportCommand(), newServeCommand(), newVersionCommand(), newWebhookCheckCommand())
 	return root
 }
 

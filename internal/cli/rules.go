@@ -51,7 +51,10 @@ func newRulesCommand() *cobra.Command {
 	var policy policyFlag
 	var registryFile, output string
 	cmd := &cobra.Command{
-		Use:   "rules [--policy-dir DIR] [--registry FILE] [-o table|json|yaml|markdown|webhook-rules]",
+		Use: "rules [--policy-dir DIR] [--registry FILE] [-o table|json|yaml|markdown|webhook-rules]",
+		Example: `  tenantguard rules
+  tenantguard rules --registry examples/registry.yaml -o json
+  tenantguard rules --policy-dir my-rules/ -o webhook-rules > webhook-rules.yaml`,
 		Short: "List the rules in force: id, family, kinds, operations, engines, enforcement",
 		Long: `List the rules of the embedded rule library, or of --policy-dir, as their
 METADATA declares them: each rule's id, family, the kinds and operations it
@@ -117,7 +120,7 @@ configurations from (value webhook.rules for a --policy-dir).`,
 	}
 	policy.register(cmd.Flags())
 	cmd.Flags().StringVar(&registryFile, "registry", "", "a tenant registry whose settings.enforcement gives the modes in force")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json, yaml, markdown (the docs' rules table) or webhook-rules (the chart's routes)")
+	outputFlag(cmd, &output, "table", "table, json, yaml, markdown (the docs' rules table) or webhook-rules (the chart's routes)", "table", "json", "yaml", "markdown", "webhook-rules")
 	return cmd
 }
 

@@ -72,6 +72,13 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the admission server: /validate, /mutate, /healthz, /readyz and /metrics over HTTPS",
+		Example: `  # in a cluster, with the built-in certificate rotation (what the Helm chart runs)
+  tenantguard serve --tls-secret tenantguard-system/tenantguard-tls \
+    --tls-dns-name tenantguard.tenantguard-system.svc --webhook-configuration tenantguard \
+    --metrics-addr :8080
+
+  # outside a cluster, with certificate files and a kubeconfig
+  tenantguard serve --kubeconfig ~/.kube/config --tls-cert-file tls.crt --tls-private-key-file tls.key`,
 		Long: `Run the admission server. It reads the tenant registry ConfigMap and the
 cluster state through informers, answers AdmissionReview v1 on /validate and
 /mutate, and follows changes: a new registry, --policy-dir or TLS certificate
@@ -82,6 +89,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.server.Addr, "addr", ":9443", "HTTPS listen address")
+	f.StringVar(&o.server.MetricsAddr, "metrics-addr", "", "plain HTTP listen address of /metrics, e.g. :8080, apart from the webhook (the chart sets it); empty serves /metrics on --addr")
 	f.StringVar(&o.server.CertFile, "tls-cert-file", "", "serving certificate (PEM), reloaded when it changes (or --tls-secret)")
 	f.StringVar(&o.server.KeyFile, "tls-private-key-file", "", "serving certificate's private key (PEM)")
 	f.StringVar(&o.server.ClientCAFile, "client-ca-file", "", "CA bundle (PEM): /validate and /mutate answer only callers with a client certificate it signed, i.e. the API server given one in its AdmissionConfiguration (probes and metrics stay open)")
@@ -154,6 +162,8 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return usageErrorf("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	info := buildInfo()
+	log.Info("tenantguard", "version", info.Version, "commit", info.Commit, "go", info.Go)
 	limit, source, err := memlimit.Apply(o.memoryLimit)
 	if err != nil {
 		return usageErrorf("--memory-limit: %v", err)

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -48,16 +49,6 @@ func TestServeUsageErrors(t *testing.T) {
 // to the command's flags; UPDATE_GOLDEN=1 rewrites it.
 func TestTheServeFlagReferenceIsCurrent(t *testing.T) {
 	const begin, end = "<!-- serve flags: begin (generated, do not edit) -->\n", "<!-- serve flags: end -->"
-	file := filepath.Join("..", "..", "docs", "serve.md")
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
-	i, j := strings.Index(doc, begin), strings.Index(doc, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no generated flag section", file)
-	}
 	var table strings.Builder
 	table.WriteString("| flag | default | what it does |\n| --- | --- | --- |\n")
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
@@ -69,14 +60,6 @@ func TestTheServeFlagReferenceIsCurrent(t *testing.T) {
 		}
 		fmt.Fprintf(&table, "| `--%s` | %s | %s |\n", f.Name, def, strings.ReplaceAll(f.Usage, "|", "\\|"))
 	})
-	want := doc[:i+len(begin)] + table.String() + doc[j:]
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(file, []byte(want), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if doc != want {
-		t.Errorf("%s's flag table is stale: run UPDATE_GOLDEN=1 go test ./internal/cli/ -run TestTheServeFlagReferenceIsCurrent", file)
-	}
+	fixtures.GeneratedSection(t, filepath.Join("..", "..", "docs", "serve.md"), begin, end, table.String(),
+		"UPDATE_GOLDEN=1 go test ./internal/cli/ -run TestTheServeFlagReferenceIsCurrent")
 }

@@ -238,8 +238,13 @@ func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port i
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	metricsPort, err := live.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
-		fmt.Sprintf("--addr=127.0.0.1:%d", port), "--kubeconfig="+kubeconfigFile, "--tls-dns-name=127.0.0.1", "--shutdown-delay=0s")
+		fmt.Sprintf("--addr=127.0.0.1:%d", port), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
+		"--kubeconfig="+kubeconfigFile, "--tls-dns-name=127.0.0.1", "--shutdown-delay=0s")
 	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...)
 	logs = &live.SyncBuffer{}
 	cmd.Stderr = logs

@@ -33,6 +33,10 @@ type Options struct {
 	FailurePolicy *admissionregistrationv1.FailurePolicyType
 	// TimeoutSeconds of each call; 5 when 0.
 	TimeoutSeconds int32
+	// BreakGlassGroups get webhooks of their own, with failurePolicy
+	// Ignore: their requests are decided like everyone's while tenantguard
+	// answers, and let through when it does not.
+	BreakGlassGroups []string
 }
 
 // ExemptNamespaces are never sent to the webhook besides Options.Namespace:
@@ -153,18 +157,23 @@ func (o *Options) routes(mutating bool) (namespaces, workloads []catalog.Route) 
 func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
 	none := admissionregistrationv1.SideEffectClassNone
-	hook := func(name string, tenantOnly bool, routes []catalog.Route) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{
-			Name: name + ".tenantguard.io", ClientConfig: o.client("/validate"), Rules: Rules(routes),
-			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
-			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
+	var hooks []admissionregistrationv1.ValidatingWebhook
+	add := func(name string, tenantOnly bool, routes []catalog.Route) {
+		for _, v := range o.variants() {
+			hooks = append(hooks, admissionregistrationv1.ValidatingWebhook{
+				Name: name + "." + v.infix + "tenantguard.io", ClientConfig: o.client("/validate"), Rules: Rules(routes),
+				FailurePolicy: v.failurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
+				AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: v.conditions,
+			})
 		}
 	}
 	namespaces, workloads := o.routes(false)
+	add("namespaces", false, namespaces)
+	add("workloads", true, workloads)
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
-		Webhooks:   []admissionregistrationv1.ValidatingWebhook{hook("namespaces", false, namespaces), hook("workloads", true, workloads)},
+		Webhooks:   hooks,
 	}
 }
 
@@ -175,18 +184,23 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 	o.defaults()
 	none := admissionregistrationv1.SideEffectClassNone
 	never := admissionregistrationv1.NeverReinvocationPolicy
-	hook := func(name string, tenantOnly bool, routes []catalog.Route) admissionregistrationv1.MutatingWebhook {
-		return admissionregistrationv1.MutatingWebhook{
-			Name: name + ".tenantguard.io", ClientConfig: o.client("/mutate"), Rules: Rules(routes),
-			FailurePolicy: o.FailurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
-			AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: MatchConditions,
-			ReinvocationPolicy: &never,
+	var hooks []admissionregistrationv1.MutatingWebhook
+	add := func(name string, tenantOnly bool, routes []catalog.Route) {
+		for _, v := range o.variants() {
+			hooks = append(hooks, admissionregistrationv1.MutatingWebhook{
+				Name: name + "." + v.infix + "tenantguard.io", ClientConfig: o.client("/mutate"), Rules: Rules(routes),
+				FailurePolicy: v.failurePolicy, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
+				AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(tenantOnly), MatchConditions: v.conditions,
+				ReinvocationPolicy: &never,
+			})
 		}
 	}
 	namespaces, workloads := o.routes(true)
+	add("namespaces", false, namespaces)
+	add("workloads", true, workloads)
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{hook("namespaces", false, namespaces), hook("workloads", true, workloads)},
+		Webhooks:   hooks,
 	}
 }

@@ -1,14 +1,26 @@
-{{/* Name of every object: the release name, with -tenantguard unless it says so already. */}}
+{{/* The chart's name, or nameOverride. */}}
+{{- define "tenantguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Name of every object: fullnameOverride, else the release name, with
+   -<name> unless it holds the name already. Cluster-scoped objects use it
+   too. */}}
 {{- define "tenantguard.fullname" -}}
-{{- if contains "tenantguard" .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "tenantguard.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-tenantguard" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "tenantguard.selectorLabels" -}}
-app.kubernetes.io/name: tenantguard
+app.kubernetes.io/name: {{ include "tenantguard.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -20,7 +32,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "tenantguard.registryConfigMap" -}}
-{{- default (printf "%s-registry" (include "tenantguard.fullname" .)) .Values.existingRegistryConfigMap -}}
+{{- $r := include "tenantguard.registryValue" . | fromJson -}}
+{{- default (printf "%s-registry" (include "tenantguard.fullname" .)) $r.name -}}
+{{- end -}}
+
+{{/* The registry value as an object: a string is its document (the
+   --set-file registry=FILE of earlier versions). */}}
+{{- define "tenantguard.registryValue" -}}
+{{- if kindIs "string" .Values.registry -}}
+{{- dict "create" true "name" "" "document" .Values.registry | toJson -}}
+{{- else -}}
+{{- .Values.registry | toJson -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "tenantguard.tlsSecret" -}}
@@ -28,7 +51,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "tenantguard.serviceAccount" -}}
-{{- include "tenantguard.fullname" . -}}
+{{- default (include "tenantguard.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The image: repository@digest when a digest is given, else :tag. */}}
+{{- define "tenantguard.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The user name the server runs as, which the rules let change companions. */}}
@@ -45,4 +77,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $groups $group (append (get $groups $group | default list) $parts._0) -}}
 {{- end -}}
 {{- toJson $groups -}}
+{{- end -}}
+
+{{/* A Go duration (such as 1h30m or 2160h) in seconds, as the server parses
+   it: the sum of its number-unit parts. */}}
+{{- define "tenantguard.seconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9.]+[a-zµ]+" (toString .) -1 -}}
+{{- $number := regexFind "^[0-9.]+" . -}}
+{{- $unit := trimPrefix $number . -}}
+{{- $total = addf $total (mulf (float64 $number) (get $units $unit)) -}}
+{{- end -}}
+{{- $total -}}
 {{- end -}}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestVersionPrintsJSONAndAnswersTheFlag(t *testing.T) {
+	r := run(t, "", "version", "-o", "json")
+	var info versionInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Version != Version || info.Go == "" || info.Platform == "" {
+		t.Errorf("version -o json: exit %d, %q (%v)", r.code, r.stdout, err)
+	}
+	if r := run(t, "", "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "tenantguard "+Version+" (") {
+		t.Errorf("--version: exit %d, %q", r.code, r.stdout)
+	}
+	if r := run(t, "", "version", "-o", "yaml"); r.code != ExitUsage {
+		t.Errorf("version -o yaml: exit %d, want %d", r.code, ExitUsage)
+	}
+}
+
+func TestRegistryValidateReadsStdinAndPrintsJSON(t *testing.T) {
+	valid := mustRead(t, examples("registry.yaml"))
+	tests := []struct {
+		name     string
+		stdin    string
+		args     []string
+		code     int
+		valid    bool
+		problems int
+		file     string
+	}{
+		{"a valid registry on stdin", valid, []string{"-"}, 0, true, 0, "<stdin>"},
+		{"an invalid registry on stdin names stdin and the line", "apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants: [{name: a}, {name: a}]\n", []string{"-"}, 1, false, 1, "<stdin>"},
+		{"a file", "", []string{examples("registry.yaml")}, 0, true, 0, examples("registry.yaml")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, tt.stdin, append([]string{"registry", "validate", "-o", "json"}, tt.args...)...)
+			var v validation
+			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != tt.code {
+				t.Fatalf("exit %d, %q %q (%v)", r.code, r.stdout, r.stderr, err)
+			}
+			if v.Valid != tt.valid || len(v.Problems) != tt.problems || v.File != tt.file {
+				t.Errorf("got %+v", v)
+			}
+			if !tt.valid && (v.Problems[0].File != tt.file || v.Problems[0].Line != 3) {
+				t.Errorf("problem %+v, want %s:3", v.Problems[0], tt.file)
+			}
+		})
+	}
+	if r := run(t, valid, "registry", "validate", "-"); r.code != 0 || !strings.HasPrefix(r.stdout, "<stdin>: valid registry with 2 tenants") {
+		t.Errorf("text from stdin: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// TestEveryCommandHasExamples: every runnable command's help shows how it
+// is used.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && c.Example == "" && c.Name() != "help" && c.Name() != "completion" && c.Parent() != nil && c.Parent().Name() != "completion" {
+			t.Errorf("%q has no Example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRootCommand(nil, nil, nil))
+}
+
+// TestOutputFlagValuesComplete: -o completes to its formats.
+func TestOutputFlagValuesComplete(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"version", []string{"version", "-o", ""}, []string{"text", "json"}},
+		{"review", []string{"review", "-o", ""}, []string{"json", "text"}},
+		{"rules", []string{"rules", "-o", ""}, []string{"table", "json", "yaml", "markdown", "webhook-rules"}},
+		{"registry validate", []string{"registry", "validate", "-o", ""}, []string{"text", "json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append([]string{cobra.ShellCompRequestCmd}, tt.args...)...)
+			got := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if len(got) != len(tt.want)+1 || strings.Join(got[:len(tt.want)], ",") != strings.Join(tt.want, ",") {
+				t.Errorf("completions %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWebhookCheckJudgesTheAnswer(t *testing.T) {
+	gr := schema.GroupResource{Resource: "namespaces"}
+	denied := apierrors.NewForbidden(gr, "x", errors.New(`admission webhook "namespaces.tenantguard.io" denied the request: [namespace-ownership] nobody owns no tenant`))
+	tests := []struct {
+		name string
+		err  error
+		want string // "" for a passed check
+	}{
+		{"tenantguard's denial passes", denied, ""},
+		{"an allowed dry-run fails", nil, "the dry-run was allowed"},
+		{"an RBAC refusal fails", apierrors.NewForbidden(gr, "x", errors.New(`User "nobody" cannot create resource "namespaces"`)), "not by tenantguard's [namespace-ownership]"},
+		{"an unreachable webhook fails", errors.New(`Internal error occurred: failed calling webhook "namespaces.tenantguard.io": connection refused`), "could not call tenantguard"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := judgeWebhookCheck(tt.err)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
