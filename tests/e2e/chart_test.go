@@ -42,29 +42,11 @@ const (
 // its exemptions keep the cluster working once it is dead.
 func TestChartOnTheAPIServer(t *testing.T) {
 	ctx := t.Context()
-	cp, err := live.StartControlPlane(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	port, err := live.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("https://127.0.0.1:%d", port)
-	rendered := helmTemplate(t, "--set", "webhook.url="+url,
-		// configmaps too, so that a kube-system ConfigMap would reach the
-		// webhook but for the namespace exemption
-		"--set", "countedResources={pods,persistentvolumeclaims,services,configmaps}")
-
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, namespace(releaseNamespace, nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// configmaps counted too, so that a kube-system ConfigMap would reach
+	// the webhook but for the namespace exemption
+	chart := installChart(t, append(exampleRegistry(), "--set", "countedResources={pods,persistentvolumeclaims,services,configmaps}")...)
+	cp, rendered, url, port, applied := chart.cp, chart.rendered, chart.url, chart.port, chart.applied
 	force := true
-	applied, err := cp.Apply(ctx, rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force})
-	if err != nil {
-		t.Fatalf("the API server refused the chart: %v", err)
-	}
 	kinds := map[string]int{}
 	for _, id := range applied {
 		kinds[strings.Split(id, "/")[0]]++
@@ -120,6 +102,9 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		wantDenied(t, err, "namespace-ownership")
 		_, err = cp.As("alice").CoreV1().Pods("oil-chart").Create(ctx, pod("host", func(s *corev1.PodSpec) { s.HostNetwork = true }), dryRun)
 		wantDenied(t, err, "host-network")
+	})
+	t.Run("the helm test hook passes as the identity the chart gives it", func(t *testing.T) {
+		helmTestPasses(t, cp, rendered)
 	})
 	t.Run("the chart's RBAC lets the server keep the companions", func(t *testing.T) {
 		eventually(t, "companions of oil-chart", func(ctx context.Context) error {
@@ -191,13 +176,16 @@ func wantFailedClosed(t *testing.T, err error) {
 	}
 }
 
-// helmTemplate renders the chart as the README installs it, with the shared
-// example registry.
+// exampleRegistry are the values of the shared example registry.
+func exampleRegistry() []string {
+	return []string{"--set-file", "registry.document=" + filepath.Join(live.Root(), "examples", "registry.yaml")}
+}
+
+// helmTemplate renders the chart as the README installs it, with args.
 func helmTemplate(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := filepath.Join(live.Root(), "bin", "helm")
-	args = append([]string{"template", release, filepath.Join(live.Root(), "charts", "tenantguard"), "-n", releaseNamespace,
-		"--set-file", "registry=" + filepath.Join(live.Root(), "examples", "registry.yaml")}, args...)
+	args = append([]string{"template", release, filepath.Join(live.Root(), "charts", "tenantguard"), "-n", releaseNamespace}, args...)
 	out, err := exec.CommandContext(t.Context(), bin, args...).Output()
 	if err != nil {
 		var exit *exec.ExitError
@@ -215,16 +203,7 @@ func helmTemplate(t *testing.T, args ...string) string {
 func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port int) (stop func(), logs *live.SyncBuffer) {
 	t.Helper()
 	var d appsv1.Deployment
-	for doc := range strings.SplitSeq(rendered, "\n---\n") {
-		if strings.Contains(doc, "\nkind: Deployment\n") {
-			if err := yaml.UnmarshalStrict([]byte(doc), &d); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if len(d.Spec.Template.Spec.Containers) == 0 {
-		t.Fatal("no Deployment in the chart")
-	}
+	renderedObject(t, rendered, "Deployment", release, &d)
 	dir := t.TempDir()
 	bin, err := live.Binary(t.Context(), dir)
 	if err != nil {
@@ -297,4 +276,86 @@ func waitForChartServer(t *testing.T, cp *live.ControlPlane, url string, logs *l
 	}
 	t.Fatalf("the chart's server is not ready after a minute: %v\n%s", last, logs.String())
 	return nil
+}
+
+// renderedObject decodes the rendered object of kind and name into into.
+func renderedObject(t *testing.T, rendered, kind, name string, into any) {
+	t.Helper()
+	for doc := range strings.SplitSeq(rendered, "\n---\n") {
+		if strings.Contains(doc, "\nkind: "+kind+"\n") && strings.Contains(doc, "\n  name: "+name+"\n") {
+			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s %s in the chart", kind, name)
+}
+
+// runAs runs tenantguard with args as user (a client certificate: only what
+// RBAC grants that user name) and returns its output.
+func runAs(t *testing.T, cp *live.ControlPlane, user string, args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, err := live.Binary(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := cp.UserKubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(file, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), bin, append(slices.Clone(args), "--kubeconfig="+file)...).CombinedOutput()
+	return string(out), err
+}
+
+// helmTestPasses runs the chart's helm test hook (webhook-check) as its
+// ServiceAccount, with the chart's test RBAC.
+func helmTestPasses(t *testing.T, cp *live.ControlPlane, rendered string) {
+	t.Helper()
+	var hook corev1.Pod
+	renderedObject(t, rendered, "Pod", release+"-test", &hook)
+	out, err := runAs(t, cp, "system:serviceaccount:"+releaseNamespace+":"+hook.Spec.ServiceAccountName, hook.Spec.Containers[0].Args...)
+	if err != nil || !strings.Contains(out, "denied it with [namespace-ownership]") {
+		t.Errorf("helm test (webhook-check): %v\n%s", err, out)
+	}
+}
+
+// installedChart is the chart applied on a control plane of its own, its
+// webhooks pointed at url: nothing listens on port until runChartServer.
+type installedChart struct {
+	cp            *live.ControlPlane
+	rendered, url string
+	port          int
+	applied       []string
+}
+
+// installChart renders the chart with args and the webhook URL, and applies
+// it with server-side apply, as helm does, into the release namespace.
+func installChart(t *testing.T, args ...string) installedChart {
+	t.Helper()
+	cp, err := live.StartControlPlane(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	port, err := live.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d", port)
+	rendered := helmTemplate(t, append(slices.Clone(args), "--set", "webhook.url="+url)...)
+	if _, err := cp.Client.CoreV1().Namespaces().Create(t.Context(), namespace(releaseNamespace, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	applied, err := cp.Apply(t.Context(), rendered, metav1.PatchOptions{FieldManager: "helm", Force: &force})
+	if err != nil {
+		t.Fatalf("the API server refused the chart: %v", err)
+	}
+	return installedChart{cp: cp, rendered: rendered, url: url, port: port, applied: applied}
 }
