@@ -116,8 +116,9 @@ type SoakReport struct {
 	FinalRSS    float64 `json:"finalRssMiB"`
 	PeakRSS     float64 `json:"peakRssMiB"`
 	Growth      float64 `json:"rssGrowth"`
-	// BaselineLive and FinalLive are the live heaps after the first and the
-	// last window, in MiB; LiveGrowth is their growth as a fraction.
+	// BaselineLive is the median live heap after the first three windows
+	// (the caches still fill during the first), FinalLive the live heap
+	// after the last, in MiB; LiveGrowth is their growth as a fraction.
 	BaselineLive float64 `json:"baselineLiveHeapMiB,omitempty"`
 	FinalLive    float64 `json:"finalLiveHeapMiB,omitempty"`
 	LiveGrowth   float64 `json:"liveHeapGrowth,omitempty"`
@@ -195,7 +196,14 @@ func liveHeapMiB(p *Process, dir string, first, last bool) (float64, error) {
 func (r *SoakReport) add(w SoakWindow) {
 	if len(r.Windows) == 0 {
 		r.BaselineRSS = w.RSS
-		r.BaselineLive = w.LiveHeap
+	}
+	if n := len(r.Windows) + 1; n <= 3 {
+		first := make([]float64, 0, n)
+		for _, v := range append(r.Windows, w) {
+			first = append(first, v.LiveHeap)
+		}
+		slices.Sort(first)
+		r.BaselineLive = first[(n-1)/2]
 	}
 	r.FinalLive = w.LiveHeap
 	r.LiveGrowth = safeRatio(r.FinalLive-r.BaselineLive, r.BaselineLive)
@@ -250,7 +258,7 @@ func (r *SoakReport) Write(w io.Writer) {
 	_, _ = fmt.Fprintf(tw, "worst window p99\t%v\n", round(r.WorstP99))
 	_, _ = fmt.Fprintf(tw, "RSS (window medians)\tfirst %.1f MiB, last %.1f MiB, growth %+.1f%%, peak %.1f MiB\n", r.BaselineRSS, r.FinalRSS, 100*r.Growth, r.PeakRSS)
 	if c.LiveHeap {
-		_, _ = fmt.Fprintf(tw, "live heap (after a collection)\tfirst %.1f MiB, last %.1f MiB, growth %+.1f%%\n", r.BaselineLive, r.FinalLive, 100*r.LiveGrowth)
+		_, _ = fmt.Fprintf(tw, "live heap (after a collection)\tfirst windows %.1f MiB (median of 3), last %.1f MiB, growth %+.1f%%\n", r.BaselineLive, r.FinalLive, 100*r.LiveGrowth)
 	}
 	_, _ = fmt.Fprintf(tw, "server\tmemory limit %s, gc-percent %s\n", orNone(c.MemoryLimit), orNone(c.GCPercent))
 	_ = tw.Flush()

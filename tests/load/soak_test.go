@@ -86,3 +86,16 @@ func TestTheSoakRunsTheServerAsTheChartDoes(t *testing.T) {
 		t.Errorf("the chart runs serve with --gc-percent %q: %v", gcPercent, err)
 	}
 }
+
+func TestTheLiveHeapBaselineIsTheMedianOfTheFirstThreeWindows(t *testing.T) {
+	r := &SoakReport{Config: SoakConfig{LiveHeap: true, MaxLiveGrowth: 0.1}}
+	for _, live := range []float64{22.9, 24.2, 24.0, 25, 26.3} {
+		r.add(SoakWindow{LiveHeap: live})
+	}
+	if r.BaselineLive != 24.0 || r.FinalLive != 26.3 {
+		t.Errorf("baseline %.1f MiB and final %.1f MiB; want 24.0 (the median of 22.9, 24.2 and 24.0) and 26.3", r.BaselineLive, r.FinalLive)
+	}
+	if problems := r.Problems(); len(problems) != 0 {
+		t.Errorf("a growth of 9.6%% under a 10%% bar: %v", problems)
+	}
+}
