@@ -76,7 +76,7 @@ func TestDockerfileShipsThatBinaryAsNonRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(makefile, []byte("CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard")) {
+	if !bytes.Contains(makefile, []byte("CGO_ENABLED=0 go build -buildvcs=auto -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/tenantguard ./cmd/tenantguard")) {
 		t.Error("make build no longer builds bin/tenantguard with CGO off; the Dockerfile copies that path")
 	}
 }

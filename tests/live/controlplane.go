@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ControlPlane is a real kube-apiserver and etcd, with what a cluster's
@@ -63,6 +66,9 @@ type ControlPlaneOptions struct {
 
 // StartControlPlaneWith starts a control plane configured by o.
 func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *ControlPlane, err error) {
+	// envtest logs through controller-runtime's logger; the tests read
+	// the API server's answers, not its log
+	ctrllog.SetLogger(logr.Discard())
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
