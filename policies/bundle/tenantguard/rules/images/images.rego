@@ -122,15 +122,11 @@ _registries_text := tenancy.allowed_text({
 # names none (the API server has defaulted it by the time a webhook sees it).
 _pull_policy(container, _) := container.imagePullPolicy if container.imagePullPolicy != ""
 
-_pull_policy(container, image) := "Always" if {
-	object.get(container, "imagePullPolicy", "") == ""
-	_latest(_reference(image))
-}
+_pull_policy(container, image) := _default_pull_policy(_reference(image)) if object.get(container, "imagePullPolicy", "") == ""
 
-_pull_policy(container, image) := "IfNotPresent" if {
-	object.get(container, "imagePullPolicy", "") == ""
-	not _latest(_reference(image))
-}
+_default_pull_policy(ref) := "Always" if _latest(ref)
+
+_default_pull_policy(ref) := "IfNotPresent" if not _latest(ref)
 
 _latest(ref) if ref.tag == "latest"
 
