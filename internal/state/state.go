@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,8 @@ type Store struct {
 	log     *slog.Logger
 	view    *clusterview.View
 	current atomic.Pointer[engine.Engine]
+	// collecting is set while the collection after a swap runs
+	collecting atomic.Bool
 
 	mu          sync.Mutex
 	subscribers []chan struct{}
@@ -276,6 +279,7 @@ func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, p *engine.Pol
 	}
 	s.view.SetTenantLabel(snap.TenantLabel())
 	s.current.Store(e)
+	s.collect()
 	for _, ch := range s.subscribers {
 		select {
 		case ch <- struct{}{}:
@@ -283,6 +287,22 @@ func (s *Store) swap(ctx context.Context, snap *registry.Snapshot, p *engine.Pol
 		}
 	}
 	return nil
+}
+
+// collect has the garbage collector run once, in the background, after a
+// swap: a reload leaves about twice the engine's registry as garbage and a
+// collection that falls while it runs takes its transient for live, so
+// that the collector's goal (gc-percent over the live heap) stays that
+// high until the next one, and the resident memory with it. Collecting
+// once the old engine is released sets the goal from what is live again.
+// A collection already under way covers the swaps that come meanwhile.
+func (s *Store) collect() {
+	if s.collecting.CompareAndSwap(false, true) {
+		go func() {
+			defer s.collecting.Store(false)
+			runtime.GC()
+		}()
+	}
 }
 
 // Subscribe returns a channel that receives a signal after every swap (a

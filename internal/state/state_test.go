@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,5 +356,26 @@ func TestAPolicyIsCheckedBeforeAnyRegistry(t *testing.T) {
 	err := store.LoadPolicy(t.Context(), "custom", library(t, map[string]string{"main.rego": "package tenantguard.main\n\nmutations := []\n"}))
 	if err == nil || !strings.Contains(err.Error(), "data.tenantguard.main.decision is undefined") {
 		t.Fatalf("error %v, want the missing decision reported", err)
+	}
+}
+
+func TestASwapHasTheCollectorRunOnce(t *testing.T) {
+	store, _ := newStore(t)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := store.LoadRegistry(t.Context(), "r", []byte(registryDoc(t))); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var now runtime.MemStats
+		runtime.ReadMemStats(&now)
+		if now.NumForcedGC > before.NumForcedGC {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no collection forced after the registry was put in force (%d forced before, %d now)", before.NumForcedGC, now.NumForcedGC)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

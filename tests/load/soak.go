@@ -17,7 +17,7 @@ import (
 // against first: more than the noise of a registry reload caught in flight
 // and the decode cache's turnover, less than what a snapshot kept per
 // reload adds.
-const DefaultMaxLiveGrowth = 0.05
+const DefaultMaxLiveGrowth = 0.10
 
 // SoakConfig is a long open-loop run against tenantguard while its
 // registry is reloaded: the reliability soak of `make soak`.
