@@ -162,6 +162,20 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 				"tolerations[2].tolerationSeconds: tolerationSeconds applies to the NoExecute effect only",
 			},
 		},
+		{
+			"bad edge rules are located and explained",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    ingress:\n      classes: {allowed: [nginx, 'Bad_Class'], default: haproxy}\n      gatewayClasses: {allowed: [shared], default: shared}\n      hostnames:\n        allowed: [oil.example.com, '*.oil.example.com', 'a.*.example.com', '*.com', 'Oil..example']\n        allowedRegex: '(('\n      hostnameCollision: everywhere\n",
+			[]string{
+				`tenants[0].ingress.classes.allowed[1]: "Bad_Class" is not a valid class name`,
+				`r.yaml:6: tenants[0].ingress.classes.default: default "haproxy" is not allowed`,
+				`r.yaml:7: tenants[0].ingress.gatewayClasses.default: a Gateway must name its class, so there is no default to set; remove "shared"`,
+				`hostnames.allowed[2]: "a.*.example.com" is not a host name or pattern: a wildcard is allowed only as the first label`,
+				`hostnames.allowed[3]: "*.com" would admit every name under the top-level domain "com"`,
+				`hostnames.allowed[4]: "Oil..example" is not a host name or pattern`,
+				"tenants[0].ingress.hostnames.allowedRegex: bad regular expression",
+				`r.yaml:11: tenants[0].ingress.hostnameCollision: must be one of cluster, tenant, namespace, off, not "everywhere"`,
+			},
+		},
 		{"the wrong kind is refused", "apiVersion: v2\nkind: Tenants\n", []string{`must be "tenantguard.io/v1", not "v2"`, `must be "TenantRegistry", not "Tenants"`}},
 	}
 	for _, tt := range tests {

@@ -128,6 +128,19 @@ func applyDefaults(reg *Registry) {
 			p.AllowedRegistries = orEmpty(p.AllowedRegistries)
 			p.AllowedPullPolicies = orEmpty(p.AllowedPullPolicies)
 		}
+		if p := t.Ingress; p != nil {
+			for _, c := range []*ClassPolicy{p.Classes, p.GatewayClasses} {
+				if c != nil && c.Allowed == nil {
+					c.Allowed = []string{}
+				}
+			}
+			if p.Hostnames != nil {
+				p.Hostnames.Allowed = orEmpty(p.Hostnames.Allowed)
+			}
+			if p.HostnameCollision == "" {
+				p.HostnameCollision = CollisionOff
+			}
+		}
 		if p := t.NodePlacement; p != nil {
 			if p.NodeSelector == nil {
 				p.NodeSelector = map[string]string{}
@@ -239,35 +252,41 @@ func serviceAccountNamespace(user string) (string, bool) {
 func (s *Snapshot) Data() map[string]any { return s.buildData() }
 
 type dataTenant struct {
-	Name                 string           `json:"name"`
-	NamespaceQuota       *int64           `json:"namespaceQuota,omitempty"`
-	ProtectedLabels      []string         `json:"protectedLabels"`
-	ProtectedAnnotations []string         `json:"protectedAnnotations"`
-	Pods                 PodPolicy        `json:"pods"`
-	PriorityClasses      *ClassPolicy     `json:"priorityClasses,omitempty"`
-	StorageClasses       *ClassPolicy     `json:"storageClasses,omitempty"`
-	Images               *ImagePolicy     `json:"images,omitempty"`
-	RuntimeClasses       *ClassPolicy     `json:"runtimeClasses,omitempty"`
-	NodePlacement        *NodePlacement   `json:"nodePlacement,omitempty"`
-	Services             ServicePolicy    `json:"services"`
-	Quotas               map[string]int64 `json:"quotas"`
+	Name                     string           `json:"name"`
+	NamespaceQuota           *int64           `json:"namespaceQuota,omitempty"`
+	ProtectedLabels          []string         `json:"protectedLabels"`
+	ProtectedAnnotations     []string         `json:"protectedAnnotations"`
+	Pods                     PodPolicy        `json:"pods"`
+	PriorityClasses          *ClassPolicy     `json:"priorityClasses,omitempty"`
+	StorageClasses           *ClassPolicy     `json:"storageClasses,omitempty"`
+	Images                   *ImagePolicy     `json:"images,omitempty"`
+	RuntimeClasses           *ClassPolicy     `json:"runtimeClasses,omitempty"`
+	NodePlacement            *NodePlacement   `json:"nodePlacement,omitempty"`
+	Ingress                  *IngressPolicy   `json:"ingress,omitempty"`
+	Cordoned                 bool             `json:"cordoned"`
+	PreventNamespaceDeletion bool             `json:"preventNamespaceDeletion"`
+	Services                 ServicePolicy    `json:"services"`
+	Quotas                   map[string]int64 `json:"quotas"`
 }
 
 func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
 	st := s.registry.Settings
 	return dataTenant{
-		Name:                 t.Name,
-		NamespaceQuota:       t.NamespaceQuota,
-		ProtectedLabels:      union(st.ProtectedLabels, t.ProtectedLabels),
-		ProtectedAnnotations: union(st.ProtectedAnnotations, t.ProtectedAnnotations),
-		Pods:                 t.Pods,
-		PriorityClasses:      t.PriorityClasses,
-		StorageClasses:       t.StorageClasses,
-		Images:               t.Images,
-		RuntimeClasses:       t.RuntimeClasses,
-		NodePlacement:        t.NodePlacement,
-		Services:             t.Services,
-		Quotas:               t.Quotas,
+		Name:                     t.Name,
+		NamespaceQuota:           t.NamespaceQuota,
+		ProtectedLabels:          union(st.ProtectedLabels, t.ProtectedLabels),
+		ProtectedAnnotations:     union(st.ProtectedAnnotations, t.ProtectedAnnotations),
+		Pods:                     t.Pods,
+		PriorityClasses:          t.PriorityClasses,
+		StorageClasses:           t.StorageClasses,
+		Images:                   t.Images,
+		RuntimeClasses:           t.RuntimeClasses,
+		NodePlacement:            t.NodePlacement,
+		Ingress:                  t.Ingress,
+		Cordoned:                 t.Cordoned,
+		PreventNamespaceDeletion: t.PreventNamespaceDeletion,
+		Services:                 t.Services,
+		Quotas:                   t.Quotas,
 	}
 }
 

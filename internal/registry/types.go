@@ -38,20 +38,27 @@ type Subject struct {
 
 // Tenant is one tenant of the cluster.
 type Tenant struct {
-	Name                 string           `yaml:"name" json:"name"`
-	Owners               []Subject        `yaml:"owners" json:"owners"`
-	NamespaceQuota       *int64           `yaml:"namespaceQuota" json:"namespaceQuota,omitempty"`
-	ProtectedLabels      []string         `yaml:"protectedLabels" json:"protectedLabels"`
-	ProtectedAnnotations []string         `yaml:"protectedAnnotations" json:"protectedAnnotations"`
-	Pods                 PodPolicy        `yaml:"pods" json:"pods"`
-	PriorityClasses      *ClassPolicy     `yaml:"priorityClasses" json:"priorityClasses,omitempty"`
-	StorageClasses       *ClassPolicy     `yaml:"storageClasses" json:"storageClasses,omitempty"`
-	Images               *ImagePolicy     `yaml:"images" json:"images,omitempty"`
-	RuntimeClasses       *ClassPolicy     `yaml:"runtimeClasses" json:"runtimeClasses,omitempty"`
-	NodePlacement        *NodePlacement   `yaml:"nodePlacement" json:"nodePlacement,omitempty"`
-	Services             ServicePolicy    `yaml:"services" json:"services"`
-	Quotas               map[string]int64 `yaml:"quotas" json:"quotas"`
-	Companions           Companions       `yaml:"companions" json:"companions"`
+	Name                 string         `yaml:"name" json:"name"`
+	Owners               []Subject      `yaml:"owners" json:"owners"`
+	NamespaceQuota       *int64         `yaml:"namespaceQuota" json:"namespaceQuota,omitempty"`
+	ProtectedLabels      []string       `yaml:"protectedLabels" json:"protectedLabels"`
+	ProtectedAnnotations []string       `yaml:"protectedAnnotations" json:"protectedAnnotations"`
+	Pods                 PodPolicy      `yaml:"pods" json:"pods"`
+	PriorityClasses      *ClassPolicy   `yaml:"priorityClasses" json:"priorityClasses,omitempty"`
+	StorageClasses       *ClassPolicy   `yaml:"storageClasses" json:"storageClasses,omitempty"`
+	Images               *ImagePolicy   `yaml:"images" json:"images,omitempty"`
+	RuntimeClasses       *ClassPolicy   `yaml:"runtimeClasses" json:"runtimeClasses,omitempty"`
+	NodePlacement        *NodePlacement `yaml:"nodePlacement" json:"nodePlacement,omitempty"`
+	Ingress              *IngressPolicy `yaml:"ingress" json:"ingress,omitempty"`
+	// Cordoned refuses creates and updates in the tenant's namespaces
+	// (deletes pass); administrators are exempt.
+	Cordoned bool `yaml:"cordoned" json:"cordoned"`
+	// PreventNamespaceDeletion leaves deleting the tenant's namespaces to
+	// administrators.
+	PreventNamespaceDeletion bool             `yaml:"preventNamespaceDeletion" json:"preventNamespaceDeletion"`
+	Services                 ServicePolicy    `yaml:"services" json:"services"`
+	Quotas                   map[string]int64 `yaml:"quotas" json:"quotas"`
+	Companions               Companions       `yaml:"companions" json:"companions"`
 }
 
 // PodPolicy says which kinds of host access a tenant's pods may have.
@@ -109,6 +116,43 @@ type Toleration struct {
 	Value             string `yaml:"value" json:"value,omitempty"`
 	Effect            string `yaml:"effect" json:"effect,omitempty"`
 	TolerationSeconds *int64 `yaml:"tolerationSeconds" json:"tolerationSeconds,omitempty"`
+}
+
+// IngressPolicy says which classes and hostnames a tenant's Ingresses,
+// Gateways and routes may use.
+type IngressPolicy struct {
+	// Classes restricts Ingress spec.ingressClassName (and the legacy
+	// kubernetes.io/ingress.class annotation); Default is set on create.
+	Classes *ClassPolicy `yaml:"classes" json:"classes,omitempty"`
+	// GatewayClasses restricts Gateway spec.gatewayClassName. A Gateway
+	// must name its class, so there is no default.
+	GatewayClasses *ClassPolicy `yaml:"gatewayClasses" json:"gatewayClasses,omitempty"`
+	// Hostnames restricts every host a tenant object publishes.
+	Hostnames *HostnamePolicy `yaml:"hostnames" json:"hostnames,omitempty"`
+	// HostnameCollision is the scope in which a host another object
+	// already serves is refused: cluster, tenant, namespace or off (the
+	// default).
+	HostnameCollision string `yaml:"hostnameCollision" json:"hostnameCollision,omitempty"`
+}
+
+// Hostname collision scopes.
+const (
+	CollisionCluster   = "cluster"
+	CollisionTenant    = "tenant"
+	CollisionNamespace = "namespace"
+	CollisionOff       = "off"
+)
+
+// HostnamePolicy restricts the hosts a tenant publishes.
+type HostnamePolicy struct {
+	// Allowed holds exact host names and "*.suffix" patterns, which admit
+	// the names under the suffix (at a label boundary).
+	Allowed []string `yaml:"allowed" json:"allowed"`
+	// AllowedRegex admits the hosts it matches.
+	AllowedRegex string `yaml:"allowedRegex" json:"allowedRegex"`
+	// AllowWildcard admits wildcard hosts ("*.x") that the tenant's
+	// allowed names cover.
+	AllowWildcard bool `yaml:"allowWildcard" json:"allowWildcard"`
 }
 
 // ServicePolicy says which Service exposures a tenant may use.

@@ -90,6 +90,7 @@ func (c checker) tenant(p string, t *Tenant) {
 	c.classes(p+".runtimeClasses", t.RuntimeClasses, validation.IsDNS1123Subdomain)
 	c.images(p+".images", t.Images)
 	c.nodePlacement(p+".nodePlacement", t.NodePlacement)
+	c.ingress(p+".ingress", t.Ingress)
 	for _, key := range sortedKeys(t.Quotas) {
 		qp := p + ".quotas." + key
 		if _, ok := quotaKey(key); !ok {
