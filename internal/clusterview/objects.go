@@ -138,9 +138,16 @@ func FromManifest(obj map[string]any) (Object, error) {
 	return o, nil
 }
 
-// Resource returns the plural resource name of a kind, as the API server
-// would serve it for built-in kinds.
+// Resource returns the plural resource name of a kind as the API server
+// names regular plurals: Kubernetes' own guess (Pod pods, Ingress
+// ingresses, NetworkPolicy networkpolicies), and a vowel before a final y
+// takes an s (Gateway gateways, which the guess makes gatewaies). A kind
+// named otherwise (Endpoints endpoints) needs its resource given.
 func Resource(gvk schema.GroupVersionKind) string {
+	lower := strings.ToLower(gvk.Kind)
+	if n := len(lower); n > 1 && lower[n-1] == 'y' && strings.ContainsRune("aeiou", rune(lower[n-2])) {
+		return lower + "s"
+	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
 }
