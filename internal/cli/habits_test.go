@@ -120,3 +120,34 @@ func TestWebhookCheckJudgesTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestTypeErrorsNameTheFieldPath: a value of the wrong type in a registry is
+// reported at its line with its field path, in the registry's words, never
+// the decoder's Go type names.
+func TestTypeErrorsNameTheFieldPath(t *testing.T) {
+	head := "apiVersion: tenantguard.io/v1\nkind: TenantRegistry\n"
+	tests := []struct {
+		name     string
+		registry string
+		want     string
+	}{
+		{"a word for a count", head + "tenants:\n  - name: a\n    quotas: {pods: ten}\n", `:5: tenants[0].quotas.pods: expected a whole number, got "ten"`},
+		{"a list for a count", head + "tenants:\n  - name: a\n    namespaceQuota: [3]\n", `:5: tenants[0].namespaceQuota: expected a whole number, got a list`},
+		{"a word for a switch", head + "settings:\n  forceTenantPrefix: yes please\n", `:4: settings.forceTenantPrefix: expected true or false, got "yes please"`},
+		{"a mapping for a list", head + "tenants:\n  - name: a\n    owners: {kind: User, name: u}\n", `:5: tenants[0].owners: expected a list, got a mapping`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, "registry.yaml", tt.registry)
+			r := run(t, "", "registry", "validate", file)
+			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, file+tt.want) {
+				t.Fatalf("exit %d, want %q in:\n%s%s", r.code, file+tt.want, r.stdout, r.stderr)
+			}
+			for _, goName := range []string{"int64", "!!str", "!!seq", "!!map", "unmarshal", "[]registry."} {
+				if strings.Contains(r.stdout+r.stderr, goName) {
+					t.Errorf("the message names %q:\n%s%s", goName, r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+}

@@ -145,12 +145,17 @@ func (s *source) document(data []byte) (*yaml.Node, bool) {
 func (s *source) decode(body *yaml.Node) (*Registry, bool) {
 	reg := &Registry{}
 	if err := body.Decode(reg); err != nil {
-		s.addYAML(err)
 		// Type errors (wrong types) leave the rest decoded: go on, so that
-		// every other problem is reported too.
+		// every other problem is reported too, each type error with its
+		// field path (typeErrors), or as the decoder words it when the walk
+		// finds none.
 		var typeErr *yaml.TypeError
 		if !errors.As(err, &typeErr) {
+			s.addYAML(err)
 			return nil, false
+		}
+		if s.typeErrors(body, reflect.TypeFor[Registry](), "") == 0 {
+			s.addYAML(err)
 		}
 	}
 	s.strictFields(body, reflect.TypeFor[Registry]())
