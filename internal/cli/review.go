@@ -36,7 +36,7 @@ func newReviewCommand() *cobra.Command {
 		Example: `  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text examples/requests/pod-hostnetwork.yaml
   tenantguard review --registry examples/registry.yaml < examples/requests/namespace-create.yaml | jq .response.allowed
   # no AdmissionReview to write: the objects of a manifest, as alice creates them
-  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text -f deploy.yaml --as alice -n oil-dev
+  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text -f examples/manifests/web.yaml --as alice
   kubectl get deployment web -n oil-dev -o yaml | tenantguard review --registry examples/registry.yaml -o text -f - --as bob --groups oil-team --operation DELETE
   tenantguard review --registry examples/registry.yaml -o text -f new.yaml --old live.yaml --operation UPDATE --as alice`,
 		Short: "Decide an AdmissionReview, or a manifest's objects, offline, as the admission server would",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -162,6 +163,20 @@ func TestReviewBuildsTheRequestFromAManifest(t *testing.T) {
 				t.Errorf("stderr %q, want one line with %q", r.stderr, stderr)
 			}
 		})
+	}
+}
+
+// TestTheDocumentedManifestDecidesAsDocumented: docs/cli.md's example.
+func TestTheDocumentedManifestDecidesAsDocumented(t *testing.T) {
+	r := run(t, "", "review", "-o", "text", "--registry", examples("registry.yaml"), "--objects", examples("cluster.yaml"), "-f", examples("manifests/web.yaml"), "--as", "alice")
+	doc := mustRead(t, filepath.Join("..", "..", "docs", "cli.md"))
+	if r.code != 1 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for line := range strings.Lines(r.stdout) {
+		if !strings.HasPrefix(line, "  patch ") && !strings.Contains(doc, line) {
+			t.Errorf("docs/cli.md lacks the line %q", line)
+		}
 	}
 }
 
