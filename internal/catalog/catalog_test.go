@@ -304,3 +304,20 @@ func TestTheEmbeddedLibrarySetsTheLabelAndTheDefaultClassesInCEL(t *testing.T) {
 		}
 	}
 }
+
+func TestTheRulesAboutChangesAreLeftOutOfTheAudit(t *testing.T) {
+	// A cordon is about changes, a deletion is only a DELETE, and the
+	// companions are audited as tenantguard's own identity, which the
+	// managed-resource rule always lets through.
+	notAudited := []string{"managed-resource", "namespace-deletion", "tenant-cordoned"}
+	var got []string
+	for _, r := range catalog.MustEmbedded().Rules() {
+		if !r.Audit {
+			got = append(got, r.ID)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, notAudited) {
+		t.Errorf("rules left out of the audit %v, want %v", got, notAudited)
+	}
+}

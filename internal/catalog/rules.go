@@ -40,6 +40,11 @@ type Rule struct {
 	Engines []string
 	// NotExpressible says why the CEL engines do not claim the rule.
 	NotExpressible string
+	// Audit is false for a rule that makes no sense for an object that
+	// already exists (METADATA custom: audit: false), e.g. one about who
+	// changes or deletes: `tenantguard audit` and serve's background audit
+	// leave it out. True unless the METADATA says otherwise.
+	Audit bool
 	// Location is where the rule is declared, file:line.
 	Location string
 	// CEL is the rule's CEL translation; nil when it has none.
@@ -91,6 +96,7 @@ type declaration struct {
 	Enforcement    string      `json:"enforcement"`
 	Engines        []string    `json:"engines"`
 	NotExpressible string      `json:"notExpressible"`
+	Audit          *bool       `json:"audit"`
 }
 
 // declare reads the kind sets and every family's rules from the modules'
@@ -261,14 +267,14 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		problems.add(own.Location, "METADATA custom fields: %v; the fields are id, kinds, subresources, operations, mutates, enforcement, engines, notExpressible", err)
+		problems.add(own.Location, "METADATA custom fields: %v; the fields are id, kinds, subresources, operations, mutates, enforcement, engines, notExpressible, audit", err)
 		return Rule{}, false
 	}
 	loc := own.Location
 	r := Rule{
 		ID: d.ID, Family: family, Title: own.Title, Description: strings.TrimSpace(own.Description),
 		Operations: d.Operations, Mutates: d.Mutates, Enforcement: cmp.Or(d.Enforcement, registry.ModeDeny),
-		Engines: d.Engines, NotExpressible: d.NotExpressible, Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
+		Engines: d.Engines, NotExpressible: d.NotExpressible, Audit: d.Audit == nil || *d.Audit, Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
 	}
 	if r.Title == "" && pkg != nil {
 		r.Title = pkg.Title

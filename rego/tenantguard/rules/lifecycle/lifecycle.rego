@@ -51,6 +51,7 @@ _verb := "changed" if input.request.operation == "UPDATE"
 #   id: tenant-cordoned
 #   kinds: [all, Namespace]
 #   operations: [CREATE, UPDATE]
+#   audit: false
 violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	input.request.operation in {"CREATE", "UPDATE"}
 	not tenancy.kind_key in _uncordoned
@@ -73,6 +74,7 @@ _where := sprintf("%s in namespace %q", [tenancy.object_text, input.request.name
 #   id: namespace-deletion
 #   kinds: [Namespace]
 #   operations: [DELETE]
+#   audit: false
 violations contains {"id": "namespace-deletion", "msg": msg} if {
 	_namespace
 	input.request.operation == "DELETE"

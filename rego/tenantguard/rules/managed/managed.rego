@@ -39,6 +39,7 @@ _trusted if identity.is_control_plane
 #   subresources: [resourcequotas/status]
 #   operations: [CREATE, UPDATE, DELETE]
 #   engines: [opa, gatekeeper, kyverno, vap]
+#   audit: false
 violations contains {"id": "managed-resource", "msg": msg} if {
 	tenancy.in_tenant_namespace
 	_managed
