@@ -8,14 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 
-	"github.com/tenantguard/tenantguard/internal/clusterview"
-	"github.com/tenantguard/tenantguard/webhook/admission"
+	"github.com/tenantguard/tenantguard/internal/request"
 )
 
 // requestOptions are review's flags that build the AdmissionReviews from a
@@ -133,7 +127,7 @@ func (r *requestOptions) identity(o *manifestObject) string {
 // --namespace, else default; "" for a cluster-scoped kind.
 func (r *requestOptions) namespaceOf(o *manifestObject) string {
 	switch {
-	case clusterScoped[o.gvk.GroupKind().String()]:
+	case request.ClusterScoped(o.gvk.GroupKind()):
 		return ""
 	case o.namespace != "":
 		return o.namespace
@@ -152,107 +146,21 @@ func (r *requestOptions) review(o, old *manifestObject) ([]byte, error) {
 		metadata, _ := o.object["metadata"].(map[string]any)
 		metadata["namespace"] = namespace
 	}
-	requestNamespace := namespace
-	if o.gvk.Group == "" && o.gvk.Kind == "Namespace" && r.operation != "CREATE" {
-		// A namespace's own URL (/api/v1/namespaces/NAME) names it as the
-		// request's namespace.
-		requestNamespace = o.name
-	}
-	gvk := metav1.GroupVersionKind(o.gvk)
-	gvr := metav1.GroupVersionResource{Group: o.gvk.Group, Version: o.gvk.Version, Resource: clusterview.Resource(o.gvk)}
-	dryRun := false
-	req := &admissionv1.AdmissionRequest{
-		UID:             uuid.NewUUID(),
-		Kind:            gvk,
-		Resource:        gvr,
-		RequestKind:     &gvk,
-		RequestResource: &gvr,
-		Name:            o.name,
-		Namespace:       requestNamespace,
-		Operation:       admissionv1.Operation(r.operation),
-		UserInfo:        authenticationv1.UserInfo{Username: r.user, Groups: groupsOf(r.user, r.groups)},
-		DryRun:          &dryRun,
-	}
 	raw, err := json.Marshal(o.object)
 	if err != nil {
 		return nil, err
 	}
-	options := map[string]string{"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[r.operation]
-	req.Options = runtime.RawExtension{Raw: []byte(`{"apiVersion":"meta.k8s.io/v1","kind":"` + options + `"}`)}
-	switch r.operation {
-	case "DELETE":
-		req.OldObject = runtime.RawExtension{Raw: raw}
-	case "UPDATE":
-		req.Object = runtime.RawExtension{Raw: raw}
+	spec := request.Spec{GVK: o.gvk, Name: o.name, Namespace: namespace, Operation: r.operation, User: r.user, Groups: request.Groups(r.user, r.groups), Object: raw}
+	if r.operation == request.Update {
 		if namespace != "" {
 			metadata, _ := old.object["metadata"].(map[string]any)
 			metadata["namespace"] = namespace
 		}
-		oldRaw, err := json.Marshal(old.object)
-		if err != nil {
+		if spec.Old, err = json.Marshal(old.object); err != nil {
 			return nil, err
 		}
-		req.OldObject = runtime.RawExtension{Raw: oldRaw}
-	default:
-		req.Object = runtime.RawExtension{Raw: raw}
 	}
-	return json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: admission.Version, Kind: admission.Kind},
-		Request:  req,
-	})
-}
-
-// groupsOf are the groups the API server gives an authenticated user:
-// the ones given, system:authenticated, and a service account's own.
-func groupsOf(user string, given []string) []string {
-	groups := slices.Clone(given)
-	add := func(g string) {
-		if !slices.Contains(groups, g) {
-			groups = append(groups, g)
-		}
-	}
-	if rest, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
-		if namespace, _, ok := strings.Cut(rest, ":"); ok {
-			add("system:serviceaccounts")
-			add("system:serviceaccounts:" + namespace)
-		}
-	}
-	add("system:authenticated")
-	return groups
-}
-
-// clusterScoped are the built-in kinds (and the Gateway API's and
-// tenantguard's own neighbours') that live in no namespace, by group/Kind
-// as schema.GroupKind prints it (Kind.group).
-var clusterScoped = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "ComponentStatus": true,
-	"ClusterRole.rbac.authorization.k8s.io": true, "ClusterRoleBinding.rbac.authorization.k8s.io": true,
-	"PriorityClass.scheduling.k8s.io": true, "StorageClass.storage.k8s.io": true,
-	"CSIDriver.storage.k8s.io": true, "CSINode.storage.k8s.io": true, "VolumeAttachment.storage.k8s.io": true,
-	"VolumeAttributesClass.storage.k8s.io": true, "RuntimeClass.node.k8s.io": true,
-	"IngressClass.networking.k8s.io": true, "IPAddress.networking.k8s.io": true, "ServiceCIDR.networking.k8s.io": true,
-	"GatewayClass.gateway.networking.k8s.io":                        true,
-	"CustomResourceDefinition.apiextensions.k8s.io":                 true,
-	"APIService.apiregistration.k8s.io":                             true,
-	"CertificateSigningRequest.certificates.k8s.io":                 true,
-	"ValidatingWebhookConfiguration.admissionregistration.k8s.io":   true,
-	"MutatingWebhookConfiguration.admissionregistration.k8s.io":     true,
-	"ValidatingAdmissionPolicy.admissionregistration.k8s.io":        true,
-	"ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io": true,
-	"MutatingAdmissionPolicy.admissionregistration.k8s.io":          true,
-	"MutatingAdmissionPolicyBinding.admissionregistration.k8s.io":   true,
-	"FlowSchema.flowcontrol.apiserver.k8s.io":                       true,
-	"PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io":       true,
-	"DeviceClass.resource.k8s.io":                                   true,
-	"ResourceSlice.resource.k8s.io":                                 true,
-	"ClusterTrustBundle.certificates.k8s.io":                        true,
-	"TokenReview.authentication.k8s.io":                             true,
-	"SelfSubjectReview.authentication.k8s.io":                       true,
-	"SubjectAccessReview.authorization.k8s.io":                      true,
-	"SelfSubjectAccessReview.authorization.k8s.io":                  true,
-	"SelfSubjectRulesReview.authorization.k8s.io":                   true,
-	"StorageVersion.internal.apiserver.k8s.io":                      true,
-	"StorageVersionMigration.storagemigration.k8s.io":               true,
+	return request.Review(spec)
 }
 
 // fileName is the file as errors name it.
