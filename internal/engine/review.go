@@ -18,7 +18,13 @@ import (
 // is converted to an OPA value once, and again only when a patch changed the
 // object.
 func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
-	in := e.input(req, view, nil)
+	return e.review(ctx, req, view, nil)
+}
+
+// review is Review with the request's quota and counts, or, when q is nil,
+// the view's counts.
+func (e *Engine) review(ctx context.Context, req *admission.Request, view *clusterview.View, q *counting) (*admission.Decision, error) {
+	in := e.input(req, view, q)
 	value := in.value()
 	patch, patched, err := e.mutations(ctx, req, value)
 	if err != nil {

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/webhook/admission"
+)
+
+// ReviewExisting decides the CREATE of an object the cluster already has, as
+// if it were created now (the audit): Review, except that the tenant counts
+// leave out the object's own place. The view already counts the object, so
+// that a tenant exactly at its quota is not refused the objects it holds.
+func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
+	key, tenants := e.counted(req, view)
+	if key == "" {
+		return e.review(ctx, req, view, nil)
+	}
+	own := e.countedUnder(req, view, key, tenants)
+	counts := make(map[string]int, len(tenants))
+	for _, t := range tenants {
+		n := view.Count(t, key)
+		if t == own && n > 0 {
+			n--
+		}
+		counts[t] = n
+	}
+	return e.review(ctx, req, view, &counting{key: key, tenants: tenants, counts: counts})
+}
+
+// countedUnder is the tenant whose count of key the view counts the
+// request's object in, "" when it counts it in none: a namespace under the
+// tenant its label names, another object under its namespace's tenant (the
+// one of tenants) once the view has seen it.
+func (e *Engine) countedUnder(req *admission.Request, view *clusterview.View, key string, tenants []string) string {
+	if key == clusterview.NamespacesKey {
+		labels, ok := view.NamespaceLabels(req.Name)
+		if !ok {
+			return ""
+		}
+		return labels.Get(e.registry.TenantLabel())
+	}
+	if len(tenants) == 1 && view.Seen(quota.Claim{Key: key, Namespace: req.Namespace, Name: req.Name}) {
+		return tenants[0]
+	}
+	return ""
+}
