@@ -1,0 +1,59 @@
+package audit
+
+import (
+	"encoding/json"
+	"maps"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Object is an existing object to audit.
+type Object struct {
+	GVK schema.GroupVersionKind
+	// Namespace is "" for a cluster-scoped object.
+	Namespace, Name string
+	// Content is the object as stored, as decoded JSON (or YAML).
+	Content map[string]any
+}
+
+// apiServerFields are the metadata fields the API server sets on a create:
+// a create does not carry them, so neither does the audit's.
+var apiServerFields = []string{"resourceVersion", "uid", "managedFields", "creationTimestamp", "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// createBody is the object as a create would carry it: as stored, status
+// included, without the metadata the API server sets, and in the object's
+// namespace. o.Content is not changed.
+func (o *Object) createBody() ([]byte, error) {
+	body := maps.Clone(o.Content)
+	metadata, _ := body["metadata"].(map[string]any)
+	metadata = maps.Clone(metadata)
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	for _, f := range apiServerFields {
+		delete(metadata, f)
+	}
+	if o.Namespace != "" {
+		metadata["namespace"] = o.Namespace
+	}
+	body["metadata"] = metadata
+	return json.Marshal(body)
+}
+
+// labels are the object's labels.
+func (o *Object) labels() map[string]any {
+	metadata, _ := o.Content["metadata"].(map[string]any)
+	labels, _ := metadata["labels"].(map[string]any)
+	return labels
+}
+
+// deleting reports whether the object is being deleted.
+func (o *Object) deleting() bool {
+	metadata, _ := o.Content["metadata"].(map[string]any)
+	return metadata["deletionTimestamp"] != nil
+}
+
+// isNamespace reports whether the object is a Namespace.
+func (o *Object) isNamespace() bool {
+	return o.GVK.Group == "" && o.GVK.Kind == "Namespace"
+}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+// auditFixture is a file of the audit's fixtures (tests/fixtures/audit).
+func auditFixture(name string) string { return filepath.Join(fixtures.Dir(), "audit", name) }
+
+const rerunAudit = "UPDATE_GOLDEN=1 go test ./internal/cli -run TestAudit"
+
+func TestAuditPrintsTheGoldenRows(t *testing.T) {
+	cluster := auditFixture("cluster.yaml")
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+		code   int
+	}{
+		{"the registry in force finds what was admitted before its rules, and none of a tenant at its quota", []string{"--registry", filepath.Join(fixtures.Dir(), "registry.yaml")}, "current.table", 1},
+		{"a proposed registry finds what it would refuse, as JSON", []string{"--registry", auditFixture("registry-tightened.yaml"), "-o", "json"}, "tightened.json", 1},
+		{"a rule in warn mode is reported in its mode, as YAML", []string{"--registry", filepath.Join(fixtures.Dir(), "registry-enforcement.yaml"), "-o", "yaml"}, "enforcement.yaml", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append([]string{"audit", "--objects", cluster}, tt.args...)...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr %s", r.code, tt.code, r.stderr)
+			}
+			fixtures.Golden(t, auditFixture(tt.golden), r.stdout, rerunAudit)
+		})
+	}
+}
+
+func TestAuditExitsZeroWithoutADenyModeViolation(t *testing.T) {
+	reg := filepath.Join(fixtures.Dir(), "registry-enforcement.yaml")
+	objects := writeFile(t, "cluster.yaml", `
+apiVersion: v1
+kind: Namespace
+metadata: {name: oil-dev, labels: {tenantguard.io/tenant: oil}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: edge, namespace: oil-dev}
+spec:
+  hostNetwork: true
+  priorityClassName: tenant-low
+  containers: [{name: edge, image: nginx}]
+`)
+	r := run(t, "", "audit", "--registry", reg, "--objects", objects, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0 (host-network is in warn mode); stdout %s stderr %s", r.code, r.stdout, r.stderr)
+	}
+	var report auditReport
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Objects != 2 || len(report.Violations) != 1 || report.Violations[0].Rule != "host-network" || report.Violations[0].Mode != "warn" {
+		t.Fatalf("report %+v, want 2 objects and one host-network row in warn mode", report)
+	}
+}
+
+func TestAuditRefusesBadInputWithExitTwo(t *testing.T) {
+	reg := filepath.Join(fixtures.Dir(), "registry.yaml")
+	tests := []struct {
+		name       string
+		args       []string
+		stderrLine string
+	}{
+		{"a missing objects file", []string{"--registry", reg, "--objects", "/nonexistent.yaml"}, "reading objects"},
+		{"objects that are not YAML", []string{"--registry", reg, "--objects", writeFile(t, "bad.yaml", "items: [\n")}, "not YAML"},
+		{"an object without a name", []string{"--registry", reg, "--objects", writeFile(t, "noname.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {namespace: oil-dev}\n")}, "metadata.name"},
+		{"no objects flag", []string{"--registry", reg}, `required flag(s) "objects" not set`},
+		{"an unknown output", []string{"--registry", reg, "--objects", auditFixture("cluster.yaml"), "-o", "csv"}, "--output must be table, json or yaml"},
+		{"a missing registry", []string{"--registry", "/nonexistent.yaml", "--objects", auditFixture("cluster.yaml")}, "nonexistent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append([]string{"audit"}, tt.args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.stderrLine) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.stderrLine)
+			}
+		})
+	}
+}
