@@ -132,7 +132,7 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 			if a.skipped[v.ID] {
 				continue
 			}
-			rows = append(rows, Row{Namespace: o.Namespace, APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: o.Name, Tenant: tenant, Rule: v.ID, Mode: group.mode, Message: v.Msg})
+			rows = append(rows, Row{Namespace: o.Namespace, APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: o.Name, UID: o.uid(), Tenant: tenant, Rule: v.ID, Mode: group.mode, Message: v.Msg})
 		}
 	}
 	return rows, nil

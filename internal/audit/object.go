@@ -57,3 +57,10 @@ func (o *Object) deleting() bool {
 func (o *Object) isNamespace() bool {
 	return o.GVK.Group == "" && o.GVK.Kind == "Namespace"
 }
+
+// uid is the object's uid, "" when it has none.
+func (o *Object) uid() string {
+	metadata, _ := o.Content["metadata"].(map[string]any)
+	uid, _ := metadata["uid"].(string)
+	return uid
+}

@@ -14,6 +14,8 @@ type Row struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Name       string `json:"name"`
+	// UID is the object's uid, when it has one.
+	UID string `json:"uid,omitempty"`
 	// Tenant is the tenant the object's namespace (or the Namespace
 	// itself) is labelled for, "" for none.
 	Tenant string `json:"tenant,omitempty"`

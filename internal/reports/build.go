@@ -1,0 +1,90 @@
+package reports
+
+import (
+	"cmp"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tenantguard/tenantguard/internal/audit"
+	"github.com/tenantguard/tenantguard/internal/registry"
+)
+
+// Source names tenantguard as the reports' and results' source.
+const Source = "tenantguard"
+
+// The results of a violation by mode: a deny-mode rule fails, a warn- or
+// dryrun-mode rule warns (the mode is in the result's properties).
+var results = map[string]string{registry.ModeDeny: "fail", registry.ModeWarn: "warn", registry.ModeDryRun: "warn"}
+
+// Options name and label the reports.
+type Options struct {
+	Format Format
+	// Name is every report's name (the instance's).
+	Name string
+	// Labels are every report's labels (the instance's).
+	Labels map[string]string
+	// Time is the audit's, the results' timestamp.
+	Time time.Time
+}
+
+// Build is the reports of rows: one per namespace with rows of namespaced
+// objects, keyed by namespace, and the cluster-scoped one of the rows of
+// cluster-scoped objects (Namespaces), under key "". A namespace without
+// rows has no report: the caller prunes it.
+func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured {
+	grouped := map[string][]audit.Row{}
+	for _, r := range rows {
+		grouped[r.Namespace] = append(grouped[r.Namespace], r)
+	}
+	out := make(map[string]*unstructured.Unstructured, len(grouped))
+	for namespace, rows := range grouped {
+		out[namespace] = report(namespace, rows, opts)
+	}
+	return out
+}
+
+// report is one report of rows, all of namespace ("" is cluster-scoped).
+func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unstructured {
+	summary := map[string]any{"pass": int64(0), "fail": int64(0), "warn": int64(0), "error": int64(0), "skip": int64(0)}
+	items := make([]any, 0, len(rows))
+	for _, r := range rows {
+		result := results[r.Mode]
+		summary[result] = summary[result].(int64) + 1
+		resource := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name}
+		if r.Namespace != "" {
+			resource["namespace"] = r.Namespace
+		}
+		if r.UID != "" {
+			resource["uid"] = r.UID
+		}
+		properties := map[string]any{"mode": r.Mode}
+		if r.Tenant != "" {
+			properties["tenant"] = r.Tenant
+		}
+		items = append(items, map[string]any{
+			"source":     Source,
+			"policy":     r.Rule,
+			"result":     result,
+			"message":    r.Message,
+			"scored":     true,
+			"severity":   cmp.Or(map[string]string{registry.ModeDeny: "high"}[r.Mode], "medium"),
+			"timestamp":  map[string]any{"seconds": opts.Time.Unix(), "nanos": int64(0)},
+			"resources":  []any{resource},
+			"properties": properties,
+		})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"summary": summary, "results": items}}
+	u.SetGroupVersionKind(opts.Format.GVK(namespace == ""))
+	u.SetName(opts.Name)
+	u.SetNamespace(namespace)
+	labels := make(map[string]string, len(opts.Labels))
+	for k, v := range opts.Labels {
+		labels[k] = v
+	}
+	u.SetLabels(labels)
+	if opts.Format.source {
+		u.Object["source"] = Source
+	}
+	return u
+}

@@ -1,0 +1,72 @@
+package reports
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tenantguard/tenantguard/internal/audit"
+)
+
+var rows = []audit.Row{
+	{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: "debug", UID: "u1", Tenant: "oil", Rule: "host-path", Mode: "deny", Message: "no"},
+	{Namespace: "oil-dev", APIVersion: "apps/v1", Kind: "Deployment", Name: "edge", Tenant: "oil", Rule: "host-network", Mode: "warn", Message: "careful"},
+	{Namespace: "gas-web", APIVersion: "v1", Kind: "Service", Name: "web", Tenant: "gas", Rule: "service-type", Mode: "dryrun", Message: "later"},
+	{APIVersion: "v1", Kind: "Namespace", Name: "gas-three", Tenant: "gas", Rule: "namespace-quota", Mode: "deny", Message: "too many"},
+}
+
+func TestEveryNamespaceWithViolationsGetsOneReportAndNamespacesTheClusterOne(t *testing.T) {
+	for _, format := range Formats {
+		t.Run(format.Name, func(t *testing.T) {
+			built := Build(rows, Options{Format: format, Name: "tenantguard", Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard"}, Time: time.Unix(1700000000, 0)})
+			tests := []struct {
+				name                   string
+				namespace, kind        string
+				fail, warn, results    int64
+				firstPolicy, firstKind string
+			}{
+				{"oil-dev's report holds its two rows", "oil-dev", format.Kind, 1, 1, 2, "host-path", "Pod"},
+				{"gas-web's dryrun row warns", "gas-web", format.Kind, 0, 1, 1, "service-type", "Service"},
+				{"the cluster-scoped report holds the Namespaces", "", format.ClusterKind, 1, 0, 1, "namespace-quota", "Namespace"},
+			}
+			if len(built) != len(tests) {
+				t.Fatalf("%d reports, want %d", len(built), len(tests))
+			}
+			for _, tt := range tests {
+				r := built[tt.namespace]
+				if r == nil {
+					t.Fatalf("%s: no report", tt.name)
+				}
+				if r.GetKind() != tt.kind || r.GetAPIVersion() != format.GroupVersion.String() || r.GetName() != "tenantguard" || r.GetNamespace() != tt.namespace || r.GetLabels()["app.kubernetes.io/managed-by"] != "tenantguard" {
+					t.Errorf("%s: %s %s/%s in %q labelled %v", tt.name, r.GetAPIVersion(), r.GetKind(), r.GetName(), r.GetNamespace(), r.GetLabels())
+				}
+				fail, _, _ := unstructured.NestedInt64(r.Object, "summary", "fail")
+				warn, _, _ := unstructured.NestedInt64(r.Object, "summary", "warn")
+				results, _, _ := unstructured.NestedSlice(r.Object, "results")
+				if fail != tt.fail || warn != tt.warn || int64(len(results)) != tt.results {
+					t.Errorf("%s: fail %d warn %d results %d, want %d %d %d", tt.name, fail, warn, len(results), tt.fail, tt.warn, tt.results)
+				}
+				first := results[0].(map[string]any)
+				resource := first["resources"].([]any)[0].(map[string]any)
+				if first["policy"] != tt.firstPolicy || resource["kind"] != tt.firstKind || first["source"] != Source {
+					t.Errorf("%s: first result %v", tt.name, first)
+				}
+				if _, has := r.Object["source"]; has != (format.Name == "openreports") {
+					t.Errorf("%s: report-level source %v; only openreports.io has the field", tt.name, has)
+				}
+			}
+		})
+	}
+}
+
+func TestAFormatIsNamedByItsFlagValue(t *testing.T) {
+	for _, name := range []string{"openreports", "wgpolicyk8s"} {
+		if f, err := FormatNamed(name); err != nil || f.Name != name {
+			t.Errorf("%s: %v %v", name, f, err)
+		}
+	}
+	if _, err := FormatNamed("policyreport"); err == nil {
+		t.Error("an unknown format is accepted")
+	}
+}
