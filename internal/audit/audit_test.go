@@ -75,6 +75,8 @@ func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testi
 	a := auditor(t)
 	deleting := object("Pod", "oil-dev", "going", nil)
 	deleting.Content["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+	finished := object("Pod", "oil-dev", "job-1", nil)
+	finished.Content["status"] = map[string]any{"phase": "Succeeded"}
 	tests := []struct {
 		name   string
 		object *Object
@@ -86,6 +88,7 @@ func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testi
 		{"a Pod outside tenant namespaces", object("Pod", "monitoring", "exporter", nil), false},
 		{"a ConfigMap, which only the cordon judges", object("ConfigMap", "oil-dev", "settings", nil), false},
 		{"a Pod being deleted", deleting, false},
+		{"a Pod that has finished", finished, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

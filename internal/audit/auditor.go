@@ -76,10 +76,12 @@ func (a *Auditor) EveryKind() bool { return a.anyKind }
 
 // Audits reports whether the audit checks the object: every Namespace, and
 // an object of a resource it checks in a tenant namespace (one labelled for
-// a tenant), unless it is being deleted.
+// a tenant), unless it is being deleted or is a finished Pod (Succeeded or
+// Failed: it runs nothing, and tenant counts leave it out as the server's
+// view does).
 func (a *Auditor) Audits(o *Object) bool {
 	switch {
-	case o.deleting():
+	case o.deleting() || o.finished():
 		return false
 	case o.isNamespace():
 		return true

@@ -53,6 +53,16 @@ func (o *Object) deleting() bool {
 	return metadata["deletionTimestamp"] != nil
 }
 
+// finished reports whether the object is a Pod that has finished.
+func (o *Object) finished() bool {
+	if o.GVK.Group != "" || o.GVK.Kind != "Pod" {
+		return false
+	}
+	status, _ := o.Content["status"].(map[string]any)
+	phase, _ := status["phase"].(string)
+	return phase == "Succeeded" || phase == "Failed"
+}
+
 // isNamespace reports whether the object is a Namespace.
 func (o *Object) isNamespace() bool {
 	return o.GVK.Group == "" && o.GVK.Kind == "Namespace"

@@ -19,6 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/auditloop"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/informers"
@@ -28,6 +29,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/internal/watch"
 	"github.com/tenantguard/tenantguard/webhook"
@@ -62,6 +64,10 @@ type serveOptions struct {
 	evaluator string
 	// instance is --instance (generator.NewInstance's name)
 	instance string
+	// auditInterval is --audit-interval (0: no background audit)
+	auditInterval time.Duration
+	// auditFormat is --audit-report-format (reports.FormatNamed)
+	auditFormat string
 }
 
 // The quota modes of serve --quota-mode.
@@ -122,6 +128,8 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
 	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
 	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
+	f.DurationVar(&o.auditInterval, "audit-interval", auditloop.DefaultInterval, "how often the leader audits the existing objects against the registry and rules and writes the policy reports (also shortly after each registry or policy change); 0 turns the background audit off")
+	f.StringVar(&o.auditFormat, "audit-report-format", reports.OpenReports.Name, "the background audit's reports: openreports (openreports.io/v1alpha1 Report and ClusterReport) or wgpolicyk8s (wgpolicyk8s.io/v1alpha2 PolicyReport and ClusterPolicyReport); the CRD must be installed")
 	f.StringVar(&o.instance, "instance", generator.DefaultInstance, "name of this server among those sharing the cluster (the chart passes the release's fullname): the companions, the owners' ClusterRoleBinding, the field manager, the leader-election Lease and the strict quota ledgers are named from it, so that two instances neither overwrite nor prune each other's")
 	return cmd
 }
@@ -156,6 +164,13 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	if o.reservationTTL < 30*time.Second {
 		return usageErrorf("--quota-reservation-ttl must be at least 30s (the longest a decision can take), got %s", o.reservationTTL)
+	}
+	if o.auditInterval < 0 {
+		return usageErrorf("--audit-interval must be 0 (off) or more, got %s", o.auditInterval)
+	}
+	format, err := reports.FormatNamed(o.auditFormat)
+	if err != nil {
+		return usageErrorf("--audit-report-format: %v", err)
 	}
 	instance, err := generator.NewInstance(o.instance)
 	if err != nil {
@@ -207,7 +222,8 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	watcher, err := o.startInformers(ctx, stop, cfg, store, instance, namespace, name, log)
+	auditOpts := auditloop.Options{Interval: o.auditInterval, Format: format, Instance: instance, Managers: o.managers, Logger: log, Observer: m}
+	watcher, err := o.startInformers(ctx, stop, cfg, store, instance, namespace, name, log, auditOpts)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -251,11 +267,12 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 
 // startInformers builds the manager of the one informer stack, whose cache
 // feeds the cluster view on every replica and, unless --generator=false, the
-// companion reconciler, leader-elected with --leader-election; it runs until
+// companion reconciler, and unless --audit-interval=0 the background audit,
+// both leader-elected with --leader-election; it runs until
 // ctx ends. A manager that stops by itself (a replica losing the Lease)
 // stops the server with its error, so that a restart takes part in leader
 // election again.
-func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCauseFunc, cfg *rest.Config, store *state.Store, instance generator.Instance, namespace, name string, log *slog.Logger) (*watch.Watcher, error) {
+func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCauseFunc, cfg *rest.Config, store *state.Store, instance generator.Instance, namespace, name string, log *slog.Logger, auditOpts auditloop.Options) (*watch.Watcher, error) {
 	// controller-runtime's own parts (the cache, the certificate watcher)
 	// log through its global logger: JSON lines like ours, and no warning
 	// that it was never set.
@@ -264,9 +281,9 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 	mgrOpts := informers.Options{Layout: watch.CacheLayout(watchOpts), Logger: log}
 	if o.generator {
 		mgrOpts.Layout = mgrOpts.Layout.With(reconcile.CacheLayout(instance))
-		if o.leaderElection {
-			mgrOpts.LeaderElectionNamespace, mgrOpts.LeaderElectionID = cmp.Or(o.leaderNamespace, namespace), reconcile.LeaseName(instance)
-		}
+	}
+	if (o.generator || o.auditInterval > 0) && o.leaderElection {
+		mgrOpts.LeaderElectionNamespace, mgrOpts.LeaderElectionID = cmp.Or(o.leaderNamespace, namespace), reconcile.LeaseName(instance)
 	}
 	mgr, err := informers.NewManager(cfg, mgrOpts)
 	if err != nil {
@@ -278,6 +295,11 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 	}
 	if o.generator {
 		if err := reconcile.Setup(mgr, store, reconcile.Options{Logger: log, Instance: instance}); err != nil {
+			return nil, err
+		}
+	}
+	if o.auditInterval > 0 {
+		if err := auditloop.Setup(mgr, store, auditOpts); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,7 @@ type Metrics struct {
 	reloads         *prometheus.CounterVec
 	lastReloadError *prometheus.GaugeVec
 	lastReloadTime  *prometheus.GaugeVec
+	audit           auditCollectors
 }
 
 // New registers tenantguard's collectors, and the Go and process ones, in a
@@ -80,9 +81,11 @@ func New() *Metrics {
 			Name: "tenantguard_reload_last_failure_timestamp_seconds",
 			Help: "Unix time of the last refused reload of the source.",
 		}, []string{"source"}),
+		audit: newAuditCollectors(),
 	}
 	m.registry.MustRegister(m.requests, m.violations, m.duration, m.generation, m.reloads, m.lastReloadError, m.lastReloadTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.audit.collectors()...)
 	return m
 }
 

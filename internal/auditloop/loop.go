@@ -1,0 +1,176 @@
+package auditloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/reports"
+	"github.com/tenantguard/tenantguard/internal/state"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval = 5 * time.Minute
+	DefaultDebounce = 10 * time.Second
+	DefaultPageSize = 500
+	DefaultBatch    = 100
+	DefaultPause    = 10 * time.Millisecond
+)
+
+// Observer receives each audit's figures (metrics.Metrics).
+type Observer interface {
+	Audited(violations map[metrics.AuditKey]int, objects int, took time.Duration, at time.Time)
+	AuditFailed()
+}
+
+// Options configure the loop.
+type Options struct {
+	// Interval is the time between audits; DefaultInterval when zero.
+	Interval time.Duration
+	// Debounce is how long the loop waits after a registry or policy
+	// change, for more changes, before it audits; DefaultDebounce when zero.
+	Debounce time.Duration
+	// Format is the reports' API; reports.OpenReports when zero.
+	Format reports.Format
+	// Instance names the reports, their labels and field manager.
+	Instance generator.Instance
+	// Managers are tenantguard's own user names (see audit.New).
+	Managers []string
+	// PageSize is how many objects a list request asks for; Batch how many
+	// are checked between two pauses of Pause.
+	PageSize int64
+	Batch    int
+	Pause    time.Duration
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+func (o *Options) defaults() {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	if o.Format.Name == "" {
+		o.Format = reports.OpenReports
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.Batch <= 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Pause <= 0 {
+		o.Pause = DefaultPause
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Loop is the background audit.
+type Loop struct {
+	store   *state.Store
+	reader  client.Reader
+	writer  client.Client
+	mapper  meta.RESTMapper
+	changes <-chan struct{}
+	opts    Options
+}
+
+// Setup adds the loop to mgr: it runs while mgr runs, on the leader only.
+func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
+	opts.defaults()
+	l := &Loop{store: store, reader: mgr.GetAPIReader(), writer: mgr.GetClient(), mapper: mgr.GetRESTMapper(), changes: store.Subscribe(), opts: opts}
+	if err := mgr.Add(l); err != nil {
+		return fmt.Errorf("adding the background audit: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection is true: one replica audits and writes the reports.
+func (l *Loop) NeedLeaderElection() bool { return true }
+
+// Start audits once the registry is in force, then every interval and
+// after each change of the registry or the policy, until ctx ends.
+func (l *Loop) Start(ctx context.Context) error {
+	for l.store.Engine() == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	tick := time.NewTicker(l.opts.Interval)
+	defer tick.Stop()
+	for {
+		l.auditLogged(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-l.changes:
+			if !l.settle(ctx) {
+				return nil
+			}
+			tick.Reset(l.opts.Interval)
+		}
+	}
+}
+
+// settle waits until no change came for the debounce time; false when ctx
+// ended first.
+func (l *Loop) settle(ctx context.Context) bool {
+	quiet := time.NewTimer(l.opts.Debounce)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-l.changes:
+			quiet.Reset(l.opts.Debounce)
+		case <-quiet.C:
+			return true
+		}
+	}
+}
+
+// auditLogged runs one audit and reports how it went.
+func (l *Loop) auditLogged(ctx context.Context) {
+	started := time.Now()
+	result, err := l.Once(ctx)
+	took := time.Since(started)
+	if ctx.Err() != nil {
+		return
+	}
+	if result != nil {
+		l.opts.Logger.Info("background audit", "objects", result.Objects, "violations", len(result.Rows), "reports", result.Reports, "pruned", result.Pruned, "took", took.String())
+		if l.opts.Observer != nil {
+			counts := map[metrics.AuditKey]int{}
+			for _, r := range result.Rows {
+				counts[metrics.AuditKey{Tenant: r.Tenant, Rule: r.Rule}]++
+			}
+			l.opts.Observer.Audited(counts, result.Objects, took, time.Now())
+		}
+	}
+	if errors.Is(err, ErrNoReportCRD) {
+		l.opts.Logger.Warn("background audit: no reports written", "error", err.Error())
+		return
+	}
+	if err != nil {
+		l.opts.Logger.Error("background audit failed", "error", err.Error(), "took", took.String())
+		if l.opts.Observer != nil {
+			l.opts.Observer.AuditFailed()
+		}
+	}
+}

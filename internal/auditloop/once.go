@@ -1,0 +1,116 @@
+package auditloop
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tenantguard/tenantguard/internal/audit"
+)
+
+// Result is what one audit found and did.
+type Result struct {
+	// Objects is how many objects were checked.
+	Objects int
+	// Rows are the violations, sorted.
+	Rows []audit.Row
+	// Reports and Pruned count the reports written and deleted.
+	Reports, Pruned int
+}
+
+// namespaceGVK is the kind of Namespaces.
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
+// Once audits the cluster as it is and writes the reports. A result with
+// an error is an audit whose reports were not all written.
+func (l *Loop) Once(ctx context.Context) (*Result, error) {
+	e := l.store.Engine()
+	if e == nil {
+		return nil, fmt.Errorf("no registry in force yet")
+	}
+	a := audit.New(e, l.store.View(), l.opts.Managers)
+	result := &Result{}
+	checked := 0
+	check := func(u *unstructured.Unstructured) error {
+		o := audit.Object{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Content: u.Object}
+		if !a.Audits(&o) {
+			return nil
+		}
+		rows, err := a.Check(ctx, &o)
+		if err != nil {
+			// One object the rules cannot decide (admission could
+			// not either) does not stop the audit.
+			l.opts.Logger.Warn("background audit: an object could not be checked", "kind", o.GVK.Kind, "namespace", o.Namespace, "name", o.Name, "error", err.Error())
+			return nil
+		}
+		result.Objects++
+		result.Rows = append(result.Rows, rows...)
+		checked++
+		if checked%l.opts.Batch == 0 {
+			// Admission first: a pause between batches.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(l.opts.Pause):
+			}
+		} else {
+			runtime.Gosched()
+		}
+		return nil
+	}
+	if err := l.list(ctx, namespaceGVK, check); err != nil {
+		return nil, err
+	}
+	for _, gr := range a.Resources() {
+		gvk, err := l.mapper.KindFor(gr.WithVersion(""))
+		if meta.IsNoMatchError(err) {
+			continue // not served by this cluster (the Gateway API, say)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding the kind of %s: %w", gr, err)
+		}
+		if err := l.list(ctx, gvk, check); err != nil {
+			return nil, err
+		}
+	}
+	audit.Sort(result.Rows)
+	var err error
+	result.Reports, result.Pruned, err = l.write(ctx, result.Rows)
+	// The rows stand even when the reports could not be written.
+	return result, err
+}
+
+// list calls each with every object of a kind, in all namespaces, listed
+// from the API server page by page.
+func (l *Loop) list(ctx context.Context, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured) error) error {
+	page := &unstructured.UnstructuredList{}
+	page.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	for token := ""; ; {
+		opts := []client.ListOption{client.Limit(l.opts.PageSize)}
+		if token != "" {
+			opts = append(opts, client.Continue(token))
+		}
+		if err := l.reader.List(ctx, page, opts...); err != nil {
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range page.Items {
+			item := &page.Items[i]
+			if item.GetKind() == "" {
+				item.SetGroupVersionKind(gvk)
+			}
+			if err := each(item); err != nil {
+				return err
+			}
+		}
+		if token = page.GetContinue(); token == "" {
+			return nil
+		}
+		page.Items = nil
+	}
+}
