@@ -42,6 +42,11 @@ FUZZ_TARGETS          := webhook/admission:FuzzDecode:70000 \
 # proxy (tests/tools/*): a few minutes the first time, then cached.
 KUBE_VERSION          ?= v1.37.1
 KYVERNO_VERSION       ?= v1.19.1
+# The policy report CRDs the chart installs for the background audit, from
+# their Go modules: openreports.io (the default format) and wgpolicyk8s.io
+# (Kyverno's module, KYVERNO_VERSION).
+OPENREPORTS_VERSION   ?= v0.2.1
+REPORT_CRDS           := charts/tenantguard/files/crds
 
 BIN      := $(CURDIR)/bin
 CP_BIN   := $(CURDIR)/tests/tools/bin
@@ -190,6 +195,14 @@ $(CP_BIN)/crds/kyverno-validatingpolicies.yaml:
 	@mkdir -p $(@D)
 	dir="$$(go mod download -json github.com/kyverno/kyverno@$(KYVERNO_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
 	  cp "$$dir/config/crds/policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml" $@ && chmod u+w $@
+
+.PHONY: report-crds
+report-crds: ## Fetch the policy report CRDs (openreports.io, wgpolicyk8s.io) from their Go modules (pinned) into the chart's files/crds, which the chart and the e2e tests install
+	@mkdir -p $(REPORT_CRDS)
+	dir="$$(go mod download -json github.com/openreports/reports-api@$(OPENREPORTS_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
+	  for f in reports clusterreports; do cp "$$dir/config/crd/openreports.io_$$f.yaml" $(REPORT_CRDS)/ && chmod u+w $(REPORT_CRDS)/openreports.io_$$f.yaml; done
+	dir="$$(go mod download -json github.com/kyverno/kyverno@$(KYVERNO_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
+	  for f in policyreports clusterpolicyreports; do cp "$$dir/config/crds/policyreport/wgpolicyk8s.io_$$f.yaml" $(REPORT_CRDS)/ && chmod u+w $(REPORT_CRDS)/wgpolicyk8s.io_$$f.yaml; done
 
 $(CP_BIN)/etcd: tests/tools/etcd/go.mod tests/tools/etcd/main.go
 	cd tests/tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ .

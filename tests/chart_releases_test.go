@@ -44,10 +44,13 @@ func TestChartTwoReleasesShareACluster(t *testing.T) {
 				blue := renderRelease(t, "blue", namespaces[0], "-f", values)
 				green := renderRelease(t, "green", namespaces[1], "-f", values)
 				for id := range blue {
-					if green[id] == "" {
+					kind, _, _ := strings.Cut(id, "/")
+					if green[id] == "" || kind == "CustomResourceDefinition" {
+						// The report CRDs are shared: on a cluster, the
+						// chart's lookup leaves them to the release
+						// that installed them (helm template has none).
 						continue
 					}
-					kind, _, _ := strings.Cut(id, "/")
 					if namespaces[0] == namespaces[1] || slices.Contains(clusterScoped, kind) {
 						t.Errorf("both releases render %s", id)
 					}
