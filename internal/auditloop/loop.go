@@ -37,7 +37,8 @@ type Options struct {
 	// Interval is the time between audits; DefaultInterval when zero.
 	Interval time.Duration
 	// Debounce is how long the loop waits after a registry or policy
-	// change, for more changes, before it audits; DefaultDebounce when zero.
+	// change, for more changes, before it audits; when zero DefaultDebounce,
+	// or half the interval if that is shorter.
 	Debounce time.Duration
 	// Format is the reports' API; reports.OpenReports when zero.
 	Format reports.Format
@@ -59,7 +60,8 @@ func (o *Options) defaults() {
 		o.Interval = DefaultInterval
 	}
 	if o.Debounce <= 0 {
-		o.Debounce = DefaultDebounce
+		// Never longer than half the interval.
+		o.Debounce = min(DefaultDebounce, o.Interval/2)
 	}
 	if o.Format.Name == "" {
 		o.Format = reports.OpenReports

@@ -62,7 +62,14 @@ type ControlPlaneOptions struct {
 	Disable []string
 	// Args are extra kube-apiserver flags, name to value.
 	Args map[string]string
+	// ReportCRDs installs the policy report CRDs the chart ships (both
+	// formats; `make report-crds` fetches them, pinned, from their Go
+	// modules), for the background audit's reports.
+	ReportCRDs bool
 }
+
+// ReportCRDsDir holds the policy report CRDs (charts/tenantguard/files/crds).
+func ReportCRDsDir() string { return filepath.Join(Root(), "charts", "tenantguard", "files", "crds") }
 
 // StartControlPlaneWith starts a control plane configured by o.
 func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *ControlPlane, err error) {
@@ -81,6 +88,9 @@ func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *Contr
 	}
 	for name, value := range o.Args {
 		p.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	if o.ReportCRDs {
+		p.env.CRDDirectoryPaths, p.env.ErrorIfCRDPathMissing = []string{ReportCRDsDir()}, true
 	}
 	if p.Admin, err = p.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
