@@ -88,3 +88,13 @@ func TestAuditRefusesBadInputWithExitTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditTheDocumentedExampleIsTheOutput: docs/cli.md shows the audit of
+// the fixtures as the command prints it.
+func TestAuditTheDocumentedExampleIsTheOutput(t *testing.T) {
+	doc := mustRead(t, filepath.Join("..", "..", "docs", "cli.md"))
+	r := run(t, "", "audit", "--registry", filepath.Join(fixtures.Dir(), "registry.yaml"), "--objects", auditFixture("cluster.yaml"))
+	if !strings.Contains(doc, r.stdout) {
+		t.Errorf("docs/cli.md lacks the audit's output:\n%s", r.stdout)
+	}
+}
