@@ -113,10 +113,10 @@ func TestTheBackgroundAuditReportsWhatATighterRegistryRefusesAndPrunesWhatIsFixe
 	setRegistryDoc(t, c, strings.Replace(tight, "namespaceQuota: 1\n", "namespaceQuota: 2\n", 1))
 	within(t, 30*time.Second, "both reports pruned", func(ctx context.Context) error {
 		if _, err := reports.Resource(reportsGVR).Namespace("gas-web").Get(ctx, reportName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("gas-web's report: %v", err)
+			return fmt.Errorf("gas-web's report: %w", err)
 		}
 		if _, err := reports.Resource(clusterReportsGVR).Get(ctx, reportName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the cluster report: %v", err)
+			return fmt.Errorf("the cluster report: %w", err)
 		}
 		return nil
 	})

@@ -1,0 +1,46 @@
+package metrics
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAnAuditReplacesTheViolationsOfTheLastOne(t *testing.T) {
+	m := New()
+	at := time.Unix(1700000000, 0)
+	m.Audited(map[AuditKey]int{{Tenant: "oil", Rule: "host-path"}: 2, {Tenant: "gas", Rule: "service-type"}: 1}, 40, 3*time.Second, at)
+	m.Audited(map[AuditKey]int{{Tenant: "gas", Rule: "service-type"}: 1}, 41, 2*time.Second, at.Add(time.Minute))
+	families, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range metric.GetLabel() {
+				name += "," + l.GetName() + "=" + l.GetValue()
+			}
+			if metric.GetGauge() != nil {
+				got[name] = metric.GetGauge().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		"tenantguard_audit_violations,rule=service-type,tenant=gas": 1,
+		"tenantguard_audit_objects":                                 41,
+		"tenantguard_audit_last_duration_seconds":                   2,
+		"tenantguard_audit_last_run_timestamp_seconds":              float64(at.Add(time.Minute).Unix()),
+	}
+	audit := map[string]float64{}
+	for k, v := range got {
+		if strings.HasPrefix(k, "tenantguard_audit") {
+			audit[k] = v
+		}
+	}
+	if !maps.Equal(audit, want) {
+		t.Errorf("audit gauges %v, want %v", audit, want)
+	}
+}
