@@ -22,6 +22,7 @@ var specRules = []string{
 	"priority-class", "storage-class", "service-type", "external-ips",
 	"tenant-quota", "managed-resource",
 	"image-registry", "image-pull-policy", "runtime-class", "node-placement",
+	"hostname-collision",
 }
 
 func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
@@ -62,6 +63,7 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
 	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
 	pod := []any{"images", "nodes", "pods", "priority", "quota", "runtime", "storage"}
+	edge := []any{"collision", "quota"}
 	want := map[string]any{
 		"validate": map[string]any{
 			"*": []any{"quota"}, "Namespace": []any{"namespaces", "quota"}, "Service": []any{"quota", "services"},
@@ -70,6 +72,8 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 			"networking.k8s.io/NetworkPolicy": []any{"managed", "quota"}, "rbac.authorization.k8s.io/RoleBinding": []any{"managed", "quota"},
 			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
 			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,
+			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/HTTPRoute": edge,
+			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge,
 		},
 	}
 	if got := routes["validate"]; !reflect.DeepEqual(got, want["validate"]) {
