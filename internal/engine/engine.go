@@ -215,7 +215,7 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 		"catalog":  p.catalogData,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg, policy: p, collisions: collisions(reg)}
+	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions()}
 	if p.decide == nil {
 		e.pool = pool
 		return e, e.topdown(ctx, store)

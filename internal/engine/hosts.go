@@ -24,17 +24,6 @@ type serving struct {
 	found    map[string][]clusterview.HostHolder
 }
 
-// collisions reports whether some tenant of a registry refuses hosts that
-// other objects serve: only then do requests hold hosts.
-func collisions(reg *registry.Snapshot) bool {
-	for _, t := range reg.Registry().Tenants {
-		if t.Ingress != nil && t.Ingress.HostnameCollision != "" && t.Ingress.HostnameCollision != registry.CollisionOff {
-			return true
-		}
-	}
-	return false
-}
-
 // served is the Ingress or route a request creates or updates in a tenant
 // namespace, when some tenant refuses collisions and the object serves a
 // host; nil otherwise. Every such request holds its hosts, so that a tenant
