@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -22,7 +21,7 @@ const (
 	ManagedByValue = "tenantguard"
 )
 
-// Names of the generated objects.
+// Names of the default instance's objects (Instance has every instance's).
 const (
 	ResourceQuotaName = "tenantguard-quota"
 	LimitRangeName    = "tenantguard-limits"
@@ -41,20 +40,38 @@ type Namespace struct {
 	Labels map[string]string
 }
 
+// Generate is Default.Generate.
+func Generate(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
+	return Default.Generate(snap, namespaces)
+}
+
+// Namespaced is Default.Namespaced.
+func Namespaced(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
+	return Default.Namespaced(snap, namespaces)
+}
+
+// Cluster is Default.Cluster.
+func Cluster(snap *registry.Snapshot) []client.Object { return Default.Cluster(snap) }
+
+// ForNamespace is Default.ForNamespace.
+func ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
+	return Default.ForNamespace(snap, ns)
+}
+
 // Generate returns the cluster-wide objects, then the companions of each
 // tenant namespace (Namespaced).
-func Generate(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
-	return append(Cluster(snap), Namespaced(snap, namespaces)...)
+func (i Instance) Generate(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
+	return append(i.Cluster(snap), i.Namespaced(snap, namespaces)...)
 }
 
 // Namespaced returns the companions of each namespace, namespaces sorted by
 // name. Namespaces without the tenant label or naming a tenant not in the
 // registry get none.
-func Namespaced(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
+func (i Instance) Namespaced(snap *registry.Snapshot, namespaces []Namespace) []client.Object {
 	var out []client.Object
 	sorted := slices.SortedFunc(slices.Values(namespaces), func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
 	for _, ns := range sorted {
-		out = append(out, ForNamespace(snap, ns)...)
+		out = append(out, i.ForNamespace(snap, ns)...)
 	}
 	return out
 }
@@ -70,7 +87,7 @@ func TenantOf(snap *registry.Snapshot, ns Namespace) (*registry.Tenant, bool) {
 
 // Cluster is the cluster-wide RBAC: the two ClusterRoles and the binding of
 // the creator role to every owner of every tenant.
-func Cluster(snap *registry.Snapshot) []client.Object {
+func (i Instance) Cluster(snap *registry.Snapshot) []client.Object {
 	var owners []rbacv1.Subject
 	seen := map[rbacv1.Subject]bool{}
 	for _, t := range snap.Registry().Tenants {
@@ -84,12 +101,12 @@ func Cluster(snap *registry.Snapshot) []client.Object {
 	slices.SortFunc(owners, compareSubjects)
 	creator := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: meta(NamespaceCreatorRole, "", ""),
+		ObjectMeta: i.meta(i.NamespaceCreatorRole(), "", ""),
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create"}}},
 	}
 	deleter := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: meta(NamespaceDeleterRole, "", ""),
+		ObjectMeta: i.meta(i.NamespaceDeleterRole(), "", ""),
 		// Bound by a RoleBinding in a namespace, this grants deleting that
 		// namespace only: the API server authorizes a namespace's own
 		// requests in the namespace itself.
@@ -97,8 +114,8 @@ func Cluster(snap *registry.Snapshot) []client.Object {
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-		ObjectMeta: meta(OwnersBinding, "", ""),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NamespaceCreatorRole},
+		ObjectMeta: i.meta(i.OwnersBinding(), "", ""),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: i.NamespaceCreatorRole()},
 		Subjects:   owners,
 	}
 	return []client.Object{creator, deleter, binding}
@@ -107,7 +124,7 @@ func Cluster(snap *registry.Snapshot) []client.Object {
 // ForNamespace is the companions of one namespace, none if it belongs to no
 // registry tenant: ResourceQuota, LimitRange, NetworkPolicy, then the
 // RoleBindings.
-func ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
+func (i Instance) ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
 	t, ok := TenantOf(snap, ns)
 	if !ok {
 		return nil
@@ -118,7 +135,7 @@ func ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
 	if c.ResourceQuota != nil {
 		out = append(out, &corev1.ResourceQuota{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
-			ObjectMeta: meta(ResourceQuotaName, ns.Name, t.Name, label),
+			ObjectMeta: i.meta(i.ResourceQuotaName(), ns.Name, t.Name, label),
 			Spec:       corev1.ResourceQuotaSpec{Hard: resources(c.ResourceQuota.Hard)},
 		})
 	}
@@ -133,14 +150,14 @@ func ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
 		}
 		out = append(out, &corev1.LimitRange{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
-			ObjectMeta: meta(LimitRangeName, ns.Name, t.Name, label),
+			ObjectMeta: i.meta(i.LimitRangeName(), ns.Name, t.Name, label),
 			Spec:       corev1.LimitRangeSpec{Limits: items},
 		})
 	}
 	if c.NetworkIsolation == nil || *c.NetworkIsolation {
 		out = append(out, &networkingv1.NetworkPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-			ObjectMeta: meta(NetworkPolicyName, ns.Name, t.Name, label),
+			ObjectMeta: i.meta(i.NetworkPolicyName(), ns.Name, t.Name, label),
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
@@ -152,29 +169,28 @@ func ForNamespace(snap *registry.Snapshot, ns Namespace) []client.Object {
 	}
 	owners := subjects(t.Owners)
 	for _, role := range c.OwnerClusterRoles {
-		out = append(out, roleBinding("tenantguard-owner-"+role, ns.Name, t.Name, label, role, owners))
+		out = append(out, i.roleBinding(i.OwnerBinding(role), ns.Name, t.Name, label, role, owners))
 	}
-	out = append(out, roleBinding(NamespaceDeleterRole, ns.Name, t.Name, label, NamespaceDeleterRole, owners))
-	for i, rb := range c.AdditionalRoleBindings {
-		name := fmt.Sprintf("tenantguard-%s-%d", rb.ClusterRole, i)
-		out = append(out, roleBinding(name, ns.Name, t.Name, label, rb.ClusterRole, subjects(rb.Subjects)))
+	out = append(out, i.roleBinding(i.NamespaceDeleterRole(), ns.Name, t.Name, label, i.NamespaceDeleterRole(), owners))
+	for n, rb := range c.AdditionalRoleBindings {
+		out = append(out, i.roleBinding(i.AdditionalBinding(rb.ClusterRole, n), ns.Name, t.Name, label, rb.ClusterRole, subjects(rb.Subjects)))
 	}
 	return out
 }
 
-func roleBinding(name, namespace, tenant, label, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+func (i Instance) roleBinding(name, namespace, tenant, label, role string, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: meta(name, namespace, tenant, label),
+		ObjectMeta: i.meta(name, namespace, tenant, label),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   subjects,
 	}
 }
 
-// meta is the metadata of a companion: the managed-by label, and the tenant
+// meta is the metadata of a companion: the instance's labels, and the tenant
 // label for a tenant's objects (label is the tenant label key).
-func meta(name, namespace, tenant string, label ...string) metav1.ObjectMeta {
-	labels := map[string]string{ManagedByLabel: ManagedByValue}
+func (i Instance) meta(name, namespace, tenant string, label ...string) metav1.ObjectMeta {
+	labels := i.Labels()
 	if tenant != "" {
 		labels[label[0]] = tenant
 	}

@@ -169,9 +169,10 @@ func TestChartWebhooksMatchTheGoBuilder(t *testing.T) {
 }
 
 // TestChartRBACMatchesDeploy keeps the chart's RBAC identical to
-// deploy/rbac/tenantguard.yaml with the default values.
+// deploy/rbac/tenantguard.yaml, the default instance's, with the default
+// values but that instance.
 func TestChartRBACMatchesDeploy(t *testing.T) {
-	docs := render(t)
+	docs := render(t, "--set", "instance=tenantguard")
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "rbac", "tenantguard.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -252,7 +252,7 @@ func TestChartNamesAndToggles(t *testing.T) {
 		{"fullnameOverride names every object", []string{"--set", "fullnameOverride=guard"}, []string{"Deployment/guard", "ClusterRole/guard", "ValidatingWebhookConfiguration/guard", "ConfigMap/guard-registry"}, []string{"Deployment/tg-tenantguard"}},
 		{"nameOverride replaces the chart's name", []string{"--set", "nameOverride=admission"}, []string{"Deployment/tg-admission"}, nil},
 		{"serviceAccount.create=false makes none", []string{"--set", "serviceAccount.create=false", "--set", "serviceAccount.name=sa"}, nil, []string{"ServiceAccount/tg-tenantguard"}},
-		{"rbac.create=false makes no RBAC", []string{"--set", "rbac.create=false"}, nil, []string{"ClusterRole/tg-tenantguard", "ClusterRoleBinding/tg-tenantguard", "Role/tg-tenantguard", "RoleBinding/tg-tenantguard", "ClusterRole/tenantguard-namespace-creator", "Role/tg-tenantguard-tls"}},
+		{"rbac.create=false makes no RBAC", []string{"--set", "rbac.create=false"}, nil, []string{"ClusterRole/tg-tenantguard", "ClusterRoleBinding/tg-tenantguard", "Role/tg-tenantguard", "RoleBinding/tg-tenantguard", "ClusterRole/tg-tenantguard-namespace-creator", "Role/tg-tenantguard-tls"}},
 		{"the ServiceMonitor, rules, dashboard and NetworkPolicy are off by default", nil, nil, []string{"ServiceMonitor/tg-tenantguard", "PrometheusRule/tg-tenantguard", "ConfigMap/tg-tenantguard-dashboard", "NetworkPolicy/tg-tenantguard"}},
 	}
 	for _, tt := range tests {
@@ -296,6 +296,14 @@ func TestChartWebhookExemptions(t *testing.T) {
 	}
 	var hooks []hook
 	for _, w := range v.Webhooks {
+		if w.Name == "every-kind.tenantguard.io" {
+			// The catch-all has no twin: it ignores failures for everyone.
+			extra := slices.ContainsFunc(w.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "not-ci" })
+			if *w.FailurePolicy != admissionregistrationv1.Ignore || !slices.Contains(w.NamespaceSelector.MatchExpressions[0].Values, "monitoring") || w.ObjectSelector.MatchLabels["checked"] != "yes" || !extra {
+				t.Errorf("catch-all webhook: %+v", w)
+			}
+			continue
+		}
 		hooks = append(hooks, hook{w.Name, *w.FailurePolicy, &w.NamespaceSelector.MatchExpressions[0].Values, w.ObjectSelector.MatchLabels, w.MatchConditions})
 	}
 	for _, w := range m.Webhooks {
@@ -323,8 +331,8 @@ func TestChartWebhookExemptions(t *testing.T) {
 		}
 	}
 	decode(t, render(t, "--set", "webhook.breakGlassGroups=null")["ValidatingWebhookConfiguration/tg-tenantguard"], &v)
-	if len(v.Webhooks) != 2 {
-		t.Errorf("%d validating webhooks without break-glass groups, want 2", len(v.Webhooks))
+	if len(v.Webhooks) != 3 {
+		t.Errorf("%d validating webhooks without break-glass groups, want 3 (namespaces, workloads, the catch-all)", len(v.Webhooks))
 	}
 }
 
@@ -338,7 +346,7 @@ func TestChartClusterRoleBindingsByName(t *testing.T) {
 			continue
 		}
 		writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" })
-		if writes && !slices.Equal(r.ResourceNames, []string{"tenantguard-owners"}) {
+		if writes && !slices.Equal(r.ResourceNames, []string{"tg-tenantguard-owners"}) {
 			t.Errorf("ClusterRoleBinding %v not limited by name: %v", r.Verbs, r.ResourceNames)
 		}
 	}

@@ -22,6 +22,7 @@ var specRules = []string{
 	"priority-class", "storage-class", "service-type", "external-ips",
 	"tenant-quota", "managed-resource",
 	"image-registry", "image-pull-policy", "runtime-class", "node-placement",
+	"ingress-class", "gateway-class", "hostname", "tenant-cordoned", "namespace-deletion",
 	"hostname-collision",
 }
 
@@ -31,7 +32,7 @@ func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
 		t.Errorf("rules %v, want %v", got, specRules)
 	}
 	for _, r := range c.Rules() {
-		if len(r.Kinds) == 0 && !r.Counted || len(r.Operations) == 0 || r.Title == "" || r.Description == "" {
+		if len(r.Kinds) == 0 && !r.Counted && !r.All || len(r.Operations) == 0 || r.Title == "" || r.Description == "" {
 			t.Errorf("%s is declared without kinds, operations, a title or a description: %+v", r.ID, r)
 		}
 		if !r.Claims(catalog.EngineOPA) || !r.Claims(catalog.EngineGatekeeper) {
@@ -62,18 +63,20 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
 	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
-	pod := []any{"images", "nodes", "pods", "priority", "quota", "runtime", "storage"}
-	edge := []any{"collision", "quota"}
+	pod := []any{"images", "lifecycle", "nodes", "pods", "priority", "quota", "runtime", "storage"}
+	edge := []any{"collision", "ingress", "lifecycle", "quota"}
+	gateway := []any{"ingress", "lifecycle", "quota"}
+	managed := []any{"lifecycle", "managed", "quota"}
 	want := map[string]any{
 		"validate": map[string]any{
-			"*": []any{"quota"}, "Namespace": []any{"namespaces", "quota"}, "Service": []any{"quota", "services"},
-			"PersistentVolumeClaim": []any{"quota", "storage"},
-			"ResourceQuota":         []any{"managed", "quota"}, "LimitRange": []any{"managed", "quota"},
-			"networking.k8s.io/NetworkPolicy": []any{"managed", "quota"}, "rbac.authorization.k8s.io/RoleBinding": []any{"managed", "quota"},
+			"*": []any{"lifecycle", "quota"}, "Namespace": []any{"lifecycle", "namespaces", "quota"}, "Service": []any{"lifecycle", "quota", "services"},
+			"PersistentVolumeClaim": []any{"lifecycle", "quota", "storage"},
+			"ResourceQuota":         managed, "LimitRange": managed,
+			"networking.k8s.io/NetworkPolicy": managed, "rbac.authorization.k8s.io/RoleBinding": managed,
+			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": gateway, "gateway.networking.k8s.io/HTTPRoute": edge,
+			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge,
 			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
 			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,
-			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/HTTPRoute": edge,
-			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge,
 		},
 	}
 	if got := routes["validate"]; !reflect.DeepEqual(got, want["validate"]) {

@@ -7,9 +7,10 @@ import (
 	"regexp"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
 // Kind is a kind a rule judges, with the resource the API server routes it
@@ -37,6 +38,11 @@ func (k Kind) Key() string {
 // Counted is the kinds token of a rule that judges the resources the
 // registry's tenant quotas count: which they are is the registry's to say.
 const Counted = "counted"
+
+// All is the kinds token of a rule that judges every namespaced kind in
+// tenant namespaces (a cordon): the webhooks send them through a catch-all
+// webhook of their own.
+const All = "all"
 
 var (
 	kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
@@ -82,7 +88,7 @@ func parseKind(s, resource string) (Kind, error) {
 		return Kind{}, fmt.Errorf("%q is not a kind of the built-in API group %q", k, g)
 	}
 	if resource == "" {
-		resource = resourceOf(k)
+		resource = clusterview.Resource(schema.GroupVersionKind{Group: g, Kind: k})
 	} else if !group.MatchString(resource) || strings.ToLower(resource) != resource {
 		return Kind{}, fmt.Errorf("resource %q of %s is not a lower-case resource name", resource, s)
 	}
@@ -97,18 +103,4 @@ func builtinKind(g, kind string) bool {
 		}
 	}
 	return false
-}
-
-// resourceOf is a kind's resource as the API server names regular plurals:
-// Kubernetes' own guess (Pod pods, Ingress ingresses, NetworkPolicy
-// networkpolicies), and a vowel before a final y takes an s (Gateway
-// gateways). A kind named otherwise (Endpoints endpoints) is declared with
-// its resource.
-func resourceOf(kind string) string {
-	lower := strings.ToLower(kind)
-	if n := len(lower); n > 1 && lower[n-1] == 'y' && strings.ContainsRune("aeiou", rune(lower[n-2])) {
-		return lower + "s"
-	}
-	plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: kind})
-	return plural.Resource
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // AnyKind is the route key of the families that judge every kind: those
-// with a rule that judges the counted resources.
+// with a rule that judges the counted resources, or every kind (All).
 const AnyKind = "*"
 
 // Data is data.tenantguard.catalog, what the library's entrypoints read:
@@ -37,7 +37,7 @@ func (c *Catalog) routes(keep func(*Rule) bool) map[string]any {
 		if !keep(r) {
 			continue
 		}
-		if r.Counted {
+		if r.Counted || r.All {
 			every = union(every, []string{r.Family})
 		}
 		for _, k := range r.Kinds {
@@ -136,6 +136,19 @@ func (r *Rule) RoutesFor(ops []string) []Route {
 // the others they send only from tenant namespaces.
 func (r *Rule) JudgesNamespaces() bool {
 	return slices.ContainsFunc(r.Kinds, func(k Kind) bool { return k.Group == "" && k.Kind == "Namespace" })
+}
+
+// EveryKind are the operations in which some rule judges every namespaced
+// kind (kinds token All), which a catch-all webhook sends; nil when no
+// rule does.
+func (c *Catalog) EveryKind() []string {
+	var ops []string
+	for _, r := range c.rules {
+		if r.All {
+			ops = union(ops, r.Operations)
+		}
+	}
+	return inOrder(ops)
 }
 
 // CountsAnything reports whether a rule judges the counted resources, so

@@ -25,6 +25,9 @@ type Rule struct {
 	// adds the resources the registry's quotas count.
 	Kinds   []Kind
 	Counted bool
+	// All is set for a rule that judges every namespaced kind (kinds token
+	// "all").
+	All bool
 	// Operations are the operations the rule must see (CREATE, UPDATE, DELETE).
 	Operations []string
 	// Mutates is set when the family's mutations act for this rule: the
@@ -67,6 +70,9 @@ func (r *Rule) KindKeys() []string {
 	}
 	if r.Counted {
 		out = append(out, Counted)
+	}
+	if r.All {
+		out = append(out, All)
 	}
 	return out
 }
@@ -315,6 +321,8 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		switch name, set, isSet := entry.name, c.kindSets[entry.name].kinds, c.kindSets[entry.name].kinds != nil; {
 		case name == Counted:
 			r.Counted = true
+		case name == All:
+			r.All = true
 		case isSet:
 			for _, k := range set {
 				add(k)
@@ -365,8 +373,8 @@ func kindSets(modules []*ast.Module, annotations *ast.AnnotationSet, problems *p
 				continue
 			}
 			name, _ := a.Custom["kindSet"].(string)
-			if !setName.MatchString(name) || name == Counted {
-				problems.add(a.Location, "kind set name %q must be lower-case words joined by dashes, and not %q", name, Counted)
+			if !setName.MatchString(name) || name == Counted || name == All {
+				problems.add(a.Location, "kind set name %q must be lower-case words joined by dashes, and not %q or %q", name, Counted, All)
 				continue
 			}
 			if _, dup := out[name]; dup {

@@ -13,7 +13,7 @@ import (
 )
 
 func newGenerateCommand() *cobra.Command {
-	var registryFile, tenant string
+	var registryFile, tenant, instanceName string
 	var objectFiles []string
 	cmd := &cobra.Command{
 		Use: "generate --registry FILE [--objects FILE]... [--tenant NAME]",
@@ -31,6 +31,10 @@ are named on stderr.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if registryFile == "" {
 				return usageErrorf("--registry is required")
+			}
+			instance, err := generator.NewInstance(instanceName)
+			if err != nil {
+				return usageErrorf("--instance: %v", err)
 			}
 			snap, err := loadRegistry(registryFile, nil) // companions do not depend on the rules
 			if err != nil {
@@ -61,9 +65,9 @@ are named on stderr.`,
 					mine = append(mine, ns)
 				}
 			}
-			objects := generator.Namespaced(snap, mine)
+			objects := instance.Namespaced(snap, mine)
 			if tenant == "" { // the cluster-wide RBAC spans tenants
-				objects = append(generator.Cluster(snap), objects...)
+				objects = append(instance.Cluster(snap), objects...)
 			}
 			var missing []string
 			for _, t := range snap.Registry().Tenants {
@@ -90,6 +94,7 @@ are named on stderr.`,
 	f.StringVar(&registryFile, "registry", "", "registry ConfigMap or TenantRegistry document (required)")
 	f.StringArrayVar(&objectFiles, "objects", nil, "cluster objects holding the namespaces (YAML or JSON, repeatable)")
 	f.StringVar(&tenant, "tenant", "", "print only this tenant's namespaced companions")
+	f.StringVar(&instanceName, "instance", generator.DefaultInstance, "the server's --instance (the chart's release fullname), from which the objects' names derive")
 	return cmd
 }
 

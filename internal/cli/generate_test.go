@@ -29,6 +29,13 @@ func TestGenerate(t *testing.T) {
 			func(s string) bool {
 				return strings.Count(s, "\nkind: ") == 4 && !strings.Contains(s, "\nkind: ClusterRole") && !strings.Contains(s, "tenantguard.io/tenant: oil")
 			}, "", true},
+		{"another instance: its names and label on every object", []string{"--objects", namespaces, "--instance", "blue"}, ExitOK,
+			func(s string) bool {
+				return !strings.Contains(s, "name: tenantguard-") && strings.Contains(s, "name: blue-namespace-creator") &&
+					strings.Count(s, "tenantguard.io/instance: blue") == strings.Count(s, "\nkind: ")
+			}, "", true},
+		{"an instance that is not a DNS label is a usage error", []string{"--instance", "Blue"}, ExitUsage,
+			func(s string) bool { return s == "" }, `--instance: instance "Blue"`, false},
 		{"an unknown tenant is a usage error", []string{"--tenant", "nope"}, ExitUsage,
 			func(s string) bool { return s == "" }, `tenant "nope" is not in the registry`, false},
 		{"an unreadable objects file is a usage error", []string{"--objects", "missing.yaml"}, ExitUsage,

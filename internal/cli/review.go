@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,10 +10,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/yamlerr"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -92,7 +95,7 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 	}
 	req, err := admission.Decode(data)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return usageErrorf("%s", requestError(request, data, err))
 	}
 	// As serve runs a --policy-dir: its own tests first, on the evaluator
 	// that decides.
@@ -121,6 +124,23 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 		return &ExitError{Code: ExitDenied}
 	}
 	return nil
+}
+
+// requestError is a request that does not decode, named by its file
+// (<stdin> for -) and, for a YAML syntax error, the line.
+func requestError(file string, data []byte, err error) string {
+	if file == "-" {
+		file = "<stdin>"
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] != '{' {
+		var v any
+		if yerr := yaml.Unmarshal(data, &v); yerr != nil {
+			if syntax, ok := yamlerr.Syntax(yerr, data); ok && syntax.Line > 0 {
+				return fmt.Sprintf("%s:%d: not YAML: %s", file, syntax.Line, syntax.Message)
+			}
+		}
+	}
+	return fmt.Sprintf("%s: %v", file, err)
 }
 
 func readInput(stdin io.Reader, name string) ([]byte, error) {

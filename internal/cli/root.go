@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -72,7 +73,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func RunContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := NewRootCommand(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -82,7 +83,17 @@ func RunContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		exit = &ExitError{Code: ExitUsage, Err: err}
 	}
 	if exit.Err != nil {
+		if cmd != nil && cmd.Name() == "serve" {
+			logFatal(stderr, exit)
+		}
 		_, _ = fmt.Fprintf(stderr, "tenantguard: %s\n", strings.TrimSpace(exit.Err.Error()))
 	}
 	return exit.Code
+}
+
+// logFatal writes the error that stops serve as one more of its JSON log
+// lines, before the plain line every command prints, so that a log
+// pipeline reading serve's JSON sees why it stopped, flag errors included.
+func logFatal(stderr io.Writer, exit *ExitError) {
+	slog.New(slog.NewJSONHandler(stderr, nil)).Error("tenantguard serve stopped", "error", strings.TrimSpace(exit.Err.Error()), "exitCode", exit.Code)
 }

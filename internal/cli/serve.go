@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tenantguard/tenantguard/generator"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/informers"
@@ -59,6 +60,8 @@ type serveOptions struct {
 	evaluators int
 	// evaluator is --evaluator (engine.Options.Evaluator)
 	evaluator string
+	// instance is --instance (generator.NewInstance's name)
+	instance string
 }
 
 // The quota modes of serve --quota-mode.
@@ -119,6 +122,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.BoolVar(&o.generator, "generator", true, "keep the companion resources of tenant namespaces in place")
 	f.BoolVar(&o.leaderElection, "leader-election", true, "elect one replica to run the companion reconciler")
 	f.StringVar(&o.leaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; the registry ConfigMap's when empty")
+	f.StringVar(&o.instance, "instance", generator.DefaultInstance, "name of this server among those sharing the cluster (the chart passes the release's fullname): the companions, the owners' ClusterRoleBinding, the field manager, the leader-election Lease and the strict quota ledgers are named from it, so that two instances neither overwrite nor prune each other's")
 	return cmd
 }
 
@@ -153,6 +157,10 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if o.reservationTTL < 30*time.Second {
 		return usageErrorf("--quota-reservation-ttl must be at least 30s (the longest a decision can take), got %s", o.reservationTTL)
 	}
+	instance, err := generator.NewInstance(o.instance)
+	if err != nil {
+		return usageErrorf("--instance: %v", err)
+	}
 	namespace, name, ok := strings.Cut(o.registryConfigMap, "/")
 	if !ok || namespace == "" || name == "" {
 		return usageErrorf("--registry-configmap must be NAMESPACE/NAME, got %q", o.registryConfigMap)
@@ -163,7 +171,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	info := buildInfo()
-	log.Info("tenantguard", "version", info.Version, "commit", info.Commit, "go", info.Go)
+	log.Info("tenantguard", "version", info.Version, "commit", info.Commit, "go", info.Go, "instance", instance.Name())
 	limit, source, err := memlimit.Apply(o.memoryLimit)
 	if err != nil {
 		return usageErrorf("--memory-limit: %v", err)
@@ -199,7 +207,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	watcher, err := o.startInformers(ctx, stop, cfg, store, namespace, name, log)
+	watcher, err := o.startInformers(ctx, stop, cfg, store, instance, namespace, name, log)
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}
 	}
@@ -220,7 +228,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return &ExitError{Code: 1, Err: err}
 		}
-		o.server.Ledger = quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
+		ledger := quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
+		if !instance.IsDefault() {
+			ledger.WithNamePrefix(instance.Name() + "-quota-")
+		}
+		o.server.Ledger = ledger
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval
@@ -243,7 +255,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 // ctx ends. A manager that stops by itself (a replica losing the Lease)
 // stops the server with its error, so that a restart takes part in leader
 // election again.
-func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCauseFunc, cfg *rest.Config, store *state.Store, namespace, name string, log *slog.Logger) (*watch.Watcher, error) {
+func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCauseFunc, cfg *rest.Config, store *state.Store, instance generator.Instance, namespace, name string, log *slog.Logger) (*watch.Watcher, error) {
 	// controller-runtime's own parts (the cache, the certificate watcher)
 	// log through its global logger: JSON lines like ours, and no warning
 	// that it was never set.
@@ -251,9 +263,9 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 	watchOpts := watch.Options{RegistryNamespace: namespace, RegistryName: name, SyncTimeout: o.quotaSyncTimeout, Logger: log, WebhookTenantLabel: o.webhookTenantLabel}
 	mgrOpts := informers.Options{Layout: watch.CacheLayout(watchOpts), Logger: log}
 	if o.generator {
-		mgrOpts.Layout = mgrOpts.Layout.With(reconcile.CacheLayout())
+		mgrOpts.Layout = mgrOpts.Layout.With(reconcile.CacheLayout(instance))
 		if o.leaderElection {
-			mgrOpts.LeaderElectionNamespace, mgrOpts.LeaderElectionID = cmp.Or(o.leaderNamespace, namespace), reconcile.LeaseName
+			mgrOpts.LeaderElectionNamespace, mgrOpts.LeaderElectionID = cmp.Or(o.leaderNamespace, namespace), reconcile.LeaseName(instance)
 		}
 	}
 	mgr, err := informers.NewManager(cfg, mgrOpts)
@@ -265,7 +277,7 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 		return nil, err
 	}
 	if o.generator {
-		if err := reconcile.Setup(mgr, store, reconcile.Options{Logger: log}); err != nil {
+		if err := reconcile.Setup(mgr, store, reconcile.Options{Logger: log, Instance: instance}); err != nil {
 			return nil, err
 		}
 	}

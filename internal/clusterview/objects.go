@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	yamlv3 "gopkg.in/yaml.v3"
+
+	"github.com/tenantguard/tenantguard/internal/yamlerr"
 )
 
 // LoadFile reads cluster objects from a file: multi-document YAML, a JSON or
@@ -24,7 +26,11 @@ func LoadFile(file string) ([]Object, error) {
 		return nil, fmt.Errorf("reading objects: %w", err)
 	}
 	objects, err := Parse(data)
-	if err != nil {
+	var syntax *yamlerr.Error
+	switch {
+	case errors.As(err, &syntax) && syntax.Line > 0:
+		return nil, fmt.Errorf("%s:%d: %s", file, syntax.Line, syntax.Message)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return objects, nil
@@ -41,6 +47,9 @@ func Parse(data []byte) ([]Object, error) {
 			return out, nil
 		}
 		if err != nil {
+			if syntax, ok := yamlerr.Syntax(err, data); ok {
+				return nil, syntax // its line locates it in the file
+			}
 			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
 		var raw any
@@ -100,6 +109,9 @@ type manifest struct {
 
 // FromManifest turns a decoded Kubernetes object into a view Object.
 func FromManifest(obj map[string]any) (Object, error) {
+	if err := checkManifest(obj); err != nil {
+		return Object{}, err
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return Object{}, err
@@ -141,9 +153,16 @@ func FromManifest(obj map[string]any) (Object, error) {
 	return o, nil
 }
 
-// Resource returns the plural resource name of a kind, as the API server
-// would serve it for built-in kinds.
+// Resource returns the plural resource name of a kind as the API server
+// names regular plurals: Kubernetes' own guess (Pod pods, Ingress
+// ingresses, NetworkPolicy networkpolicies), and a vowel before a final y
+// takes an s (Gateway gateways, which the guess makes gatewaies). A kind
+// named otherwise (Endpoints endpoints) needs its resource given.
 func Resource(gvk schema.GroupVersionKind) string {
+	lower := strings.ToLower(gvk.Kind)
+	if n := len(lower); n > 1 && lower[n-1] == 'y' && strings.ContainsRune("aeiou", rune(lower[n-2])) {
+		return lower + "s"
+	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
 }

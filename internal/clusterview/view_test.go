@@ -128,10 +128,14 @@ items:
 }
 
 func TestParseRefusesObjectsWithoutIdentity(t *testing.T) {
-	for _, text := range []string{"kind: Pod\nmetadata: {name: p}", "apiVersion: v1\nkind: Pod\n", "42", "a: [\n"} {
+	for _, text := range []string{"kind: Pod\nmetadata: {name: p}", "apiVersion: v1\nkind: Pod\n", "42"} {
 		if _, err := Parse([]byte(text)); err == nil || !strings.Contains(err.Error(), "document 1") {
 			t.Errorf("Parse(%q) = %v, want an error naming the document", text, err)
 		}
+	}
+	// A syntax error names its line in the file instead.
+	if _, err := Parse([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nb: [\n")); err == nil || !strings.Contains(err.Error(), "line 5: ") {
+		t.Errorf("a syntax error: %v, want it at line 5", err)
 	}
 }
 

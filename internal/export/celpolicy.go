@@ -63,7 +63,13 @@ func celVariables(vars []catalog.Variable, registryExpr, managersExpr string) []
 // celMatch are a policy's matchConstraints: the routes, in tenant
 // namespaces only unless the rule judges namespaces.
 func celMatch(r *catalog.Rule, routes []catalog.Route, tenantLabel string) map[string]any {
-	match := map[string]any{"resourceRules": resourceRules(routes)}
+	rules := resourceRules(routes)
+	if r.All {
+		// Every namespaced resource (kinds token all); the rule's own
+		// expressions leave out what it does not judge.
+		rules = append(rules, map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": anyList(r.Operations), "scope": "Namespaced"})
+	}
+	match := map[string]any{"resourceRules": rules}
 	if !r.JudgesNamespaces() {
 		match["namespaceSelector"] = map[string]any{"matchExpressions": []any{
 			map[string]any{"key": tenantLabel, "operator": "Exists"},

@@ -106,12 +106,18 @@ func gatekeeperKind(family string) string {
 }
 
 // gatekeeperMatch is what a rule's Constraint matches: its kinds, or, for
-// a rule judging the counted resources, every namespaced kind (a
-// Namespace, whose requests carry its own name as namespace, is left to
-// the rules that judge namespaces).
+// a rule judging the counted resources or every kind, every namespaced
+// kind (a Namespace, whose requests carry its own name as namespace, is
+// left to the rules that judge namespaces), and Namespaces too for a rule
+// that judges every kind and Namespaces.
 func gatekeeperMatch(r *catalog.Rule) map[string]any {
-	if r.Counted {
-		return map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}, "scope": "Namespaced"}
+	every := map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}}
+	switch {
+	case r.All && r.JudgesNamespaces():
+		return every
+	case r.All || r.Counted:
+		every["scope"] = "Namespaced"
+		return every
 	}
 	groups, byGroup := groupKinds(r.Kinds, func(k catalog.Kind) []any { return []any{k.Kind} })
 	kinds := make([]any, 0, len(groups))

@@ -14,7 +14,8 @@ import (
 
 // Names and labels of the strict ledger's ConfigMaps.
 const (
-	// NamePrefix starts the name of a tenant's ledger: NamePrefix + tenant.
+	// NamePrefix starts the name of a tenant's ledger: NamePrefix + tenant
+	// (StrictLedger.WithNamePrefix sets another).
 	NamePrefix = "tenantguard-quota-"
 	// TenantLabel names the tenant of a ledger.
 	TenantLabel = "tenantguard.io/quota-ledger"
@@ -52,7 +53,7 @@ type page struct {
 
 func (l *StrictLedger) read(ctx context.Context, tenant string) (*page, error) {
 	p := &page{tenant: tenant}
-	cm, err := l.configMaps.Get(ctx, NamePrefix+tenant, metav1.GetOptions{})
+	cm, err := l.configMaps.Get(ctx, l.prefix+tenant, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return p, nil
 	}
@@ -81,7 +82,7 @@ func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
 	if p.cm == nil {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   NamePrefix + p.tenant,
+				Name:   l.prefix + p.tenant,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: p.tenant},
 			},
 			Data: map[string]string{claimsKey: string(raw)},

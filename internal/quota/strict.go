@@ -25,6 +25,8 @@ type StrictLedger struct {
 	view       Counter
 	ttl        time.Duration
 	now        func() time.Time
+	// prefix starts the names of the ledger ConfigMaps (NamePrefix)
+	prefix string
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -34,7 +36,15 @@ type StrictLedger struct {
 // namespace's), counting the objects view has seen. ttl bounds how long an
 // admitted create holds its place unseen; DefaultReservationTTL when 0.
 func NewStrictLedger(configMaps ConfigMaps, view Counter, ttl time.Duration) *StrictLedger {
-	return &StrictLedger{configMaps: configMaps, view: view, ttl: ttlOr(ttl), now: time.Now, locks: map[string]*sync.Mutex{}}
+	return &StrictLedger{configMaps: configMaps, view: view, ttl: ttlOr(ttl), now: time.Now, prefix: NamePrefix, locks: map[string]*sync.Mutex{}}
+}
+
+// WithNamePrefix makes the ledger's ConfigMaps prefix + tenant instead of
+// NamePrefix + tenant, so that two servers keeping ledgers in one namespace
+// (two releases) keep apart; it returns l.
+func (l *StrictLedger) WithNamePrefix(prefix string) *StrictLedger {
+	l.prefix = prefix
+	return l
 }
 
 // lock serializes this replica's creates of one tenant, so that only

@@ -144,3 +144,33 @@ func TestAnObjectSeenCountsOnceNotAlsoAsItsClaim(t *testing.T) {
 		t.Fatalf("after the first pod was seen, a create saw %d pods, want 4", got)
 	}
 }
+
+// TestTwoLedgersWithTheirOwnPrefixesKeepApart runs two strict ledgers, as
+// two releases would, on one namespace's ConfigMaps: each keeps its own
+// ConfigMap per tenant and counts only its own claims.
+func TestTwoLedgersWithTheirOwnPrefixesKeepApart(t *testing.T) {
+	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	blue := quota.NewStrictLedger(server, oilView(2), time.Minute).WithNamePrefix("blue-quota-")
+	green := quota.NewStrictLedger(server, oilView(2), time.Minute).WithNamePrefix("green-quota-")
+	for n, ledger := range []*quota.StrictLedger{blue, blue, green} {
+		_, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: strconv.Itoa(n)}, []string{"oil"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hold.Keep(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, claims := range map[string]int{"blue-quota-oil": 2, "green-quota-oil": 1} {
+		cm := server.stored[name]
+		if cm == nil {
+			t.Fatalf("no ConfigMap %s; stored %d", name, len(server.stored))
+		}
+		if n := strings.Count(cm.Data["claims"], `"key"`); n != claims {
+			t.Errorf("%s holds %d claims, want %d", name, n, claims)
+		}
+	}
+	if len(server.stored) != 2 {
+		t.Errorf("%d ConfigMaps stored, want 2", len(server.stored))
+	}
+}

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,20 +30,25 @@ import (
 	"github.com/tenantguard/tenantguard/internal/state"
 )
 
-// FieldManager is the server-side apply field manager of every companion.
-const FieldManager = "tenantguard"
+// FieldManager is the server-side apply field manager of an instance's
+// companions: its name ("tenantguard" for the default instance).
+func FieldManager(i generator.Instance) string { return i.Name() }
 
 // clusterKey is the queue key of the cluster-wide RBAC; namespace keys have
 // no Namespace part.
 var clusterKey = ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "tenantguard", Name: "cluster-rbac"}}
 
-// LeaseName names the leader-election Lease of the reconciler.
-const LeaseName = "tenantguard-generator"
+// LeaseName names the leader-election Lease of an instance's reconciler
+// ("tenantguard-generator" for the default instance).
+func LeaseName(i generator.Instance) string { return i.Name() + "-generator" }
 
 // Options configure the reconciler.
 type Options struct {
 	// Logger receives the controller's lines; slog.Default() when nil.
 	Logger *slog.Logger
+	// Instance names what the reconciler writes and finds what it prunes;
+	// the zero value is generator.Default.
+	Instance generator.Instance
 }
 
 // namespaceKind is the kind of the namespaces the reconciler reads, as
@@ -76,35 +80,35 @@ func clusterBindings(objs []client.Object) []client.Object {
 	return out
 }
 
-// managed selects objects carrying the managed-by label.
-var managed = labels.SelectorFromSet(labels.Set{generator.ManagedByLabel: generator.ManagedByValue})
-
 // Reconciler applies the generator's output for one namespace at a time.
 type Reconciler struct {
+	instance generator.Instance
 	client   client.Client
 	store    *state.Store
 	recorder recorder.EventRecorder
 	log      *slog.Logger
 }
 
-// CacheLayout is what the reconciler needs of the manager's cache: the
-// companion kinds carrying the managed-by label, and nothing else of them.
-func CacheLayout() informers.Layout {
+// CacheLayout is what the reconciler of instance i needs of the manager's
+// cache: the companion kinds carrying its labels (Instance.Selector), and
+// nothing else of them.
+func CacheLayout(i generator.Instance) informers.Layout {
 	typed := map[client.Object]cache.ByObject{}
 	for _, obj := range []client.Object{&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRoleBinding{}} {
-		typed[obj] = cache.ByObject{Label: managed}
+		typed[obj] = cache.ByObject{Label: i.Selector()}
 	}
 	return informers.Layout{Typed: typed}
 }
 
-// Setup adds the controller to mgr, whose cache must include CacheLayout().
+// Setup adds the controller to mgr, whose cache must include
+// CacheLayout(opts.Instance).
 // It runs while mgr runs and, with leader election, only on the leader.
 func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("tenantguard"), log: log}
+	r := &Reconciler{instance: opts.Instance, client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder(opts.Instance.Name()), log: log}
 	resync := make(chan event.GenericEvent)
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []ctrl.Request {
 		return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
@@ -171,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	snap := e.Registry()
 	if req == clusterKey {
-		return ctrl.Result{}, r.sync(ctx, "", clusterBindings(generator.Cluster(snap)), clusterWide())
+		return ctrl.Result{}, r.sync(ctx, "", clusterBindings(r.instance.Cluster(snap)), clusterWide())
 	}
 	ns := informers.Metadata(namespaceKind)
 	if err := r.client.Get(ctx, req.NamespacedName, ns); err != nil {
@@ -180,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ns.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // its companions go with it
 	}
-	desired := generator.ForNamespace(snap, generator.Namespace{Name: ns.Name, Labels: ns.Labels})
+	desired := r.instance.ForNamespace(snap, generator.Namespace{Name: ns.Name, Labels: ns.Labels})
 	if err := r.sync(ctx, ns.Name, desired, namespaced()); err != nil {
 		r.recorder.Eventf(ns, nil, corev1.EventTypeWarning, "CompanionsFailed", "Reconcile", "keeping the companion resources of namespace %q in place failed: %v", ns.Name, err)
 		return ctrl.Result{}, err
@@ -197,14 +201,14 @@ func (r *Reconciler) sync(ctx context.Context, namespace string, desired []clien
 		want[r.key(obj)] = true
 		u, err := generator.Unstructured(obj)
 		if err == nil {
-			err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+			err = r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(r.instance)), client.ForceOwnership)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err))
 		}
 	}
 	for _, list := range lists {
-		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: managed}}
+		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: r.instance.Selector()}}
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
@@ -218,7 +222,7 @@ func (r *Reconciler) sync(ctx context.Context, namespace string, desired []clien
 			continue
 		}
 		for _, obj := range items {
-			if want[r.key(obj)] || !appliedByUs(obj) {
+			if want[r.key(obj)] || !r.appliedByUs(obj) {
 				continue // wanted, or labelled by someone else: not ours to delete
 			}
 			if err := r.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
@@ -231,10 +235,10 @@ func (r *Reconciler) sync(ctx context.Context, namespace string, desired []clien
 	return errors.Join(errs...)
 }
 
-// appliedByUs is true when tenantguard's field manager applied the object.
-func appliedByUs(obj client.Object) bool {
+// appliedByUs is true when the instance's field manager applied the object.
+func (r *Reconciler) appliedByUs(obj client.Object) bool {
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+		if f.Manager == FieldManager(r.instance) && f.Operation == metav1.ManagedFieldsOperationApply {
 			return true
 		}
 	}

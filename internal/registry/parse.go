@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tenantguard/tenantguard/internal/yamlerr"
 )
 
 // Load reads, validates and compiles the registry in a file.
@@ -69,8 +71,13 @@ func (s *source) err() error {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// addYAML records a YAML error, splitting out the line it names.
-func (s *source) addYAML(err error) {
+// addYAML records a YAML error of parsing data, splitting out the line it
+// names (a syntax error's as yamlerr corrects it).
+func (s *source) addYAML(err error, data []byte) {
+	if syntax, ok := yamlerr.Syntax(err, data); ok {
+		s.add(syntax.Line, "", "%s", syntax.Message)
+		return
+	}
 	var typeErr *yaml.TypeError
 	messages := []string{err.Error()}
 	if errors.As(err, &typeErr) {
@@ -99,7 +106,7 @@ func (s *source) document(data []byte) (*yaml.Node, bool) {
 		if errors.Is(err, io.EOF) {
 			s.add(0, "", "the file is empty")
 		} else {
-			s.addYAML(err)
+			s.addYAML(err, data)
 		}
 		return nil, false
 	}
@@ -130,7 +137,7 @@ func (s *source) document(data []byte) (*yaml.Node, bool) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(value.Value), &doc); err != nil {
-		s.addYAML(err)
+		s.addYAML(err, []byte(value.Value))
 		return nil, false
 	}
 	if len(doc.Content) == 0 {
@@ -145,12 +152,17 @@ func (s *source) document(data []byte) (*yaml.Node, bool) {
 func (s *source) decode(body *yaml.Node) (*Registry, bool) {
 	reg := &Registry{}
 	if err := body.Decode(reg); err != nil {
-		s.addYAML(err)
 		// Type errors (wrong types) leave the rest decoded: go on, so that
-		// every other problem is reported too.
+		// every other problem is reported too, each type error with its
+		// field path (typeErrors), or as the decoder words it when the walk
+		// finds none.
 		var typeErr *yaml.TypeError
 		if !errors.As(err, &typeErr) {
+			s.addYAML(err, nil)
 			return nil, false
+		}
+		if s.typeErrors(body, reflect.TypeFor[Registry](), "") == 0 {
+			s.addYAML(err, nil)
 		}
 	}
 	s.strictFields(body, reflect.TypeFor[Registry]())

@@ -327,7 +327,7 @@ func (s *Snapshot) buildData() map[string]any {
 		"serviceAccountNamespaces": saNamespaces,
 		"administratorNamespaces":  adminNamespaces,
 		"tenants":                  tenants,
-		"defaultTenant":            s.dataTenant(&Tenant{Quotas: map[string]int64{}, Pods: PodPolicy{AllowedHostPaths: []HostPathGrant{}}}),
+		"defaultTenant":            s.dataTenant(defaultTenant()),
 	}
 	return toGeneric(doc)
 }
@@ -384,4 +384,18 @@ func (s *Snapshot) QuotaResources() []schema.GroupResource {
 		return strings.Compare(a.String(), b.String())
 	})
 	return out
+}
+
+// defaultTenant is the configuration of a tenant a namespace label names but
+// the registry lacks: the most restrictive, so no host access, no Service
+// exposure and no host published at the edge.
+func defaultTenant() *Tenant {
+	return &Tenant{
+		Quotas: map[string]int64{},
+		Pods:   PodPolicy{AllowedHostPaths: []HostPathGrant{}},
+		Ingress: &IngressPolicy{
+			Hostnames:         &HostnamePolicy{Allowed: []string{}},
+			HostnameCollision: CollisionOff,
+		},
+	}
 }

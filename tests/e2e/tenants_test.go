@@ -182,10 +182,12 @@ func TestTenantLifecycle(t *testing.T) {
 		wantDenied(t, err, "tenant-quota") // the registry with pods: 2 is still in force
 	})
 
-	t.Run("only owners delete their namespaces", func(t *testing.T) {
+	t.Run("only owners delete their namespaces, and only administrators those of a tenant protecting them", func(t *testing.T) {
 		err := bob.CoreV1().Namespaces().Delete(t.Context(), "gas-a", metav1.DeleteOptions{})
 		wantDenied(t, err, "namespace-ownership")
-		wantAllowed(t, alice.CoreV1().Namespaces().Delete(t.Context(), "oil-prod", metav1.DeleteOptions{}))
+		err = alice.CoreV1().Namespaces().Delete(t.Context(), "oil-prod", metav1.DeleteOptions{})
+		wantDenied(t, err, "namespace-deletion") // oil sets preventNamespaceDeletion
+		wantAllowed(t, cluster.As("platform-admin").CoreV1().Namespaces().Delete(t.Context(), "oil-prod", metav1.DeleteOptions{}))
 	})
 
 	t.Run("every denial is one decision log line with the rule ids", func(t *testing.T) {

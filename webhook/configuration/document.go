@@ -27,6 +27,17 @@ type document struct {
 	// Created are the resources ("pods", "deployments.apps") the
 	// validating workloads webhook already sees created.
 	Created []string `json:"created"`
+	// EveryKind is the catch-all webhook's part, when a rule judges every
+	// kind.
+	EveryKind *everyKindRules `json:"everyKind,omitempty"`
+}
+
+// everyKindRules are the operations the catch-all webhook sends and, by
+// operation, the resources it leaves to the workloads webhook (the
+// registry's counted resources are the chart's to add to CREATE).
+type everyKindRules struct {
+	Operations []string            `json:"operations"`
+	Sent       map[string][]string `json:"sent"`
 }
 
 type webhookRules struct {
@@ -45,6 +56,9 @@ func Document(cat *catalog.Catalog) ([]byte, error) {
 	ns, mutating := cat.Routes(true)
 	d.Mutating = webhookRules{Rules(ns), Rules(mutating)}
 	d.CountsAnything = cat.CountsAnything()
+	if ops := cat.EveryKind(); len(ops) > 0 {
+		d.EveryKind = &everyKindRules{Operations: ops, Sent: Sent(validating)}
+	}
 	for _, r := range validating {
 		if slices.Contains(r.Operations, "CREATE") {
 			name := r.Resource

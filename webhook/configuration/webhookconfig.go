@@ -153,7 +153,8 @@ func (o *Options) routes(mutating bool) (namespaces, workloads []catalog.Route) 
 
 // Validating is the validating configuration: namespaces (ownership and
 // metadata rules), and in tenant namespaces the kinds every other rule
-// judges, with the counted resources' creates.
+// judges, with the counted resources' creates, and, for the rules that
+// judge every kind, the catch-all webhook (everyKind).
 func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
 	none := admissionregistrationv1.SideEffectClassNone
@@ -170,6 +171,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 	namespaces, workloads := o.routes(false)
 	add("namespaces", false, namespaces)
 	add("workloads", true, workloads)
+	hooks = append(hooks, o.everyKind(workloads)...)
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},

@@ -2,6 +2,7 @@ package configuration
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -42,11 +43,12 @@ func routes(h hook, group, resource string, op admissionregistrationv1.Operation
 
 func TestSafetySettings(t *testing.T) {
 	all := hooks(Options{URL: "https://127.0.0.1:9443", Namespace: "tenantguard-system"})
+	catchAll := func(h hook) bool { return h.name == EveryKindName+".tenantguard.io" }
 	tests := []struct {
 		name  string
 		check func(h hook) bool
 	}{
-		{"tenant rules fail closed", func(h hook) bool { return h.policy == admissionregistrationv1.Fail }},
+		{"tenant rules fail closed, but for the catch-all", func(h hook) bool { return h.policy == admissionregistrationv1.Fail || catchAll(h) }},
 		{"calls time out within 5 seconds", func(h hook) bool { return h.timeout > 0 && h.timeout <= 5 }},
 		{"kube-system, kube-node-lease and tenantguard's namespace are never sent", func(h hook) bool {
 			for _, e := range h.selector.MatchExpressions {
@@ -57,9 +59,12 @@ func TestSafetySettings(t *testing.T) {
 			return false
 		}},
 		{"nodes and control-plane components are left out", func(h hook) bool {
-			return len(h.conditions) == 3 && h.conditions[0].Name == "not-a-node" && h.conditions[1].Name == "not-the-control-plane" && h.conditions[2].Name == "not-a-controller-status-write"
+			return len(h.conditions) >= 3 && h.conditions[0].Name == "not-a-node" && h.conditions[1].Name == "not-the-control-plane" && h.conditions[2].Name == "not-a-controller-status-write"
 		}},
-		{"no wildcard groups, resources or operations", func(h hook) bool {
+		{"no wildcard groups, resources or operations, but for the catch-all's namespaced resources", func(h hook) bool {
+			if catchAll(h) {
+				return len(h.rules) == 1 && *h.rules[0].Scope == admissionregistrationv1.NamespacedScope && !slices.Contains(h.rules[0].Operations, admissionregistrationv1.OperationAll)
+			}
 			for _, r := range h.rules {
 				if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, "*/*") || slices.Contains(r.Operations, admissionregistrationv1.OperationAll) {
 					return false
@@ -117,6 +122,37 @@ func TestRouting(t *testing.T) {
 		if slices.Contains(r.Resources, "namespaces") {
 			t.Error("namespaces routed to the workloads webhook")
 		}
+	}
+}
+
+func TestEveryKind(t *testing.T) {
+	o := Options{URL: "https://x", QuotaResources: []schema.GroupResource{{Resource: "configmaps"}}}
+	v := Validating(o).Webhooks
+	last := v[len(v)-1]
+	conditions := map[string]string{}
+	for _, c := range last.MatchConditions {
+		conditions[c.Name] = c.Expression
+	}
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"the catch-all comes last", last.Name == "every-kind.tenantguard.io"},
+		{"it sends creates and updates of every namespaced resource", routes(hook{rules: last.Rules}, "*", "*", admissionregistrationv1.Create) && routes(hook{rules: last.Rules}, "*", "*", admissionregistrationv1.Update) && !routes(hook{rules: last.Rules}, "*", "*", admissionregistrationv1.Delete)},
+		{"it sees tenant namespaces only", slices.ContainsFunc(last.NamespaceSelector.MatchExpressions, func(e metav1.LabelSelectorRequirement) bool {
+			return e.Key == "tenantguard.io/tenant" && e.Operator == metav1.LabelSelectorOpExists
+		})},
+		{"it leaves out events and leases", strings.Contains(conditions["not-events-or-leases"], `"events","events.events.k8s.io","leases.coordination.k8s.io"`)},
+		{"it leaves out pod creates and updates, which the workloads webhook sends", strings.Contains(conditions["not-sent-by-the-workloads-webhook"], `!(request.operation == "CREATE" && `) && strings.Contains(conditions["not-sent-by-the-workloads-webhook"], `"pods"`)},
+		{"it leaves out the counted resources' creates, not their updates", strings.Count(conditions["not-sent-by-the-workloads-webhook"], `"configmaps"`) == 1},
+		{"it keeps the nodes and control plane out", conditions["not-a-node"] != "" && conditions["not-the-control-plane"] != ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.ok {
+				t.Errorf("no: %+v", last)
+			}
+		})
 	}
 }
 

@@ -19,6 +19,23 @@
 {{- end -}}
 {{- end -}}
 
+{{/* The server's --instance: every name it writes (companions, the owners'
+   ClusterRoles and ClusterRoleBinding, its field manager and Lease) derives
+   from it, as generator.Instance derives them. */}}
+{{- define "tenantguard.instance" -}}
+{{- default (include "tenantguard.fullname" .) .Values.instance -}}
+{{- end -}}
+
+{{/* The labels the server puts on what it writes (generator.Instance.Labels):
+   the managed-by label, and the instance's unless it is the default. */}}
+{{- define "tenantguard.instanceLabels" -}}
+app.kubernetes.io/managed-by: tenantguard
+{{- $instance := include "tenantguard.instance" . }}
+{{- if ne $instance "tenantguard" }}
+tenantguard.io/instance: {{ $instance }}
+{{- end }}
+{{- end -}}
+
 {{- define "tenantguard.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "tenantguard.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}

@@ -1,0 +1,79 @@
+# METADATA
+# title: Hosts an object publishes
+# description: |
+#   Every host name an Ingress, a Gateway or a route names, wherever it names
+#   one, so that the hostname rules are written once for all of them. A place
+#   that names no host serves every host: an Ingress rule without a host or a
+#   default backend, a Gateway listener of protocol HTTP, HTTPS or TLS without
+#   a hostname. Routes without hostnames are not such a place: they take the
+#   hostnames of the listeners they attach to.
+package tenantguard.lib.hosts
+
+import data.tenantguard.lib.tenancy
+
+# METADATA
+# description: The route kinds of the Gateway API that name hostnames.
+route_kinds := {
+	"gateway.networking.k8s.io/HTTPRoute",
+	"gateway.networking.k8s.io/GRPCRoute",
+	"gateway.networking.k8s.io/TLSRoute",
+}
+
+# Listener protocols that route by host name.
+_host_protocols := {"HTTP", "HTTPS", "TLS"}
+
+# METADATA
+# description: |
+#   The hosts obj (of the request's kind) names, each as {"host", "in"}: "in"
+#   is where, for messages ("" for the object itself, `listener "https" of `
+#   for a Gateway's listener); host is "" for a place that serves every host.
+named(obj) := _ingress(obj) if {
+	tenancy.kind_key == "networking.k8s.io/Ingress"
+} else := _gateway(obj) if {
+	tenancy.kind_key == "gateway.networking.k8s.io/Gateway"
+} else := {{"host": host, "in": ""} | some host in object.get(obj, ["spec", "hostnames"], [])} if {
+	tenancy.kind_key in route_kinds
+} else := set()
+
+_ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
+	some rule in object.get(obj, ["spec", "rules"], [])
+} | {{"host": host, "in": ""} |
+	some tls in object.get(obj, ["spec", "tls"], [])
+	some host in object.get(tls, "hosts", [])
+}) | {{"host": "", "in": ""} | obj.spec.defaultBackend}
+
+_gateway(obj) := {{"host": host, "in": sprintf("listener %q of ", [object.get(listener, "name", "")])} |
+	some listener in object.get(obj, ["spec", "listeners"], [])
+	host := object.get(listener, "hostname", "")
+	_names_host(listener, host)
+}
+
+_names_host(_, host) if host != ""
+
+_names_host(listener, "") if listener.protocol in _host_protocols
+
+# METADATA
+# description: A host is a wildcard ("*.example.com").
+wildcard(host) if startswith(host, "*.")
+
+# METADATA
+# description: |
+#   A host policy ({allowed, allowedRegex}) allows a host: listed exactly, or
+#   under a "*.suffix" pattern at a label boundary (a wildcard host too, which
+#   serves names under the suffix only), or matched by the regex.
+allowed(policy, host) if host in policy.allowed
+
+allowed(policy, host) if {
+	some pattern in policy.allowed
+	startswith(pattern, "*.")
+	endswith(host, substring(pattern, 1, -1))
+}
+
+allowed(policy, host) if {
+	policy.allowedRegex != ""
+	regex.match(policy.allowedRegex, host)
+}
+
+# METADATA
+# description: What a host policy allows, for denial messages.
+allowed_text(policy) := tenancy.allowed_text(policy)

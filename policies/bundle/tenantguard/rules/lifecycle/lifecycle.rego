@@ -1,0 +1,89 @@
+# METADATA
+# title: Tenant lifecycle
+# description: |
+#   tenant-cordoned and namespace-deletion: a platform team freezes a tenant
+#   (an incident, an unpaid bill, a migration) and keeps a tenant's namespaces
+#   from being deleted by mistake. Administrators, tenantguard itself and the
+#   control plane (whose controllers keep the tenant's running workloads
+#   healthy) are exempt.
+# custom:
+#   engines: [opa, gatekeeper, kyverno, vap]
+package tenantguard.rules.lifecycle
+
+import data.tenantguard.lib.identity
+import data.tenantguard.lib.tenancy
+
+_exempt if identity.is_admin
+
+_exempt if identity.is_manager
+
+_exempt if identity.is_control_plane
+
+_namespace if tenancy.kind_key == "Namespace"
+
+# The tenants a request writes into: the tenant of the request's namespace;
+# for a Namespace, the tenant it is labelled for, before and after (the
+# mutating webhook has labelled a created one).
+_tenants contains tenancy.namespace_tenant if not _namespace
+
+_tenants contains tenant if {
+	_namespace
+	some obj in [tenancy.new_object, tenancy.old_object]
+	tenant := obj.metadata.labels[tenancy.tenant_label]
+}
+
+# Kinds a cordon leaves alone: a running workload's events and leader
+# election.
+_uncordoned := {"Event", "events.k8s.io/Event", "coordination.k8s.io/Lease"}
+
+_verb := "created" if input.request.operation == "CREATE"
+
+_verb := "changed" if input.request.operation == "UPDATE"
+
+# METADATA
+# title: Cordoned tenants
+# description: |
+#   While a tenant is cordoned, nothing in its namespaces is created or
+#   changed, nor are namespaces created for it; deletes pass, so that a
+#   frozen tenant can still shrink. Events and Leases are left alone, so
+#   running workloads keep their leader election.
+# custom:
+#   id: tenant-cordoned
+#   kinds: [all, Namespace]
+#   operations: [CREATE, UPDATE]
+violations contains {"id": "tenant-cordoned", "msg": msg} if {
+	input.request.operation in {"CREATE", "UPDATE"}
+	not tenancy.kind_key in _uncordoned
+	some tenant in _tenants
+	tenancy.config(tenant).cordoned
+	not _exempt
+	msg := sprintf("tenant %q is cordoned, so %s cannot be %s until an administrator lifts the cordon; deleting is allowed", [tenant, _where, _verb])
+}
+
+_where := tenancy.object_text if _namespace
+
+_where := sprintf("%s in namespace %q", [tenancy.object_text, input.request.namespace]) if not _namespace
+
+# METADATA
+# title: Namespace deletion protection
+# description: |
+#   Only administrators delete the namespaces of a tenant with
+#   preventNamespaceDeletion.
+# custom:
+#   id: namespace-deletion
+#   kinds: [Namespace]
+#   operations: [DELETE]
+violations contains {"id": "namespace-deletion", "msg": msg} if {
+	_namespace
+	input.request.operation == "DELETE"
+	tenant := _deleted_tenant
+	tenancy.config(tenant).preventNamespaceDeletion
+	not identity.is_admin
+	msg := sprintf("namespace %q of tenant %q is protected from deletion; only administrators delete it", [tenancy.object_name, tenant])
+}
+
+# The tenant of a namespace being deleted: its label as the request carries
+# it, else as the view knows it.
+_deleted_tenant := tenant if {
+	tenant := tenancy.old_object.metadata.labels[tenancy.tenant_label]
+} else := tenancy.namespace_tenant

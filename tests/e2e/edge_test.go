@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// withTenant is the registry document doc with one more tenant.
+func withTenant(t *testing.T, doc string, tenant map[string]any) string {
+	t.Helper()
+	var reg map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &reg); err != nil {
+		t.Fatal(err)
+	}
+	reg["tenants"] = append(reg["tenants"].([]any), tenant)
+	out, err := yaml.Marshal(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func ingress(name, class string, hosts ...string) *networkingv1.Ingress {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if class != "" {
+		ing.Spec.IngressClassName = &class
+	}
+	for _, h := range hosts {
+		ing.Spec.Rules = append(ing.Spec.Rules, networkingv1.IngressRule{Host: h})
+	}
+	return ing
+}
+
+// TestEdgeAndLifecycle adds tenant tin (IngressClass nginx by default, hosts
+// under tin.example.com, namespaces deleted by administrators only), then
+// cordons it, against the real API server.
+func TestEdgeAndLifecycle(t *testing.T) {
+	doc := registryDoc(t, cluster)
+	t.Cleanup(func() { setRegistryDoc(t, cluster, doc) })
+	tin := map[string]any{
+		"name":   "tin",
+		"owners": []any{map[string]any{"kind": "User", "name": "tina"}},
+		"ingress": map[string]any{
+			"classes":   map[string]any{"allowed": []any{"nginx"}, "default": "nginx"},
+			"hostnames": map[string]any{"allowed": []any{"tin.example.com", "*.tin.example.com"}},
+		},
+		"preventNamespaceDeletion": true,
+	}
+	setRegistryDoc(t, cluster, withTenant(t, doc, tin))
+	admin := cluster.As("platform-admin")
+	tina := cluster.As("tina")
+	ctx := t.Context()
+	_, err := admin.CoreV1().Namespaces().Create(ctx, namespace("tin-web", map[string]string{tenantLabel: "tin"}), metav1.CreateOptions{})
+	wantAllowed(t, err)
+	eventually(t, "tin's registry in force", func(ctx context.Context) error {
+		_, err := tina.NetworkingV1().Ingresses("tin-web").Create(ctx, ingress("probe", "haproxy", "tin.example.com"), dryRun)
+		return denialOf(err, "ingress-class")
+	})
+
+	t.Run("an Ingress without a class gets the tenant default", func(t *testing.T) {
+		ing, err := tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("shop", "", "shop.tin.example.com"), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" {
+			t.Fatalf("stored ingressClassName %v, want nginx", ptrText(ing.Spec.IngressClassName))
+		}
+	})
+	t.Run("an Ingress of another class is refused", func(t *testing.T) {
+		_, err := tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("lb", "haproxy", "tin.example.com"), dryRun)
+		wantDenied(t, err, "ingress-class")
+	})
+	t.Run("hosts outside the tenant's, near misses and wildcards are refused", func(t *testing.T) {
+		for _, host := range []string{"bank.example.com", "evil-tin.example.com", "*.tin.example.com"} {
+			_, err := tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("steal", "nginx", host), dryRun)
+			wantDenied(t, err, "hostname")
+		}
+		stolen := ingress("tls", "nginx", "tin.example.com")
+		stolen.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"bank.example.com"}, SecretName: "bank"}}
+		_, err := tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), stolen, dryRun)
+		wantDenied(t, err, "hostname")
+	})
+	t.Run("only administrators delete the namespaces", func(t *testing.T) {
+		err := tina.CoreV1().Namespaces().Delete(t.Context(), "tin-web", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, err, "namespace-deletion")
+		wantAllowed(t, admin.CoreV1().Namespaces().Delete(t.Context(), "tin-web", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}))
+	})
+
+	t.Run("a cordoned tenant creates and changes nothing, of any kind, but still deletes", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"a": "b"}}
+		_, err := tina.CoreV1().ConfigMaps("tin-web").Create(t.Context(), cm, metav1.CreateOptions{})
+		wantAllowed(t, err)
+		tin["cordoned"] = true
+		setRegistryDoc(t, cluster, withTenant(t, doc, tin))
+		// A ConfigMap is judged by no other rule: the catch-all webhook sends it.
+		eventually(t, "the cordon in force", func(ctx context.Context) error {
+			_, err := tina.CoreV1().ConfigMaps("tin-web").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "more"}}, dryRun)
+			return denialOf(err, "tenant-cordoned")
+		})
+		cm.Data["a"] = "c"
+		_, err = tina.CoreV1().ConfigMaps("tin-web").Update(t.Context(), cm, metav1.UpdateOptions{})
+		wantDenied(t, err, "tenant-cordoned")
+		_, err = tina.CoreV1().Pods("tin-web").Create(t.Context(), pod("web"), dryRun)
+		wantDenied(t, err, "tenant-cordoned")
+		_, err = tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("more", "nginx", "more.tin.example.com"), dryRun)
+		wantDenied(t, err, "tenant-cordoned")
+		event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "tin-web"}, Reason: "Started", Message: "still running"}
+		_, err = tina.CoreV1().Events("tin-web").Create(t.Context(), event, dryRun)
+		wantAllowed(t, err) // events go on
+		_, err = admin.CoreV1().ConfigMaps("tin-web").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fix"}}, dryRun)
+		wantAllowed(t, err) // administrators are exempt
+		wantAllowed(t, tina.CoreV1().ConfigMaps("tin-web").Delete(t.Context(), "settings", metav1.DeleteOptions{}))
+
+		tin["cordoned"] = false
+		setRegistryDoc(t, cluster, withTenant(t, doc, tin))
+		eventually(t, "the cordon lifted", func(ctx context.Context) error {
+			_, err := tina.CoreV1().ConfigMaps("tin-web").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "more"}}, dryRun)
+			return err
+		})
+	})
+}
