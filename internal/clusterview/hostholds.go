@@ -11,14 +11,13 @@ import (
 // before the request is decided, so that of parallel requests for one host
 // each sees the ones before it; given back when the request is refused;
 // kept, when it is admitted, until the informer sees the object serve the
-// host or the hold expires.
+// host or the hold expires. Each decision holds its own (a retried request
+// holds twice, as one holder), so that a refused update never leaves the
+// hosts it asked for in the hold of an earlier, admitted one.
 type hostHold struct {
 	holder holder
 	hosts  []string
-	// deciding counts the decisions of this holder still running (the API
-	// server may retry a request while the first call is being decided).
-	deciding int
-	// kept is set once a decision admitted the request.
+	// kept is set once the decision admitted the request.
 	kept    bool
 	expires time.Time
 }
@@ -27,7 +26,7 @@ type hostHold struct {
 // Release once the request is decided.
 type HostHold struct {
 	view *View
-	self holder
+	hold *hostHold
 	ttl  time.Duration
 }
 
@@ -47,31 +46,19 @@ func (v *View) ReserveHosts(h Holder, hosts []string, ttl time.Duration) (map[st
 	for i, host := range hosts {
 		own[i] = strings.Clone(host)
 	}
-	fresh := &hostHold{holder: self, hosts: own}
+	hold := &hostHold{holder: self, hosts: own}
 	x := v.hosts
 	x.mu.Lock()
 	now := x.now()
 	x.expire(now)
 	found := x.lookup(self, hosts)
-	hold := x.byHolder[self]
-	if hold == nil {
-		hold = fresh
-		x.byHolder[self] = hold
-		for _, host := range own {
-			x.held[host] = append(x.held[host], hold)
-		}
-	} else {
-		for _, host := range own {
-			if !slices.Contains(hold.hosts, host) {
-				hold.hosts = append(hold.hosts, host)
-				x.held[host] = append(x.held[host], hold)
-			}
-		}
-	}
-	hold.deciding++
 	hold.expires = now.Add(ttl)
+	x.byHolder[self] = append(x.byHolder[self], hold)
+	for _, host := range own {
+		x.held[host] = append(x.held[host], hold)
+	}
 	x.mu.Unlock()
-	return v.withTenants(found), &HostHold{view: v, self: self, ttl: ttl}
+	return v.withTenants(found), &HostHold{view: v, hold: hold, ttl: ttl}
 }
 
 // Keep marks the request admitted: its hosts stay held until the informer
@@ -83,15 +70,11 @@ func (r *HostHold) Keep() {
 	x := r.view.hosts
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if hold := x.byHolder[r.self]; hold != nil {
-		hold.deciding--
-		hold.kept = true
-		hold.expires = x.now().Add(r.ttl)
-	}
+	r.hold.kept = true
+	r.hold.expires = x.now().Add(r.ttl)
 }
 
 // Release gives the hosts back: the request was refused, or not decided.
-// A hold an earlier decision admitted stays.
 func (r *HostHold) Release() {
 	if r.view == nil {
 		return
@@ -99,45 +82,50 @@ func (r *HostHold) Release() {
 	x := r.view.hosts
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if hold := x.byHolder[r.self]; hold != nil {
-		hold.deciding--
-		if hold.deciding <= 0 && !hold.kept {
-			x.drop(hold)
-		}
+	if !r.hold.kept {
+		x.drop(r.hold)
 	}
 }
 
-// ReservedHosts is how many requests hold hosts.
+// ReservedHosts is how many holds of hosts requests have: being decided,
+// or admitted and not seen yet.
 func (v *View) ReservedHosts() int {
 	v.hosts.mu.Lock()
 	defer v.hosts.mu.Unlock()
-	return len(v.hosts.byHolder)
+	n := 0
+	for _, holds := range v.hosts.byHolder {
+		n += len(holds)
+	}
+	return n
 }
 
 // takeOver ends h's holds of the hosts its object, now seen, serves; the
 // caller holds x.mu.
 func (x *hostIndex) takeOver(h holder, served []string) {
-	hold := x.byHolder[h]
-	if hold == nil {
-		return
-	}
-	for _, host := range served {
-		if i := slices.Index(hold.hosts, host); i >= 0 {
-			hold.hosts = slices.Delete(hold.hosts, i, i+1)
-			x.unhold(host, hold)
+	for _, hold := range x.byHolder[h] {
+		for _, host := range served {
+			if i := slices.Index(hold.hosts, host); i >= 0 {
+				hold.hosts = slices.Delete(hold.hosts, i, i+1)
+				x.unhold(host, hold)
+			}
 		}
-	}
-	if len(hold.hosts) == 0 {
-		delete(x.byHolder, h)
+		if len(hold.hosts) == 0 {
+			x.drop(hold)
+		}
 	}
 }
 
-// drop ends a hold; the caller holds x.mu.
+// drop ends a hold; the caller holds x.mu. Dropping it twice is harmless.
 func (x *hostIndex) drop(hold *hostHold) {
 	for _, host := range hold.hosts {
 		x.unhold(host, hold)
 	}
-	delete(x.byHolder, hold.holder)
+	holds := slices.DeleteFunc(slices.Clone(x.byHolder[hold.holder]), func(o *hostHold) bool { return o == hold })
+	if len(holds) == 0 {
+		delete(x.byHolder, hold.holder)
+	} else {
+		x.byHolder[hold.holder] = holds
+	}
 }
 
 // unhold takes hold off host's holds; the caller holds x.mu.
@@ -158,9 +146,15 @@ func (x *hostIndex) expire(now time.Time) {
 		return
 	}
 	x.nextExpiry = now.Add(time.Second)
-	for _, hold := range x.byHolder {
-		if now.After(hold.expires) {
-			x.drop(hold)
+	var expired []*hostHold
+	for _, holds := range x.byHolder {
+		for _, hold := range holds {
+			if now.After(hold.expires) {
+				expired = append(expired, hold)
+			}
 		}
+	}
+	for _, hold := range expired {
+		x.drop(hold)
 	}
 }

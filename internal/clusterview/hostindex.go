@@ -50,7 +50,7 @@ type hostIndex struct {
 	more map[string][]holder
 	// holds are the requests' reservations, by host and by holder.
 	held     map[string][]*hostHold
-	byHolder map[holder]*hostHold
+	byHolder map[holder][]*hostHold
 	// nextExpiry is when expire next looks for holds whose time is up.
 	nextExpiry time.Time
 	now        func() time.Time
@@ -59,7 +59,7 @@ type hostIndex struct {
 func newHostIndex() *hostIndex {
 	return &hostIndex{
 		sole: map[string]holder{}, more: map[string][]holder{},
-		held: map[string][]*hostHold{}, byHolder: map[holder]*hostHold{},
+		held: map[string][]*hostHold{}, byHolder: map[holder][]*hostHold{},
 		now: time.Now,
 	}
 }

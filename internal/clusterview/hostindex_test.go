@@ -132,7 +132,14 @@ func TestHostHoldsStandForTheRequestsBeingDecided(t *testing.T) {
 			}
 			return nil
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
-		{"a retried request is one hold, kept by the decision that admits it", func(v *View) []string {
+		{"a refused update leaves no host in the hold of the admitted create before it", func(v *View) []string {
+			_, create := v.ReserveHosts(holderOf(web), []string{"web.oil.example.com"}, ttl)
+			create.Keep()
+			_, update := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			update.Release()
+			return nil
+		}, nil, nil},
+		{"a retried request keeps the hosts its admitting decision held", func(v *View) []string {
 			_, first := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
 			_, retry := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
 			first.Keep()
