@@ -10,6 +10,7 @@
 // registry first counts it, and the registry waits for it to sync.
 // Ingresses and the Gateway API's HTTPRoutes, GRPCRoutes and TLSRoutes feed
 // the view's host index, watched unstructured and slimmed to their identity
-// and hosts (a servedObject, about 410 bytes each in the cache); a route kind whose CRD is not installed is looked up again
-// every ResolveInterval, and readiness waits for every one watched.
+// and hosts (a servedObject, about 410 bytes each in the cache); a route
+// kind whose CRD is not installed is looked up again every ResolveInterval,
+// and readiness waits for every one watched.
 package watch
