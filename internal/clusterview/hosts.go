@@ -42,7 +42,7 @@ func HostKinds() []HostKind { return slices.Clone(hostKinds) }
 func hostKindIndex(group, kind string) (uint8, bool) {
 	for i, k := range hostKinds {
 		if k.Group == group && k.Kind == kind {
-			return uint8(i), true //nolint:gosec // a handful of kinds
+			return uint8(i), true
 		}
 	}
 	return 0, false

@@ -29,7 +29,7 @@ type servedObject struct {
 // DeepCopyObject implements runtime.Object.
 func (o *servedObject) DeepCopyObject() runtime.Object {
 	out := &servedObject{TypeMeta: o.TypeMeta, Hosts: slices.Clone(o.Hosts)}
-	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 
