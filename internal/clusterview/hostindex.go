@@ -2,10 +2,13 @@ package clusterview
 
 import (
 	"cmp"
+
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
 // Holder names an object that serves a host, or whose create or update
@@ -249,4 +252,20 @@ func (v *View) HostCount() int {
 	v.hosts.mu.Lock()
 	defer v.hosts.mu.Unlock()
 	return len(v.hosts.sole)
+}
+
+// ServesHost reports whether the view has seen the object a claim of the
+// strict ledger of hosts names serve the claim's host (package quota).
+func (v *View) ServesHost(c quota.HostClaim) bool {
+	h, ok := toHolder(Holder{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name})
+	if !ok {
+		return false
+	}
+	x := v.hosts
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if first, served := x.sole[c.Host]; served && first == h {
+		return true
+	}
+	return slices.Contains(x.more[c.Host], h)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -22,8 +23,11 @@ import (
 //   - hosts: a create or update of an Ingress or route holds the hosts it
 //     serves in the view's host index the same way (clusterview.View
 //     ReserveHosts), so that of parallel requests for one host each sees
-//     the ones before it as the host's holders. Holds are the replica's
-//     own, as the quota's in local mode.
+//     the ones before it as the host's holders. The holds are the
+//     replica's own, as the quota's in local mode; with the strict ledger
+//     (quota.StrictLedger.ReserveHosts) the requests admitted by the other
+//     replicas and not seen yet are holders too, and a request whose
+//     ledger of hosts changed meanwhile is decided again.
 //
 // Dry-run requests store nothing and reserve nothing.
 func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger) (*admission.Decision, error) {
@@ -31,19 +35,77 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		return e.Validate(ctx, req, view)
 	}
 	h := &held{hosts: e.served(req, view)}
-	if s := h.hosts; s != nil {
-		var hold *clusterview.HostHold
-		s.found, hold = view.ReserveHosts(s.holder, s.hosts, reservationTTL(ledger))
-		s.reserved = true
-		d, err := e.admitCounted(ctx, req, view, ledger, h)
-		if err == nil && d.Allowed {
+	if h.hosts == nil {
+		return e.admitCounted(ctx, req, view, ledger, h)
+	}
+	for {
+		d, err := e.admitHosts(ctx, req, view, ledger, h)
+		if !errors.Is(err, quota.ErrStale) {
+			return d, err
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// hostReserver is a ledger that holds hosts across replicas: the strict one.
+type hostReserver interface {
+	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostClaim, quota.Hold, error)
+}
+
+// admitHosts holds the request's hosts (in the view, and in the ledger of
+// hosts when the ledger keeps one), decides, and keeps or releases them.
+func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
+	s := h.hosts
+	found, hold := view.ReserveHosts(s.holder, s.hosts, reservationTTL(ledger))
+	admitted := false
+	defer func() {
+		if admitted {
 			hold.Keep()
 		} else {
 			hold.Release()
 		}
+	}()
+	var strict quota.Hold
+	if hr, ok := ledger.(hostReserver); ok {
+		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
+		claims, sh, err := hr.ReserveHosts(ctx, self, s.hosts)
+		if err != nil {
+			return nil, err
+		}
+		defer sh.Release()
+		strict = sh
+		found = e.withClaims(found, claims, view)
+	}
+	s.found, s.reserved = found, true
+	d, err := e.admitCounted(ctx, req, view, ledger, h)
+	if err != nil || !d.Allowed {
 		return d, err
 	}
-	return e.admitCounted(ctx, req, view, ledger, h)
+	if strict != nil {
+		if err := strict.Keep(ctx); err != nil {
+			return nil, err
+		}
+	}
+	admitted = true
+	return d, nil
+}
+
+// withClaims adds the ledger's claims to the holders the view found.
+func (e *Engine) withClaims(found map[string][]clusterview.HostHolder, claims []quota.HostClaim, view *clusterview.View) map[string][]clusterview.HostHolder {
+	for _, c := range claims {
+		holder := clusterview.Holder{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
+		if slices.ContainsFunc(found[c.Host], func(h clusterview.HostHolder) bool { return h.Holder == holder }) {
+			continue
+		}
+		labels, _ := view.NamespaceLabels(c.Namespace)
+		if found == nil {
+			found = map[string][]clusterview.HostHolder{}
+		}
+		found[c.Host] = append(found[c.Host], clusterview.HostHolder{Holder: holder, Tenant: labels.Get(e.registry.TenantLabel())})
+	}
+	return found
 }
 
 // admitCounted is Admit's counting: it reserves the request's place in its

@@ -131,7 +131,7 @@ func TestHostnameCollisions(t *testing.T) {
 			}
 			return nil
 		})
-		admitted, refused, elapsed := createHostBurst(t, bo, "burst.brass.example.com")
+		admitted, refused, elapsed := createHostBurst(t, bo, "burst.brass.example.com", "burst")
 		t.Logf("%d of %d parallel creates of one host admitted, %d refused by hostname-collision, burst took %v", admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
 		if admitted != 1 || refused != collisionBurst-1 {
 			t.Fatalf("%d admitted and %d refused by hostname-collision, want 1 and %d", admitted, refused, collisionBurst-1)
@@ -152,10 +152,10 @@ func TestHostnameCollisions(t *testing.T) {
 	})
 }
 
-// createHostBurst creates collisionBurst Ingresses named burst serving host,
+// createHostBurst creates collisionBurst Ingresses named name serving host,
 // one in each brass namespace, at once, and counts those admitted and those
 // refused by hostname-collision; any other error fails.
-func createHostBurst(t *testing.T, client kubernetes.Interface, host string) (admitted, refused int, elapsed time.Duration) {
+func createHostBurst(t *testing.T, client kubernetes.Interface, host, name string) (admitted, refused int, elapsed time.Duration) {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -164,7 +164,7 @@ func createHostBurst(t *testing.T, client kubernetes.Interface, host string) (ad
 	for i := range collisionBurst {
 		wg.Go(func() {
 			<-start
-			_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(t.Context(), ingress("burst", "", host), metav1.CreateOptions{})
+			_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(t.Context(), ingress(name, "", host), metav1.CreateOptions{})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -199,4 +199,77 @@ func impersonating(t *testing.T, user string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return client
+}
+
+// TestABurstOfOneHostOverReplicas sends collisionBurst parallel creates of
+// Ingresses serving one host, from as many namespaces, through a real API
+// server, with the webhook served by one replica, by two in the default
+// (local) mode and by two in strict mode, behind a round-robin balancer.
+// One replica and strict mode must admit exactly one; two local replicas,
+// which hold hosts each in its own memory, one or two, and the figure is
+// logged. It runs on a control plane of its own, so that it can repoint the
+// webhooks.
+func TestABurstOfOneHostOverReplicas(t *testing.T) {
+	ctx := t.Context()
+	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	addTenants(t, c, "  - name: brass\n    owners: [{kind: User, name: bo}]\n    ingress: {hostnameCollision: cluster}\n")
+	grantLedgers(t, c)
+	admin := fastClient(t, c.Admin)
+	for i := range collisionBurst {
+		ns := fmt.Sprintf("brass-%02d", i)
+		eventually(t, "namespace "+ns, func(ctx context.Context) error {
+			_, err := admin.CoreV1().Namespaces().Create(ctx, namespace(ns, map[string]string{tenantLabel: "brass"}), metav1.CreateOptions{})
+			return err
+		})
+	}
+	cfg := rest.CopyConfig(c.Admin)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "bo", Groups: []string{live.TenantsGroup, "system:authenticated"}}
+	bo, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, s := range []struct {
+		replicas int
+		args     []string
+		most     int
+	}{{1, nil, 1}, {2, nil, 2}, {2, []string{"--quota-mode=strict"}, 1}} {
+		t.Run(fmt.Sprintf("%d replicas %v", s.replicas, s.args), func(t *testing.T) {
+			urls := make([]string, s.replicas)
+			for i := range urls {
+				url, logs, stop, err := c.Replica(ctx, s.args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				defer func() {
+					if t.Failed() {
+						t.Logf("replica %d logs:\n%s", i, logs.String())
+					}
+				}()
+				eventually(t, "replica ready", func(context.Context) error { return c.ReadyAt(url) })
+				urls[i] = url
+			}
+			lb, stop, err := c.Balance(urls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			before, err := c.PointWebhooks(ctx, lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _, _ = c.PointWebhooks(context.WithoutCancel(ctx), before) }()
+			host := fmt.Sprintf("burst%d.brass.example.com", n)
+			admitted, refused, elapsed := createHostBurst(t, bo, host, fmt.Sprint("burst-", n))
+			t.Logf("%d replicas %v: %d of %d parallel creates of one host admitted, %d refused by hostname-collision, burst took %v", s.replicas, s.args, admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
+			if admitted < 1 || admitted > s.most || admitted+refused != collisionBurst {
+				t.Fatalf("%d admitted and %d refused by hostname-collision, want 1 to %d of %d", admitted, refused, s.most, collisionBurst)
+			}
+		})
+	}
 }
