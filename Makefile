@@ -85,10 +85,15 @@ run: control-plane ## Run the main job: a local kube-apiserver + etcd, tenantgua
 demo: run ## Same as run; `go run ./tests/demo -hold` keeps it running for kubectl
 
 .PHONY: review-examples
-review-examples: build ## Offline decisions (tenantguard review) on examples/requests
+review-examples: build ## Offline decisions (tenantguard review) on examples/requests and examples/manifests
 	@for r in examples/requests/*.yaml; do \
 	  echo "== $$r"; sed -n 's/^# /   /p' "$$r"; \
 	  $(BIN)/tenantguard review -o text --registry examples/registry.yaml --objects examples/cluster.yaml "$$r"; \
+	  echo "   (exit $$?)"; \
+	done
+	@for m in examples/manifests/*.yaml; do \
+	  echo "== $$m, as alice"; \
+	  $(BIN)/tenantguard review -o text --registry examples/registry.yaml --objects examples/cluster.yaml -f "$$m" --as alice; \
 	  echo "   (exit $$?)"; \
 	done
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -25,25 +26,48 @@ type reviewOptions struct {
 	output    string
 	policy    policyFlag
 	evaluator string
+	request   requestOptions
 }
 
 func newReviewCommand() *cobra.Command {
 	var o reviewOptions
 	cmd := &cobra.Command{
-		Use: "review --registry FILE [--objects FILE]... [REQUEST|-]",
+		Use: "review --registry FILE [--objects FILE]... [REQUEST|-|-f MANIFEST --as USER]",
 		Example: `  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text examples/requests/pod-hostnetwork.yaml
-  tenantguard review --registry examples/registry.yaml < examples/requests/namespace-create.yaml | jq .response.allowed`,
-		Short: "Decide one AdmissionReview offline, as the admission server would",
+  tenantguard review --registry examples/registry.yaml < examples/requests/namespace-create.yaml | jq .response.allowed
+  # no AdmissionReview to write: the objects of a manifest, as alice creates them
+  tenantguard review --registry examples/registry.yaml --objects examples/cluster.yaml -o text -f examples/manifests/web.yaml --as alice
+  kubectl get deployment web -n oil-dev -o yaml | tenantguard review --registry examples/registry.yaml -o text -f - --as bob --groups oil-team --operation DELETE
+  tenantguard review --registry examples/registry.yaml -o text -f new.yaml --old live.yaml --operation UPDATE --as alice`,
+		Short: "Decide an AdmissionReview, or a manifest's objects, offline, as the admission server would",
 		Long: `Evaluate one AdmissionReview v1 (JSON or YAML, from a file or stdin) against a
 tenant registry. --objects files (multi-document YAML, Lists or JSON arrays)
 are the existing cluster objects: the namespaces, pods, claims ... that
 ownership and counting see. Mutations are applied first, then the validating
 rules judge the mutated object.
 
-Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
-2 bad input or usage.`,
+With -f MANIFEST --as USER, no AdmissionReview is needed: for each object of
+the manifest (multi-document YAML or JSON, Lists, kubectl get -o yaml output;
+- is stdin) review builds the one the API server would send (kind, resource,
+namespace: the object's, else --namespace, else default; the user with
+--groups and system:authenticated; --operation CREATE, UPDATE with the object
+of --old matched by kind, namespace and name, or DELETE of the object) and
+decides it. Each object is decided against --objects alone.
+
+Prints the AdmissionReview response as JSON, one per object with -f; -o text
+prints the decision, every denial, warning and the patch for people. Exit
+status: 0 allowed, 1 denied (any object with -f), 2 bad input or usage.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.request.manifest != "" {
+				if len(args) == 1 {
+					return usageErrorf("give either -f MANIFEST or an AdmissionReview, not both (got %q)", args[0])
+				}
+				return o.runManifest(cmd)
+			}
+			if given := o.request.given(cmd.Flags()); len(given) > 0 {
+				return usageErrorf("%s: only with -f MANIFEST (an AdmissionReview names its own user and operation)", strings.Join(given, ", "))
+			}
 			request := "-"
 			if len(args) == 1 {
 				request = args[0]
@@ -56,38 +80,15 @@ Prints the AdmissionReview response as JSON. Exit status: 0 allowed, 1 denied,
 	outputFlag(cmd, &o.output, "json", "json (the AdmissionReview response) or text (for people)", "json", "text")
 	cmd.Flags().StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run, as serve --evaluator: auto, plan or topdown")
 	o.policy.register(cmd.Flags())
+	o.request.register(cmd.Flags())
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }
 
 func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
-	if o.output != "json" && o.output != "text" {
-		return usageErrorf("--output must be json or text, not %q", o.output)
-	}
-	if !slices.Contains(engine.Evaluators, o.evaluator) {
-		return usageErrorf("--evaluator must be one of %s, got %q", strings.Join(engine.Evaluators, ", "), o.evaluator)
-	}
-	cat, err := o.policy.load()
+	in, err := o.load()
 	if err != nil {
 		return err
-	}
-	reg, err := loadRegistry(o.registry, cat)
-	if err != nil {
-		var invalid *registry.Error
-		if errors.As(err, &invalid) {
-			return &ExitError{Code: ExitUsage, Err: invalid}
-		}
-		return err
-	}
-	view := clusterview.New(reg.TenantLabel())
-	for _, file := range o.objects {
-		objects, err := clusterview.LoadFile(file)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		for _, obj := range objects {
-			view.Upsert(obj)
-		}
 	}
 	data, err := readInput(cmd.InOrStdin(), request)
 	if err != nil {
@@ -97,33 +98,121 @@ func (o *reviewOptions) run(cmd *cobra.Command, request string) error {
 	if err != nil {
 		return usageErrorf("%s", requestError(request, data, err))
 	}
-	// As serve runs a --policy-dir: its own tests first, on the evaluator
-	// that decides.
-	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}})
+	eng, err := in.engine(cmd, o)
 	if err != nil {
 		return err
 	}
-	decision, err := eng.Review(cmd.Context(), req, view)
+	decision, err := eng.Review(cmd.Context(), req, in.view)
 	if err != nil {
 		return err
 	}
-	for _, v := range decision.DryRun {
-		if _, err := fmt.Fprintf(cmd.ErrOrStderr(), "dryrun: %s\n", v); err != nil {
-			return err
-		}
-	}
-	if o.output == "text" {
-		err = writeText(cmd.OutOrStdout(), decision)
-	} else {
-		err = writeJSON(cmd.OutOrStdout(), decision.Response(req.UID))
-	}
-	if err != nil {
+	if err := o.print(cmd, "", req, decision); err != nil {
 		return err
 	}
 	if !decision.Allowed {
 		return &ExitError{Code: ExitDenied}
 	}
 	return nil
+}
+
+// runManifest decides every object of -f as the API server would send it.
+func (o *reviewOptions) runManifest(cmd *cobra.Command) error {
+	if err := o.request.check(); err != nil {
+		return err
+	}
+	in, err := o.load()
+	if err != nil {
+		return err
+	}
+	built, err := o.request.requests(cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	eng, err := in.engine(cmd, o)
+	if err != nil {
+		return err
+	}
+	denied := false
+	for _, b := range built {
+		req, err := admission.Decode(b.review)
+		if err != nil {
+			return usageErrorf("%s: %v", b.object.at, err)
+		}
+		decision, err := eng.Review(cmd.Context(), req, in.view)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.object.at, err)
+		}
+		heading := b.object.describe() + inNamespace(o.request.namespaceOf(&b.object)) + ": "
+		if err := o.print(cmd, heading, req, decision); err != nil {
+			return err
+		}
+		denied = denied || !decision.Allowed
+	}
+	if denied {
+		return &ExitError{Code: ExitDenied}
+	}
+	return nil
+}
+
+// reviewInputs are what every request is decided against.
+type reviewInputs struct {
+	cat  *catalog.Catalog
+	reg  *registry.Snapshot
+	view *clusterview.View
+}
+
+// load checks the flags and reads the library, the registry and the
+// cluster objects.
+func (o *reviewOptions) load() (*reviewInputs, error) {
+	if o.output != "json" && o.output != "text" {
+		return nil, usageErrorf("--output must be json or text, not %q", o.output)
+	}
+	if !slices.Contains(engine.Evaluators, o.evaluator) {
+		return nil, usageErrorf("--evaluator must be one of %s, got %q", strings.Join(engine.Evaluators, ", "), o.evaluator)
+	}
+	cat, err := o.policy.load()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := loadRegistry(o.registry, cat)
+	if err != nil {
+		var invalid *registry.Error
+		if errors.As(err, &invalid) {
+			return nil, &ExitError{Code: ExitUsage, Err: invalid}
+		}
+		return nil, err
+	}
+	view := clusterview.New(reg.TenantLabel())
+	for _, file := range o.objects {
+		objects, err := clusterview.LoadFile(file)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		for _, obj := range objects {
+			view.Upsert(obj)
+		}
+	}
+	return &reviewInputs{cat: cat, reg: reg, view: view}, nil
+}
+
+// engine compiles the rules. As serve runs a --policy-dir: its own tests
+// first, on the evaluator that decides.
+func (in *reviewInputs) engine(cmd *cobra.Command, o *reviewOptions) (*engine.Engine, error) {
+	return engine.New(cmd.Context(), in.reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: in.cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}})
+}
+
+// print writes one decision in the -o format, dryrun violations on stderr;
+// heading (Pod "web" in namespace "dev": ) names the object in text.
+func (o *reviewOptions) print(cmd *cobra.Command, heading string, req *admission.Request, decision *admission.Decision) error {
+	for _, v := range decision.DryRun {
+		if _, err := fmt.Fprintf(cmd.ErrOrStderr(), "dryrun: %s%s\n", heading, v); err != nil {
+			return err
+		}
+	}
+	if o.output == "text" {
+		return writeText(cmd.OutOrStdout(), heading, decision)
+	}
+	return writeJSON(cmd.OutOrStdout(), decision.Response(req.UID))
 }
 
 // requestError is a request that does not decode, named by its file
@@ -162,13 +251,14 @@ func writeJSON(w io.Writer, resp *admission.Response) error {
 	return err
 }
 
-// writeText prints a decision for people: the verdict, every reason, and the patch.
-func writeText(w io.Writer, d *admission.Decision) error {
+// writeText prints a decision for people: the verdict after heading, every
+// reason, and the patch.
+func writeText(w io.Writer, heading string, d *admission.Decision) error {
 	verdict := "allowed"
 	if !d.Allowed {
 		verdict = "denied"
 	}
-	lines := []string{verdict}
+	lines := []string{heading + verdict}
 	for _, group := range []struct {
 		label string
 		vs    []admission.Violation

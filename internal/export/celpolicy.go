@@ -67,7 +67,7 @@ func celMatch(r *catalog.Rule, routes []catalog.Route, tenantLabel string) map[s
 	if r.All {
 		// Every namespaced resource (kinds token all); the rule's own
 		// expressions leave out what it does not judge.
-		rules = append(rules, map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "operations": anyList(r.Operations), "scope": "Namespaced"})
+		rules = append(rules, map[string]any{"apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": anyList(configuration.EveryKindResources), "operations": anyList(r.Operations), "scope": "Namespaced"})
 	}
 	match := map[string]any{"resourceRules": rules}
 	if !r.JudgesNamespaces() {

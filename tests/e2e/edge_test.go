@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +94,8 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"a": "b"}}
 		_, err := tina.CoreV1().ConfigMaps("tin-web").Create(t.Context(), cm, metav1.CreateOptions{})
 		wantAllowed(t, err)
+		_, err = tina.AppsV1().Deployments("tin-web").Create(t.Context(), deployment("web", func(*corev1.PodSpec) {}), metav1.CreateOptions{})
+		wantAllowed(t, err)
 		tin["cordoned"] = true
 		setRegistryDoc(t, cluster, withTenant(t, doc, tin))
 		// A ConfigMap is judged by no other rule: the catch-all webhook sends it.
@@ -104,6 +107,10 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		_, err = tina.CoreV1().ConfigMaps("tin-web").Update(t.Context(), cm, metav1.UpdateOptions{})
 		wantDenied(t, err, "tenant-cordoned")
 		_, err = tina.CoreV1().Pods("tin-web").Create(t.Context(), pod("web"), dryRun)
+		wantDenied(t, err, "tenant-cordoned")
+		// kubectl scale: the scale subresource, which the catch-all sends too
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "tin-web"}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+		_, err = tina.AppsV1().Deployments("tin-web").UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{})
 		wantDenied(t, err, "tenant-cordoned")
 		_, err = tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("more", "nginx", "more.tin.example.com"), dryRun)
 		wantDenied(t, err, "tenant-cordoned")

@@ -16,6 +16,11 @@ import (
 // all (a cordoned tenant's).
 const EveryKindName = "every-kind"
 
+// EveryKindResources are what the catch-all webhook sends: every resource,
+// and the subresources through which a tenant changes what runs: the scale
+// of every workload (kubectl scale) and a pod's resources (in-place resize).
+var EveryKindResources = []string{"*", "*/scale", "pods/resize"}
+
 // UnjudgedByEveryKind are the resources the catch-all webhook never sends:
 // a running workload's events and leader election go on in a cordoned
 // tenant (the rules leave them alone too).
@@ -39,7 +44,8 @@ func EveryKindConditions(ops []string, sent map[string][]string) []admissionregi
 	}
 	out := []admissionregistrationv1.MatchCondition{{Name: "not-events-or-leases", Expression: fmt.Sprintf("!(%s in %s)", resourceExpression, unjudged)}}
 	if len(parts) > 0 {
-		out = append(out, admissionregistrationv1.MatchCondition{Name: "not-sent-by-the-workloads-webhook", Expression: strings.Join(parts, " && ")})
+		// Subresources (a scale, a resize) are the catch-all's to send.
+		out = append(out, admissionregistrationv1.MatchCondition{Name: "not-sent-by-the-workloads-webhook", Expression: `request.?subResource.orValue("") != "" || ` + strings.Join(parts, " && ")})
 	}
 	return out
 }
@@ -88,7 +94,7 @@ func (o *Options) everyKind(workloads []catalog.Route) []admissionregistrationv1
 		Name: EveryKindName + ".tenantguard.io", ClientConfig: o.client("/validate"),
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: operations,
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: EveryKindResources, Scope: &scope},
 		}},
 		FailurePolicy: &ignore, SideEffects: &none, TimeoutSeconds: &o.TimeoutSeconds,
 		AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: o.namespaces(true), MatchConditions: conditions,

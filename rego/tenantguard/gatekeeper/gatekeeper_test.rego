@@ -32,7 +32,7 @@ test_a_pod_is_judged_by_its_namespace_in_the_inventory if {
 	msgs := _violations("pods", inp, ["host-network"], _inventory)
 	count(msgs) == 1
 	some msg in msgs
-	startswith(msg, `[host-network] hostNetwork is not allowed for pods of tenant "oil"`)
+	startswith(msg, `[host-network] hostNetwork of Pod "web" is not allowed for tenant "oil"`)
 }
 
 test_only_the_rules_the_constraint_names_are_reported if {

@@ -35,7 +35,7 @@ violations contains {"id": "host-network", "msg": msg} if {
 	_applies
 	podspec.spec.hostNetwork == true
 	not _allow.allowHostNetwork
-	msg := sprintf("hostNetwork is not allowed for pods of tenant %q; use the pod network and expose ports through a Service", [_tenant])
+	msg := sprintf("hostNetwork of %s is not allowed for tenant %q; use the pod network and expose ports through a Service", [tenancy.object_text, _tenant])
 }
 
 # METADATA
@@ -50,7 +50,7 @@ violations contains {"id": "host-namespaces", "msg": msg} if {
 	some field, allowed in {"hostPID": "allowHostPID", "hostIPC": "allowHostIPC"}
 	podspec.spec[field] == true
 	not _allow[allowed]
-	msg := sprintf("%s is not allowed for pods of tenant %q; remove it so the pod keeps its own namespaces", [field, _tenant])
+	msg := sprintf("%s of %s is not allowed for tenant %q; remove it so the pod keeps its own namespaces", [field, tenancy.object_text, _tenant])
 }
 
 # METADATA
@@ -66,7 +66,7 @@ violations contains {"id": "host-ports", "msg": msg} if {
 	some entry in podspec.containers
 	some port in object.get(entry.container, "ports", [])
 	object.get(port, "hostPort", 0) != 0
-	msg := sprintf("%s %q asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [podspec.sort_name[entry.field], entry.container.name, port.hostPort, _tenant])
+	msg := sprintf("%s %q of %s asks for hostPort %v, which is not allowed for tenant %q; expose the port through a Service instead", [podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, port.hostPort, _tenant])
 }
 
 # METADATA
@@ -81,14 +81,14 @@ violations contains {"id": "privileged", "msg": msg} if {
 	not _allow.allowPrivileged
 	some entry in podspec.containers
 	entry.container.securityContext.privileged == true
-	msg := sprintf("%s %q is privileged, which is not allowed for tenant %q; remove securityContext.privileged", [podspec.sort_name[entry.field], entry.container.name, _tenant])
+	msg := sprintf("%s %q of %s is privileged, which is not allowed for tenant %q; remove securityContext.privileged", [podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, _tenant])
 }
 
 violations contains {"id": "privileged", "msg": msg} if {
 	_applies
 	not _allow.allowPrivileged
 	_host_process
-	msg := sprintf("Windows hostProcess pods are not allowed for tenant %q; remove securityContext.windowsOptions.hostProcess", [_tenant])
+	msg := sprintf("Windows hostProcess of %s is not allowed for tenant %q; remove securityContext.windowsOptions.hostProcess", [tenancy.object_text, _tenant])
 }
 
 # METADATA
@@ -105,7 +105,7 @@ violations contains {"id": "host-path", "msg": msg} if {
 	some volume in podspec.volumes
 	path := volume.hostPath.path
 	count(_grants(path)) == 0
-	msg := sprintf("hostPath volume %q (path %q) is not allowed for tenant %q; allowed: %s", [volume.name, path, _tenant, _paths_text])
+	msg := sprintf("hostPath volume %q (path %q) of %s is not allowed for tenant %q; allowed: %s", [volume.name, path, tenancy.object_text, _tenant, _paths_text])
 }
 
 violations contains {"id": "host-path", "msg": msg} if {
@@ -122,7 +122,7 @@ violations contains {"id": "host-path", "msg": msg} if {
 	some mount in object.get(entry.container, "volumeMounts", [])
 	mount.name == volume.name
 	not mount.readOnly == true
-	msg := sprintf("hostPath volume %q (path %q) may only be mounted read-only for tenant %q, but %s %q mounts it writable; set readOnly: true on the mount", [volume.name, path, _tenant, podspec.sort_name[entry.field], entry.container.name])
+	msg := sprintf("hostPath volume %q (path %q) of %s may only be mounted read-only for tenant %q, but %s %q mounts it writable; set readOnly: true on the mount", [volume.name, path, tenancy.object_text, _tenant, podspec.sort_name[entry.field], entry.container.name])
 }
 
 _host_process if podspec.spec.securityContext.windowsOptions.hostProcess == true

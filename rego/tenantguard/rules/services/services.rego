@@ -62,7 +62,7 @@ violations contains {"id": "external-ips", "msg": msg} if {
 	ips := object.get(tenancy.new_object, ["spec", "externalIPs"], [])
 	count(ips) > 0
 	not _ips_unchanged
-	msg := sprintf("spec.externalIPs (%s) is not allowed for tenant %q; remove it and expose the Service through an allowed type", [concat(", ", ips), tenancy.namespace_tenant])
+	msg := sprintf("spec.externalIPs (%s) of %s is not allowed for tenant %q; remove it and expose the Service through an allowed type", [concat(", ", [sprintf("%q", [ip]) | some ip in ips]), tenancy.object_text, tenancy.namespace_tenant])
 }
 
 violations contains {"id": "service-type", "msg": msg} if {

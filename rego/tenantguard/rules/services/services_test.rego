@@ -25,7 +25,7 @@ test_load_balancer_is_allowed_where_granted if {
 }
 
 test_external_ips_are_denied if {
-	_msgs(f.request("CREATE", _svc({"externalIPs": ["1.2.3.4"]}))) == {"spec.externalIPs (1.2.3.4) is not allowed for tenant \"oil\"; remove it and expose the Service through an allowed type"}
+	_msgs(f.request("CREATE", _svc({"externalIPs": ["1.2.3.4", "5.6.7.8"]}))) == {"spec.externalIPs (\"1.2.3.4\", \"5.6.7.8\") of Service \"web\" is not allowed for tenant \"oil\"; remove it and expose the Service through an allowed type"}
 }
 
 test_update_switching_to_node_port_is_denied if {

@@ -25,8 +25,8 @@ test_host_network_is_denied if {
 test_host_pid_and_ipc_are_denied_with_both_reasons if {
 	msgs := _msgs(f.request("CREATE", f.pod({"hostPID": true, "hostIPC": true, "containers": [f.container({})]})))
 	msgs == {
-		"hostPID is not allowed for pods of tenant \"oil\"; remove it so the pod keeps its own namespaces",
-		"hostIPC is not allowed for pods of tenant \"oil\"; remove it so the pod keeps its own namespaces",
+		"hostPID of Pod \"web\" is not allowed for tenant \"oil\"; remove it so the pod keeps its own namespaces",
+		"hostIPC of Pod \"web\" is not allowed for tenant \"oil\"; remove it so the pod keeps its own namespaces",
 	}
 }
 
@@ -35,7 +35,7 @@ test_host_port_in_an_init_container_is_denied if {
 		"initContainers": [f.container({"name": "setup", "ports": [{"containerPort": 80, "hostPort": 8080}]})],
 		"containers": [f.container({"ports": [{"containerPort": 80}]})],
 	}))
-	_msgs(inp) == {"init container \"setup\" asks for hostPort 8080, which is not allowed for tenant \"oil\"; expose the port through a Service instead"}
+	_msgs(inp) == {"init container \"setup\" of Pod \"web\" asks for hostPort 8080, which is not allowed for tenant \"oil\"; expose the port through a Service instead"}
 }
 
 test_privileged_ephemeral_container_is_denied if {
@@ -55,7 +55,7 @@ test_windows_host_process_is_denied if {
 
 test_host_path_is_denied_without_grants if {
 	inp := f.request("CREATE", f.pod({"volumes": [{"name": "root", "hostPath": {"path": "/"}}], "containers": [f.container({})]}))
-	_msgs(inp) == {"hostPath volume \"root\" (path \"/\") is not allowed for tenant \"oil\"; allowed: no hostPath volumes; use emptyDir or a PersistentVolumeClaim"}
+	_msgs(inp) == {"hostPath volume \"root\" (path \"/\") of Pod \"web\" is not allowed for tenant \"oil\"; allowed: no hostPath volumes; use emptyDir or a PersistentVolumeClaim"}
 }
 
 test_granted_host_path_mounted_read_only_is_allowed if {
@@ -71,7 +71,7 @@ test_granted_host_path_mounted_writable_is_denied if {
 		"volumes": [{"name": "logs", "hostPath": {"path": "/var/log"}}],
 		"containers": [f.container({"volumeMounts": [{"name": "logs", "mountPath": "/logs"}]})],
 	})
-	_msgs(inp) == {"hostPath volume \"logs\" (path \"/var/log\") may only be mounted read-only for tenant \"gas\", but container \"app\" mounts it writable; set readOnly: true on the mount"}
+	_msgs(inp) == {"hostPath volume \"logs\" (path \"/var/log\") of Pod \"web\" may only be mounted read-only for tenant \"gas\", but container \"app\" mounts it writable; set readOnly: true on the mount"}
 }
 
 test_writable_grant_allows_writable_mount if {
@@ -91,7 +91,7 @@ test_host_path_tricks_are_denied if {
 
 test_host_path_message_lists_grants if {
 	inp := _gas({"volumes": [{"name": "x", "hostPath": {"path": "/etc"}}], "containers": [f.container({})]})
-	_msgs(inp) == {"hostPath volume \"x\" (path \"/etc\") is not allowed for tenant \"gas\"; allowed: /var/log (read-only), /data"}
+	_msgs(inp) == {"hostPath volume \"x\" (path \"/etc\") of Pod \"web\" is not allowed for tenant \"gas\"; allowed: /var/log (read-only), /data"}
 }
 
 test_every_workload_kind_is_checked if {
@@ -105,6 +105,23 @@ test_every_workload_kind_is_checked if {
 	_ids(f.request_for("batch", "CronJob", "cronjobs", "CREATE", cron)) == {"host-network"}
 	pt := {"kind": "PodTemplate", "metadata": {"name": "t"}, "template": {"spec": spec}}
 	_ids(f.request_for("", "PodTemplate", "podtemplates", "CREATE", pt)) == {"host-network"}
+}
+
+test_denials_name_the_workload_and_its_containers if {
+	container := f.container({"ports": [{"containerPort": 80, "hostPort": 80}], "securityContext": {"privileged": true}})
+	spec := {"hostNetwork": true, "hostPID": true, "containers": [container]}
+	obj := {"kind": "Deployment", "metadata": {"name": "web"}, "spec": {"template": {"spec": spec}}}
+	_msgs(f.request_for("apps", "Deployment", "deployments", "CREATE", obj)) == {
+		"hostNetwork of Deployment \"web\" is not allowed for tenant \"oil\"; use the pod network and expose ports through a Service",
+		"hostPID of Deployment \"web\" is not allowed for tenant \"oil\"; remove it so the pod keeps its own namespaces",
+		"container \"app\" of Deployment \"web\" asks for hostPort 80, which is not allowed for tenant \"oil\"; expose the port through a Service instead",
+		"container \"app\" of Deployment \"web\" is privileged, which is not allowed for tenant \"oil\"; remove securityContext.privileged",
+	}
+}
+
+test_a_windows_host_process_denial_names_the_workload if {
+	obj := {"kind": "Job", "metadata": {"name": "build"}, "spec": {"template": {"spec": {"securityContext": {"windowsOptions": {"hostProcess": true}}}}}}
+	_msgs(f.request_for("batch", "Job", "jobs", "CREATE", obj)) == {"Windows hostProcess of Job \"build\" is not allowed for tenant \"oil\"; remove securityContext.windowsOptions.hostProcess"}
 }
 
 test_custom_kind_named_deployment_is_ignored if {

@@ -1,0 +1,61 @@
+package usage
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// native are the quota resources of pods and claims that are not prefixed
+// or per class.
+var native = map[string]bool{
+	"cpu": true, "memory": true, "ephemeral-storage": true,
+	"requests.cpu": true, "requests.memory": true, "requests.ephemeral-storage": true,
+	"limits.cpu": true, "limits.memory": true, "limits.ephemeral-storage": true,
+	"requests.storage": true,
+}
+
+// CheckKey says why key is not a resource a tenant-wide resource quota can
+// sum, or nil: the compute resources of pods (requests.cpu, limits.memory,
+// cpu ...), hugepages, extended resources as requests.NAME, claims'
+// requests.storage, and per StorageClass CLASS.storageclass.storage.k8s.io/
+// requests.storage or /persistentvolumeclaims. Object counts (pods,
+// count/...) belong to the registry's quotas.
+func CheckKey(key string) error {
+	switch {
+	case native[key]:
+		return nil
+	case key == "pods" || key == "persistentvolumeclaims" || key == "services" || strings.HasPrefix(key, "count/"):
+		return fmt.Errorf("%q is an object count: write it under quotas, not resourceQuota.hard", key)
+	case strings.HasPrefix(key, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(key, corev1.DefaultResourceRequestsPrefix+corev1.ResourceHugePagesPrefix):
+		return nil
+	case strings.Contains(key, storageClassSuffix):
+		class, what, _ := strings.Cut(key, storageClassSuffix)
+		if errs := validation.IsDNS1123Subdomain(class); len(errs) > 0 {
+			return fmt.Errorf("%q names StorageClass %q, which is not a valid class name", key, class)
+		}
+		if what != string(corev1.ResourceRequestsStorage) && what != string(corev1.ResourcePersistentVolumeClaims) {
+			return fmt.Errorf("%q: per StorageClass, only requests.storage and persistentvolumeclaims are counted", key)
+		}
+		return nil
+	case strings.HasPrefix(key, corev1.DefaultResourceRequestsPrefix) && extended(strings.TrimPrefix(key, corev1.DefaultResourceRequestsPrefix)):
+		return nil
+	case strings.HasPrefix(key, limitsPrefix) && extended(strings.TrimPrefix(key, limitsPrefix)):
+		return fmt.Errorf("%q: extended resources are not overcommitted, so they are counted as requests only; write %s", key, corev1.DefaultResourceRequestsPrefix+strings.TrimPrefix(key, limitsPrefix))
+	case extended(key):
+		return fmt.Errorf("%q: an extended resource is counted as %s", key, corev1.DefaultResourceRequestsPrefix+key)
+	}
+	return fmt.Errorf("%q is not a resource a quota sums: write requests.cpu, limits.memory, requests.ephemeral-storage, requests.storage, CLASS.storageclass.storage.k8s.io/requests.storage, or requests.DOMAIN/NAME for an extended resource", key)
+}
+
+// extended reports whether name is an extended resource: domain-qualified
+// (vendor.example/name), outside kubernetes.io and not a quota prefix.
+func extended(name string) bool {
+	domain, _, ok := strings.Cut(name, "/")
+	if !ok || strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix) || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
+		return false
+	}
+	return len(validation.IsQualifiedName(name)) == 0
+}

@@ -1,0 +1,148 @@
+package usage
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// podOptions read a pod as the quota evaluator does with in-place resize
+// (GA): the larger of what its spec asks and what its status holds
+// allocated, so that a resize counts as soon as it is asked for and a
+// shrink only once it is done.
+var podOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+
+// Finished reports whether a pod has reached a terminal phase, after which
+// ResourceQuota no longer counts its compute resources.
+func Finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// Pod is what a pod counts against a resource quota: nothing once it has
+// finished; else its compute resources, as requests.* and limits.* (and
+// cpu, memory and ephemeral-storage, ResourceQuota's names for their
+// requests), its hugepages and the extended resources it requests (as
+// requests.NAME only: extended resources are not overcommitted).
+func Pod(pod *corev1.Pod) corev1.ResourceList {
+	if Finished(pod) {
+		return corev1.ResourceList{}
+	}
+	return compute(resourcehelper.PodRequests(pod, podOptions), resourcehelper.PodLimits(pod, podOptions))
+}
+
+// compute maps requests and limits to the quota resource names they count
+// under.
+func compute(requests, limits corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if q, ok := requests[name]; ok {
+			out[name] = q
+			out[corev1.DefaultResourceRequestsPrefix+name] = q
+		}
+		if q, ok := limits[name]; ok {
+			out[corev1.ResourceName(limitsPrefix)+name] = q
+		}
+	}
+	for name, q := range requests {
+		switch {
+		case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+			out[name] = q
+			out[corev1.DefaultResourceRequestsPrefix+name] = q
+		case extended(string(name)):
+			out[corev1.DefaultResourceRequestsPrefix+name] = q
+		}
+	}
+	return out
+}
+
+const limitsPrefix = "limits."
+
+// mustName are the quota resources for which every container of a pod must
+// name a request or limit, or ResourceQuota refuses the pod (a
+// compatibility rule it keeps for CPU and memory only).
+var mustName = []corev1.ResourceName{
+	corev1.ResourceCPU, corev1.ResourceMemory,
+	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
+	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
+}
+
+// Unnamed is a quota resource some containers of a pod leave unnamed.
+type Unnamed struct {
+	Resource   corev1.ResourceName
+	Containers []string
+}
+
+// Missing returns, for the quota resources hard constrains, those that
+// containers (and init containers) of pod name no value for, with those
+// containers, by resource: what ResourceQuota refuses the pod for ("must
+// specify requests.cpu for: app").
+func Missing(pod *corev1.Pod, hard corev1.ResourceList) []Unnamed {
+	var required []corev1.ResourceName
+	for _, name := range mustName {
+		if _, ok := hard[name]; ok {
+			required = append(required, name)
+		}
+	}
+	if len(required) == 0 {
+		return nil
+	}
+	byResource := map[corev1.ResourceName][]string{}
+	for _, containers := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range containers {
+			c := &containers[i]
+			named := compute(c.Resources.Requests, c.Resources.Limits)
+			for _, name := range required {
+				if _, ok := named[name]; !ok {
+					byResource[name] = append(byResource[name], c.Name)
+				}
+			}
+		}
+	}
+	out := make([]Unnamed, 0, len(byResource))
+	for _, name := range required {
+		if containers := byResource[name]; len(containers) > 0 {
+			slices.Sort(containers)
+			out = append(out, Unnamed{Resource: name, Containers: slices.Compact(containers)})
+		}
+	}
+	return out
+}
+
+// Claim is what a PersistentVolumeClaim counts against a resource quota:
+// its storage request (or the capacity allocated to it, when larger: an
+// expansion being undone still holds it), in total and under its
+// StorageClass, and itself under its StorageClass.
+func Claim(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	storage := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if allocated, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && allocated.Cmp(storage) > 0 {
+		storage = allocated
+	}
+	out[corev1.ResourceRequestsStorage] = storage
+	if class := claimClass(pvc); class != "" {
+		out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = storage
+		out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = *resource.NewQuantity(1, resource.DecimalSI)
+	}
+	return out
+}
+
+// storageClassSuffix follows a class name in the quota resources counted
+// per StorageClass.
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// betaClassAnnotation is the legacy StorageClass of a claim, which the API
+// server still reads first.
+const betaClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+func claimClass(pvc *corev1.PersistentVolumeClaim) string {
+	if class, ok := pvc.Annotations[betaClassAnnotation]; ok {
+		return class
+	}
+	if pvc.Spec.StorageClassName != nil {
+		return *pvc.Spec.StorageClassName
+	}
+	return ""
+}

@@ -1,0 +1,191 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func list(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+func ctr(name string, requests, limits corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
+}
+
+// equal compares resource lists by quantity value.
+func equal(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		o, ok := b[k]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPod(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want corev1.ResourceList
+	}{
+		{"containers are summed, requests and limits apart",
+			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				ctr("a", list("cpu", "100m", "memory", "64Mi"), list("cpu", "200m")),
+				ctr("b", list("cpu", "300m", "memory", "64Mi"), list("cpu", "1")),
+			}}},
+			list("cpu", "400m", "requests.cpu", "400m", "limits.cpu", "1200m", "memory", "128Mi", "requests.memory", "128Mi")},
+		{"an init container asking for more than the containers sets the request",
+			corev1.Pod{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{ctr("migrate", list("cpu", "2"), nil)},
+				Containers:     []corev1.Container{ctr("app", list("cpu", "500m"), nil)},
+			}},
+			list("cpu", "2", "requests.cpu", "2")},
+		{"a native sidecar is counted with the containers, and beside a later init container",
+			corev1.Pod{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{
+					{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: list("cpu", "100m")}},
+					ctr("migrate", list("cpu", "1"), nil),
+				},
+				Containers: []corev1.Container{ctr("app", list("cpu", "500m"), nil)},
+			}},
+			// max(100m + 1, 100m + 500m)
+			list("cpu", "1100m", "requests.cpu", "1100m")},
+		{"pod overhead is added",
+			corev1.Pod{Spec: corev1.PodSpec{Overhead: list("memory", "64Mi"), Containers: []corev1.Container{ctr("app", list("memory", "1Gi"), list("memory", "1Gi"))}}},
+			list("memory", "1088Mi", "requests.memory", "1088Mi", "limits.memory", "1088Mi")},
+		{"extended resources count as requests only, hugepages under both names",
+			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				ctr("train", list("nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi"), list("nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi")),
+			}}},
+			list("requests.nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi", "requests.hugepages-2Mi", "4Mi")},
+		{"a resize counts as soon as it is asked for",
+			corev1.Pod{
+				Spec:   corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "2"), nil)}},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "1")}}},
+			},
+			list("cpu", "2", "requests.cpu", "2")},
+		{"a shrink counts once it is done",
+			corev1.Pod{
+				Spec:   corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "1"), nil)}},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "2"), Resources: &corev1.ResourceRequirements{Requests: list("cpu", "2")}}}},
+			},
+			list("cpu", "2", "requests.cpu", "2")},
+		{"a finished pod counts nothing",
+			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "1"), nil)}}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
+			list()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Pod(&tt.pod); !equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissing(t *testing.T) {
+	pod := corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{ctr("init", nil, nil)},
+		Containers:     []corev1.Container{ctr("app", list("cpu", "1"), list("memory", "1Gi")), ctr("log", nil, nil)},
+	}}
+	tests := []struct {
+		name string
+		hard corev1.ResourceList
+		want string
+	}{
+		{"cpu requests must be named by every container", list("requests.cpu", "10"), "requests.cpu for init,log"},
+		{"a memory limit named is enough for limits.memory", list("limits.memory", "10Gi"), "limits.memory for init,log"},
+		{"requests.memory is missing wherever only a limit is named", list("requests.memory", "10Gi"), "requests.memory for app,init,log"},
+		{"extended resources and storage need naming by no container", list("requests.nvidia.com/gpu", "4", "requests.storage", "1Ti"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts []string
+			for _, u := range Missing(&pod, tt.hard) {
+				parts = append(parts, string(u.Resource)+" for "+strings.Join(u.Containers, ","))
+			}
+			if got := strings.Join(parts, "; "); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClaim(t *testing.T) {
+	fast := "fast"
+	tests := []struct {
+		name string
+		pvc  corev1.PersistentVolumeClaim
+		want corev1.ResourceList
+	}{
+		{"a claim counts its storage in total and under its class",
+			corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &fast, Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "10Gi")}}},
+			list("requests.storage", "10Gi", "fast.storageclass.storage.k8s.io/requests.storage", "10Gi", "fast.storageclass.storage.k8s.io/persistentvolumeclaims", "1")},
+		{"the legacy annotation names the class first",
+			func() corev1.PersistentVolumeClaim {
+				c := corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &fast, Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "1Gi")}}}
+				c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": "slow"}
+				return c
+			}(),
+			list("requests.storage", "1Gi", "slow.storageclass.storage.k8s.io/requests.storage", "1Gi", "slow.storageclass.storage.k8s.io/persistentvolumeclaims", "1")},
+		{"capacity allocated beyond the request still counts",
+			corev1.PersistentVolumeClaim{
+				Spec:   corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", "10Gi")}},
+				Status: corev1.PersistentVolumeClaimStatus{AllocatedResources: list("storage", "20Gi")},
+			},
+			list("requests.storage", "20Gi")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Claim(&tt.pvc); !equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckKey(t *testing.T) {
+	tests := []struct{ key, wantErr string }{
+		{"requests.cpu", ""},
+		{"limits.memory", ""},
+		{"cpu", ""},
+		{"requests.ephemeral-storage", ""},
+		{"requests.nvidia.com/gpu", ""},
+		{"hugepages-2Mi", ""},
+		{"requests.storage", ""},
+		{"standard.storageclass.storage.k8s.io/requests.storage", ""},
+		{"standard.storageclass.storage.k8s.io/persistentvolumeclaims", ""},
+		{"pods", "is an object count: write it under quotas"},
+		{"count/deployments.apps", "is an object count"},
+		{"limits.nvidia.com/gpu", "write requests.nvidia.com/gpu"},
+		{"nvidia.com/gpu", "is counted as requests.nvidia.com/gpu"},
+		{"Bad_Class.storageclass.storage.k8s.io/requests.storage", "not a valid class name"},
+		{"standard.storageclass.storage.k8s.io/limits.storage", "only requests.storage and persistentvolumeclaims"},
+		{"requests.gpu", "is not a resource a quota sums"},
+		{"requests.kubernetes.io/thing", "is not a resource a quota sums"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			err := CheckKey(tt.key)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
