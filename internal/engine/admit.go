@@ -54,10 +54,24 @@ type hostReserver interface {
 	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostClaim, quota.Hold, error)
 }
 
-// admitHosts holds the request's hosts (in the view, and in the ledger of
-// hosts when the ledger keeps one), decides, and keeps or releases them.
+// admitHosts holds the request's hosts (in the ledger of hosts when the
+// ledger keeps one, then in the view), decides, and keeps or releases them.
+// The ledger is read before the view's index: a claim the ledger skips as
+// seen by the view is then in the index the view reads, and an object
+// admitted elsewhere and not seen yet is in the ledger (its replica wrote it
+// before admitting it) or changes it before this request's write (ErrStale).
 func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
 	s := h.hosts
+	var claims []quota.HostClaim
+	var strict quota.Hold
+	if hr, ok := ledger.(hostReserver); ok {
+		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
+		var err error
+		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts); err != nil {
+			return nil, err
+		}
+		defer strict.Release()
+	}
 	found, hold := view.ReserveHosts(s.holder, s.hosts, reservationTTL(ledger))
 	admitted := false
 	defer func() {
@@ -67,18 +81,7 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 			hold.Release()
 		}
 	}()
-	var strict quota.Hold
-	if hr, ok := ledger.(hostReserver); ok {
-		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
-		claims, sh, err := hr.ReserveHosts(ctx, self, s.hosts)
-		if err != nil {
-			return nil, err
-		}
-		defer sh.Release()
-		strict = sh
-		found = e.withClaims(found, claims, view)
-	}
-	s.found, s.reserved = found, true
+	s.found, s.reserved = e.withClaims(found, claims, view), true
 	d, err := e.admitCounted(ctx, req, view, ledger, h)
 	if err != nil || !d.Allowed {
 		return d, err

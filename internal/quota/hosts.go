@@ -57,7 +57,8 @@ type HostSeer interface {
 // Ingress and route requests waiting until it is kept or released; Keep
 // writes self's hosts into the ledger, conditional on it being unchanged
 // since it was read (ErrStale otherwise: the request must be decided again).
-// self's Host is not read.
+// self's Host is not read. Read the view's index after it: a claim skipped
+// here as seen is then in the index, whichever the informer's timing.
 func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts []string) ([]HostClaim, Hold, error) {
 	m := l.lock(hostsLedger)
 	m.Lock()
