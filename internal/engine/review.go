@@ -49,10 +49,10 @@ func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clu
 	return e.validate(ctx, req, view, nil)
 }
 
-// validate decides with the request's quota and its reserved counts, or,
-// when q is nil, with the view's counts.
-func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *counting) (*admission.Decision, error) {
-	return e.decision(ctx, e.input(req, view, q).value())
+// validate decides with what the request holds (its reserved counts and
+// hosts), or, when h is nil, with the view's counts and hosts.
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, h *held) (*admission.Decision, error) {
+	return e.decision(ctx, e.input(req, view, h).value())
 }
 
 // mutations evaluates the mutations of a CREATE or UPDATE and applies them to
