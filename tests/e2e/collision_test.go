@@ -239,31 +239,7 @@ func TestABurstOfOneHostOverReplicas(t *testing.T) {
 		most     int
 	}{{1, nil, 1}, {2, nil, 2}, {2, []string{"--quota-mode=strict"}, 1}} {
 		t.Run(fmt.Sprintf("%d replicas %v", s.replicas, s.args), func(t *testing.T) {
-			urls := make([]string, s.replicas)
-			for i := range urls {
-				url, logs, stop, err := c.Replica(ctx, s.args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer stop()
-				defer func() {
-					if t.Failed() {
-						t.Logf("replica %d logs:\n%s", i, logs.String())
-					}
-				}()
-				eventually(t, "replica ready", func(context.Context) error { return c.ReadyAt(url) })
-				urls[i] = url
-			}
-			lb, stop, err := c.Balance(urls)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			before, err := c.PointWebhooks(ctx, lb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _, _ = c.PointWebhooks(context.WithoutCancel(ctx), before) }()
+			behindBalancer(t, c, s.replicas, s.args...)
 			host := fmt.Sprintf("burst%d.brass.example.com", n)
 			admitted, refused, elapsed := createHostBurst(t, bo, host, fmt.Sprint("burst-", n))
 			t.Logf("%d replicas %v: %d of %d parallel creates of one host admitted, %d refused by hostname-collision, burst took %v", s.replicas, s.args, admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
