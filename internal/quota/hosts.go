@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -119,30 +120,10 @@ func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostCl
 	if err != nil {
 		return err
 	}
-	if p.cm == nil {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:   l.prefix + hostsLedger,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: hostsLedger},
-			},
-			Data: map[string]string{claimsKey: string(raw)},
-		}
-		_, err = l.configMaps.Create(ctx, cm, metav1.CreateOptions{})
-	} else {
-		cm := p.cm.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[claimsKey] = string(raw)
-		_, err = l.configMaps.Update(ctx, cm, metav1.UpdateOptions{})
-	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return ErrStale
-	}
-	if err != nil {
+	if err = l.put(ctx, p.cm, hostsLedger, raw); err != nil && !errors.Is(err, ErrStale) {
 		return fmt.Errorf("writing the ledger of hosts: %w", err)
 	}
-	return nil
+	return err
 }
 
 // strictHostHold is a request's hold on the ledger of hosts while it is
