@@ -42,6 +42,10 @@ FUZZ_TARGETS          := webhook/admission:FuzzDecode:70000 \
 # proxy (tests/tools/*): a few minutes the first time, then cached.
 KUBE_VERSION          ?= v1.37.1
 KYVERNO_VERSION       ?= v1.19.1
+# The Gateway API's standard-channel CRDs (Gateway, HTTPRoute, GRPCRoute,
+# TLSRoute ...), installed into every test control plane; v1.7.0 needs a
+# newer Go
+GATEWAY_API_VERSION   ?= v1.6.3
 # The policy report CRDs the chart installs for the background audit, from
 # their Go modules: openreports.io (the default format) and wgpolicyk8s.io
 # (Kyverno's module, KYVERNO_VERSION).
@@ -111,7 +115,7 @@ generate: ## Regenerate what the rule library's METADATA gives: policies/ (the e
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane kyverno-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
+test-go: control-plane kyverno-crds gateway-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
 	go vet ./...
 	go -C $(LOAD_MOD) vet ./...
 	go test -race -count=1 ./...
@@ -195,6 +199,15 @@ $(CP_BIN)/crds/kyverno-validatingpolicies.yaml:
 	@mkdir -p $(@D)
 	dir="$$(go mod download -json github.com/kyverno/kyverno@$(KYVERNO_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
 	  cp "$$dir/config/crds/policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml" $@ && chmod u+w $@
+
+.PHONY: gateway-crds
+gateway-crds: $(CP_BIN)/crds/gateway-api/.version ## Fetch the Gateway API's standard-channel CRDs from its Go module (pinned) into tests/tools/bin/crds/gateway-api
+
+$(CP_BIN)/crds/gateway-api/.version: Makefile
+	@rm -rf $(@D) && mkdir -p $(@D)
+	dir="$$(go mod download -json sigs.k8s.io/gateway-api@$(GATEWAY_API_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
+	  cp "$$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml $(@D)/ && rm -f $(@D)/*_vap_*.yaml && chmod u+w $(@D)/*.yaml
+	echo $(GATEWAY_API_VERSION) > $@
 
 .PHONY: report-crds
 report-crds: ## Fetch the policy report CRDs (openreports.io, wgpolicyk8s.io) from their Go modules (pinned) into the chart's files/crds, which the chart and the e2e tests install

@@ -23,6 +23,7 @@ var specRules = []string{
 	"tenant-quota", "managed-resource",
 	"image-registry", "image-pull-policy", "runtime-class", "node-placement",
 	"ingress-class", "gateway-class", "hostname", "tenant-cordoned", "namespace-deletion",
+	"hostname-collision",
 }
 
 func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
@@ -63,7 +64,8 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
 	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
 	pod := []any{"images", "lifecycle", "nodes", "pods", "priority", "quota", "runtime", "storage"}
-	edge := []any{"ingress", "lifecycle", "quota"}
+	edge := []any{"collision", "ingress", "lifecycle", "quota"}
+	gateway := []any{"ingress", "lifecycle", "quota"}
 	managed := []any{"lifecycle", "managed", "quota"}
 	want := map[string]any{
 		"validate": map[string]any{
@@ -71,7 +73,7 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 			"PersistentVolumeClaim": []any{"lifecycle", "quota", "storage"},
 			"ResourceQuota":         managed, "LimitRange": managed,
 			"networking.k8s.io/NetworkPolicy": managed, "rbac.authorization.k8s.io/RoleBinding": managed,
-			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": edge, "gateway.networking.k8s.io/HTTPRoute": edge,
+			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": gateway, "gateway.networking.k8s.io/HTTPRoute": edge,
 			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge,
 			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
 			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,

@@ -140,6 +140,9 @@ func FromManifest(obj map[string]any) (Object, error) {
 			o.Labels = map[string]string{}
 		}
 	}
+	if ServesHosts(o.Group, o.Kind) {
+		o.Hosts = HostsOf(o.Group, o.Kind, obj)
+	}
 	if o.Group == "scheduling.k8s.io" && o.Kind == "PriorityClass" {
 		pc := PriorityClass{PreemptionPolicy: m.PreemptionPolicy}
 		if m.Value != nil {

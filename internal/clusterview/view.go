@@ -25,6 +25,9 @@ type Object struct {
 	Labels    map[string]string
 	// PriorityClass is set for scheduling.k8s.io PriorityClasses.
 	PriorityClass *PriorityClass
+	// Hosts are the hosts an object of a kind that serves hosts
+	// (HostKinds) serves, normalized (NormalizeHosts).
+	Hosts []string
 }
 
 // PriorityClass is what the priority-class mutation needs of a class.
@@ -83,6 +86,9 @@ type View struct {
 	// reservations are the creates being decided or admitted and not seen
 	// yet, which Count adds to the objects seen (package quota).
 	reservations *quota.Table
+	// hosts are the hosts Ingresses and routes serve, and the requests'
+	// holds of hosts; it has its own lock, taken after mu.
+	hosts *hostIndex
 }
 
 // New returns an empty view that assigns namespaces to tenants by tenantLabel.
@@ -97,6 +103,7 @@ func New(tenantLabel string) *View {
 		perTenant:       map[string]map[string]int{},
 		priorityClasses: map[string]PriorityClass{},
 		reservations:    quota.NewTable(),
+		hosts:           newHostIndex(),
 	}
 }
 
@@ -111,7 +118,9 @@ func QuotaKey(group, resource string) string {
 
 // Upsert adds or updates an object. Repeated upserts of the same object
 // count once. An object seen takes over its create's reservation, in the
-// same step, so that it is never counted zero times.
+// same step, so that it is never counted zero times. An object of a kind
+// that serves hosts adds its hosts to the host index (UpdateHosts, which
+// informers call, also takes hosts an object no longer serves away).
 func (v *View) Upsert(o Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -122,6 +131,9 @@ func (v *View) Upsert(o Object) {
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
+		if len(o.Hosts) > 0 {
+			v.updateHosts(nil, &o)
+		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		v.reservations.TakeOver(k)
 		id := v.id(k)
@@ -146,6 +158,9 @@ func (v *View) Delete(o Object) {
 	case o.PriorityClass != nil:
 		delete(v.priorityClasses, o.Name)
 	case o.Namespace != "":
+		if len(o.Hosts) > 0 {
+			v.updateHosts(&o, nil)
+		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		id := v.id(k)
 		if _, seen := v.objects[id]; !seen {

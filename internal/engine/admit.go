@@ -3,24 +3,120 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
-// Admit answers the validating webhook like Validate, and keeps tenant-wide
-// counts from being overshot by parallel creates: a create that counts
-// against a quota reserves its place in the ledger before it is decided, so
-// that of a burst of creates each is decided against the ones before it.
-// The place is kept when the create is admitted and given back when it is
-// refused; a create whose counts changed meanwhile (quota.ErrStale) is
-// decided again. Dry-run requests store nothing and reserve nothing. The
-// package quota tells the whole mechanism.
+// Admit answers the validating webhook like Validate, and keeps parallel
+// requests from overshooting what only one of them may have:
+//
+//   - tenant-wide counts: a create that counts against a quota reserves its
+//     place in the ledger before it is decided, so that of a burst of
+//     creates each is decided against the ones before it. The place is kept
+//     when the create is admitted and given back when it is refused; a
+//     create whose counts changed meanwhile (quota.ErrStale) is decided
+//     again. The package quota tells the whole mechanism.
+//   - hosts: a create or update of an Ingress or route holds the hosts it
+//     serves in the view's host index the same way (clusterview.View
+//     ReserveHosts), so that of parallel requests for one host each sees
+//     the ones before it as the host's holders. The holds are the
+//     replica's own, as the quota's in local mode; with the strict ledger
+//     (quota.StrictLedger.ReserveHosts) the requests admitted by the other
+//     replicas and not seen yet are holders too, and a request whose
+//     ledger of hosts changed meanwhile is decided again.
+//
+// Dry-run requests store nothing and reserve nothing.
 func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger) (*admission.Decision, error) {
-	key, tenants := e.counted(req, view)
-	if key == "" || len(tenants) == 0 || (req.DryRun != nil && *req.DryRun) {
+	if req.DryRun != nil && *req.DryRun {
 		return e.Validate(ctx, req, view)
+	}
+	h := &held{hosts: e.served(req, view)}
+	if h.hosts == nil {
+		return e.admitCounted(ctx, req, view, ledger, h)
+	}
+	for {
+		d, err := e.admitHosts(ctx, req, view, ledger, h)
+		if !errors.Is(err, quota.ErrStale) {
+			return d, err
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// hostReserver is a ledger that holds hosts across replicas: the strict one.
+type hostReserver interface {
+	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostClaim, quota.Hold, error)
+}
+
+// admitHosts holds the request's hosts (in the ledger of hosts when the
+// ledger keeps one, then in the view), decides, and keeps or releases them.
+// The ledger is read before the view's index: a claim the ledger skips as
+// seen by the view is then in the index the view reads, and an object
+// admitted elsewhere and not seen yet is in the ledger (its replica wrote it
+// before admitting it) or changes it before this request's write (ErrStale).
+func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
+	s := h.hosts
+	var claims []quota.HostClaim
+	var strict quota.Hold
+	if hr, ok := ledger.(hostReserver); ok {
+		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
+		var err error
+		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts); err != nil {
+			return nil, err
+		}
+		defer strict.Release()
+	}
+	found, hold := view.ReserveHosts(s.holder, s.hosts, reservationTTL(ledger))
+	admitted := false
+	defer func() {
+		if admitted {
+			hold.Keep()
+		} else {
+			hold.Release()
+		}
+	}()
+	s.found, s.reserved = e.withClaims(found, claims, view), true
+	d, err := e.admitCounted(ctx, req, view, ledger, h)
+	if err != nil || !d.Allowed {
+		return d, err
+	}
+	if strict != nil {
+		if err := strict.Keep(ctx); err != nil {
+			return nil, err
+		}
+	}
+	admitted = true
+	return d, nil
+}
+
+// withClaims adds the ledger's claims to the holders the view found.
+func (e *Engine) withClaims(found map[string][]clusterview.HostHolder, claims []quota.HostClaim, view *clusterview.View) map[string][]clusterview.HostHolder {
+	for _, c := range claims {
+		holder := clusterview.Holder{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
+		if slices.ContainsFunc(found[c.Host], func(h clusterview.HostHolder) bool { return h.Holder == holder }) {
+			continue
+		}
+		labels, _ := view.NamespaceLabels(c.Namespace)
+		if found == nil {
+			found = map[string][]clusterview.HostHolder{}
+		}
+		found[c.Host] = append(found[c.Host], clusterview.HostHolder{Holder: holder, Tenant: labels.Get(e.registry.TenantLabel())})
+	}
+	return found
+}
+
+// admitCounted is Admit's counting: it reserves the request's place in its
+// tenant's counts, if it has one, and decides.
+func (e *Engine) admitCounted(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
+	key, tenants := e.counted(req, view)
+	if key == "" || len(tenants) == 0 {
+		return e.validate(ctx, req, view, h)
 	}
 	name := req.Name
 	if name == "" {
@@ -36,7 +132,8 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		claim.Namespace = ""
 	}
 	for {
-		d, err := e.admitOnce(ctx, req, view, ledger, claim, counting{key: key, tenants: tenants})
+		h.counts = &counting{key: key, tenants: tenants}
+		d, err := e.admitOnce(ctx, req, view, ledger, claim, h)
 		if !errors.Is(err, quota.ErrStale) {
 			return d, err
 		}
@@ -47,8 +144,8 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 }
 
 // admitOnce reserves, decides, and keeps or releases the place.
-func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, claim quota.Claim, q counting) (d *admission.Decision, err error) {
-	counts, hold, err := ledger.Reserve(ctx, claim, q.tenants)
+func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, claim quota.Claim, h *held) (d *admission.Decision, err error) {
+	counts, hold, err := ledger.Reserve(ctx, claim, h.counts.tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +155,8 @@ func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *cl
 			hold.Release()
 		}
 	}()
-	q.counts = counts
-	if d, err = e.validate(ctx, req, view, &q); err != nil || !d.Allowed {
+	h.counts.counts = counts
+	if d, err = e.validate(ctx, req, view, h); err != nil || !d.Allowed {
 		return d, err
 	}
 	if err := hold.Keep(ctx); err != nil {
@@ -67,4 +164,13 @@ func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *cl
 	}
 	admitted = true
 	return d, nil
+}
+
+// reservationTTL is how long the ledger's admitted creates hold their
+// place unseen, which admitted requests hold their hosts for too.
+func reservationTTL(ledger quota.Ledger) time.Duration {
+	if l, ok := ledger.(interface{ ReservationTTL() time.Duration }); ok {
+		return l.ReservationTTL()
+	}
+	return quota.DefaultReservationTTL
 }

@@ -175,6 +175,9 @@ type Engine struct {
 	pool   *Pool
 	mutate query
 	decide query
+	// collisions is set when some tenant refuses hosts others serve: the
+	// Ingresses and routes of tenant namespaces then hold their hosts.
+	collisions bool
 }
 
 // New compiles the rule library and readies it for the registry: Compile,
@@ -212,7 +215,7 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 		"catalog":  p.catalogData,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg, policy: p}
+	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions()}
 	if p.decide == nil {
 		e.pool = pool
 		return e, e.topdown(ctx, store)

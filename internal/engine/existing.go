@@ -12,6 +12,8 @@ import (
 // if it were created now (the audit): Review, except that the tenant counts
 // leave out the object's own place. The view already counts the object, so
 // that a tenant exactly at its quota is not refused the objects it holds.
+// (The hosts an Ingress or route serves are read as for any request: their
+// holders other than the object itself.)
 func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
 	key, tenants := e.counted(req, view)
 	if key == "" {
@@ -26,7 +28,7 @@ func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, vie
 		}
 		counts[t] = n
 	}
-	return e.review(ctx, req, view, &counting{key: key, tenants: tenants, counts: counts})
+	return e.review(ctx, req, view, &held{counts: &counting{key: key, tenants: tenants, counts: counts}})
 }
 
 // countedUnder is the tenant whose count of key the view counts the

@@ -54,23 +54,43 @@ type counting struct {
 	counts  map[string]int
 }
 
-// input builds the policy input; q is nil when the caller has not worked
-// out the request's quota (no reservation).
-func (e *Engine) input(req *admission.Request, view *clusterview.View, q *counting) *input {
+// held is what a request holds while Admit decides it: its place in its
+// tenant's counts, and the hosts its object will serve. A nil field is
+// worked out from the view, holding nothing.
+type held struct {
+	counts *counting
+	hosts  *serving
+}
+
+// input builds the policy input; h is nil when the caller holds nothing
+// (no reservation).
+func (e *Engine) input(req *admission.Request, view *clusterview.View, h *held) *input {
+	var q *counting
+	var s *serving
+	if h != nil {
+		q, s = h.counts, h.hosts
+	}
 	if q == nil {
 		key, tenants := e.counted(req, view)
 		q = &counting{key: key, tenants: tenants}
 	}
-	return &input{request: req.Value, cluster: e.facts(req, view, q)}
+	if s == nil {
+		s = e.served(req, view)
+	}
+	return &input{request: req.Value, cluster: e.facts(req, view, q, s)}
 }
 
 // facts gathers the cluster facts one request's rules read: the labels of its
-// namespace, the tenant counts that could be exceeded, and the default
-// PriorityClass of a created Pod. Lookups are by key, never scans.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting) ast.Object {
+// namespace, the tenant counts that could be exceeded, the default
+// PriorityClass of a created Pod, and the other holders of the hosts an
+// Ingress or route serves. Lookups are by key, never scans.
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting, s *serving) ast.Object {
 	cluster := ast.NewObjectWithCapacity(3)
 	if q.key != "" {
 		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
+	}
+	if s != nil && s.facts {
+		cluster.Insert(ast.InternedTerm("hosts"), hostFacts(s, view))
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		if _, facts, ok := view.Namespace(req.Name, namespaceFacts); ok {
@@ -182,7 +202,8 @@ func init() {
 	// finds them instead of allocating a term per request.
 	ast.InternStringTerm(
 		"request", "cluster", "object", "metadata", "name", "namespace",
-		"labels", "counts", "priorityClasses",
+		"labels", "counts", "priorityClasses", "hosts",
+		"group", "kind", "tenant",
 		"priority", "preemptionPolicy", "allowed", "deny", "warn", "dryrun",
 		"id", "msg",
 	)

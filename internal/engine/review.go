@@ -21,10 +21,10 @@ func (e *Engine) Review(ctx context.Context, req *admission.Request, view *clust
 	return e.review(ctx, req, view, nil)
 }
 
-// review is Review with the request's quota and counts, or, when q is nil,
-// the view's counts.
-func (e *Engine) review(ctx context.Context, req *admission.Request, view *clusterview.View, q *counting) (*admission.Decision, error) {
-	in := e.input(req, view, q)
+// review is Review with what the request holds (see validate), or, when h
+// is nil, with the view's counts and hosts.
+func (e *Engine) review(ctx context.Context, req *admission.Request, view *clusterview.View, h *held) (*admission.Decision, error) {
+	in := e.input(req, view, h)
 	value := in.value()
 	patch, patched, err := e.mutations(ctx, req, value)
 	if err != nil {
@@ -55,10 +55,10 @@ func (e *Engine) Validate(ctx context.Context, req *admission.Request, view *clu
 	return e.validate(ctx, req, view, nil)
 }
 
-// validate decides with the request's quota and its reserved counts, or,
-// when q is nil, with the view's counts.
-func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, q *counting) (*admission.Decision, error) {
-	return e.decision(ctx, e.input(req, view, q).value())
+// validate decides with what the request holds (its reserved counts and
+// hosts), or, when h is nil, with the view's counts and hosts.
+func (e *Engine) validate(ctx context.Context, req *admission.Request, view *clusterview.View, h *held) (*admission.Decision, error) {
+	return e.decision(ctx, e.input(req, view, h).value())
 }
 
 // mutations evaluates the mutations of a CREATE or UPDATE and applies them to

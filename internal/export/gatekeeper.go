@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -223,13 +225,20 @@ func gatekeeperLibs(cat *catalog.Catalog) ([]any, error) {
 }
 
 // syncKinds are the kinds the referential rules read from Gatekeeper's
-// inventory: namespaces, priority classes and every counted resource of a
-// built-in kind; unsynced lists the counted resources it cannot map to a
-// kind offline (custom resources).
+// inventory: namespaces, priority classes, every counted resource of a
+// built-in kind, and, when a tenant refuses hostname collisions, the kinds
+// that serve hosts (Ingresses and the Gateway API's routes, v1); unsynced
+// lists the counted resources it cannot map to a kind offline (custom
+// resources).
 func syncKinds(reg *registry.Snapshot) (sync []any, unsynced []string) {
 	gvks := []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Namespace"},
 		{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"},
+	}
+	if reg.HostnameCollisions() {
+		for _, k := range clusterview.HostKinds() {
+			gvks = append(gvks, schema.GroupVersionKind{Group: k.Group, Version: "v1", Kind: k.Kind})
+		}
 	}
 	for _, gr := range reg.QuotaResources() {
 		gvk, ok := kindOf(gr)

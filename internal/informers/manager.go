@@ -29,10 +29,15 @@ type Layout struct {
 	MetadataTransform toolscache.TransformFunc
 	// Typed configures typed objects.
 	Typed map[client.Object]cache.ByObject
+	// TypedTransform is applied to every typed (and unstructured) object
+	// whose kind has no Transform in Typed, such as the kinds watched only
+	// once their CRDs are found: the cache is built before they are.
+	TypedTransform toolscache.TransformFunc
 }
 
 // With is l together with other. Their maps must not name the same kind
-// (a kind has one setting); MetadataTransform is l's unless l has none.
+// (a kind has one setting); MetadataTransform and TypedTransform are l's
+// unless l has none.
 func (l Layout) With(other Layout) Layout {
 	out := Layout{Metadata: maps.Clone(l.Metadata), Typed: maps.Clone(l.Typed), MetadataTransform: l.MetadataTransform}
 	if out.Metadata == nil {
@@ -45,6 +50,9 @@ func (l Layout) With(other Layout) Layout {
 	maps.Copy(out.Typed, other.Typed)
 	if out.MetadataTransform == nil {
 		out.MetadataTransform = other.MetadataTransform
+	}
+	if out.TypedTransform == nil {
+		out.TypedTransform = other.TypedTransform
 	}
 	return out
 }
@@ -106,7 +114,7 @@ func (l Layout) newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, err
 	metadata, typed := opts, opts
 	metadata.ByObject, metadata.DefaultTransform = l.Metadata, l.MetadataTransform
 	metadata.NewInformer = unindexed
-	typed.ByObject = l.Typed
+	typed.ByObject, typed.DefaultTransform = l.Typed, l.TypedTransform
 	m, err := cache.New(cfg, metadata)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -71,25 +72,22 @@ func (l *StrictLedger) read(ctx context.Context, tenant string) (*page, error) {
 	return p, nil
 }
 
-// write stores a page with c added; a write that lost a race is ErrStale.
-func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
-	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e entry) bool { return e.claim() == c })
-	entries = append(entries, entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Expires: l.now().Add(l.ttl).UTC()})
-	raw, err := json.Marshal(entries)
-	if err != nil {
-		return err
-	}
-	if p.cm == nil {
+// put writes raw as the claims of the ledger named l.prefix+name: it
+// creates the ConfigMap when existing is nil, else updates existing (the
+// version read), so that a write that lost a race is ErrStale.
+func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name string, raw []byte) error {
+	var err error
+	if existing == nil {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   l.prefix + p.tenant,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: p.tenant},
+				Name:   l.prefix + name,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: name},
 			},
 			Data: map[string]string{claimsKey: string(raw)},
 		}
 		_, err = l.configMaps.Create(ctx, cm, metav1.CreateOptions{})
 	} else {
-		cm := p.cm.DeepCopy()
+		cm := existing.DeepCopy()
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
@@ -99,8 +97,19 @@ func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return ErrStale
 	}
+	return err
+}
+
+// write stores a page with c added; a write that lost a race is ErrStale.
+func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
+	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e entry) bool { return e.claim() == c })
+	entries = append(entries, entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Expires: l.now().Add(l.ttl).UTC()})
+	raw, err := json.Marshal(entries)
 	if err != nil {
+		return err
+	}
+	if err = l.put(ctx, p.cm, p.tenant, raw); err != nil && !errors.Is(err, ErrStale) {
 		return fmt.Errorf("writing the quota ledger of tenant %q: %w", p.tenant, err)
 	}
-	return nil
+	return err
 }

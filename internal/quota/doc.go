@@ -66,6 +66,15 @@
 // counts against a quota, and of one tenant's creates being decided one at
 // a time in each replica.
 //
+// # Hosts
+//
+// The hosts of Ingresses and routes (the hostname-collision rule) are held
+// the same way: the view's host index holds a request's hosts while it is
+// decided (clusterview.View.ReserveHosts), and in strict mode the
+// StrictLedger's ledger of hosts (ReserveHosts, one ConfigMap every replica
+// writes the hosts it admits into) makes the other replicas' admitted
+// requests holders too, until their objects are seen.
+//
 // # Layout
 //
 // The view imports this package (it holds a Table and names objects as

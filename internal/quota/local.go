@@ -38,3 +38,6 @@ func (h localHold) Keep(context.Context) error {
 }
 
 func (h localHold) Release() { h.r.Release() }
+
+// ReservationTTL is how long an admitted create holds its place unseen.
+func (l LocalLedger) ReservationTTL() time.Duration { return ttlOr(l.TTL) }

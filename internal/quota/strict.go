@@ -121,3 +121,6 @@ func (h *strictHold) Release() {
 		}
 	})
 }
+
+// ReservationTTL is how long an admitted create holds its place unseen.
+func (l *StrictLedger) ReservationTTL() time.Duration { return l.ttl }

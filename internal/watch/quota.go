@@ -153,9 +153,9 @@ func (w *Watcher) markInForce(resources []schema.GroupResource) {
 	}
 }
 
-// retryUnresolved looks unresolved resources up again and loads a registry
-// that was refused for a lookup or sync failure again, every
-// ResolveInterval until ctx ends.
+// retryUnresolved looks unresolved resources (and kinds that serve hosts)
+// up again and loads a registry that was refused for a lookup or sync
+// failure again, every ResolveInterval until ctx ends.
 func (w *Watcher) retryUnresolved(ctx context.Context) {
 	wait.UntilWithContext(ctx, func(context.Context) {
 		w.mu.Lock()
@@ -164,7 +164,11 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 			pending = append(pending, gr)
 		}
 		retry := w.retryRegistry
+		hosts := w.hostsUnresolved
 		w.mu.Unlock()
+		if hosts {
+			w.watchHosts()
+		}
 		if len(pending) > 0 {
 			if err := w.watchQuotaResources(pending); err != nil {
 				w.log.Warn("quota resources still not watched", "error", err.Error())

@@ -73,6 +73,11 @@ type Watcher struct {
 	// retryRegistry is a registry ConfigMap refused because its counted
 	// resources could not be watched; it is loaded again every ResolveInterval.
 	retryRegistry *corev1.ConfigMap
+	// hosts are the view handlers of the informers of the kinds that serve
+	// hosts, by kind; hostsUnresolved is set while one is not watched (its
+	// CRD is not installed), and it is looked up every ResolveInterval.
+	hosts           map[string]toolscache.ResourceEventHandlerRegistration
+	hostsUnresolved bool
 }
 
 var (
@@ -91,6 +96,9 @@ func CacheLayout(opts Options) informers.Layout {
 			informers.Metadata(podKind):       {Field: activePods},
 		},
 		MetadataTransform: slim(false),
+		// Ingresses and routes, watched unstructured once their kinds are
+		// found, are slimmed to their identity and hosts.
+		TypedTransform: slimHosts,
 		Typed: map[client.Object]crcache.ByObject{
 			// The namespace in the selector makes the list namespaced: the
 			// server may read the ConfigMaps of its own namespace only.
@@ -124,6 +132,7 @@ func New(ctx context.Context, mgr manager.Manager, store *state.Store, opts Opti
 		cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), ready: make(chan struct{}),
 		quota:      map[schema.GroupResource]*quotaInformer{},
 		unresolved: map[schema.GroupResource]bool{},
+		hosts:      map[string]toolscache.ResourceEventHandlerRegistration{},
 	}
 	if w.log == nil {
 		w.log = slog.Default()
@@ -151,9 +160,12 @@ func New(ctx context.Context, mgr manager.Manager, store *state.Store, opts Opti
 }
 
 // Start is run by the manager once its cache has synced: from then on
-// registries are loaded and counted resources watched. It tries
-// unresolved resources again until ctx ends.
+// registries are loaded and counted resources watched. The kinds that serve
+// hosts are watched first, so that the view is not synced before their
+// informers are. It tries unresolved resources and kinds again until ctx
+// ends.
 func (w *Watcher) Start(ctx context.Context) error {
+	w.watchHosts()
 	close(w.ready)
 	w.retryUnresolved(ctx)
 	return nil
@@ -284,6 +296,11 @@ func (w *Watcher) Synced() error {
 	for gr, qi := range w.quota {
 		if qi.inForce && !qi.reg.HasSynced() {
 			return fmt.Errorf("the %s informer is not synced yet", gr)
+		}
+	}
+	for kind, reg := range w.hosts {
+		if !reg.HasSynced() {
+			return fmt.Errorf("the %s informer is not synced yet", kind)
 		}
 	}
 	if w.store.Engine() == nil {

@@ -140,3 +140,36 @@ func servePolicyDir(t *testing.T, dir string, cat *catalog.Catalog, serveArgs ..
 	}
 	return c
 }
+
+// behindBalancer starts replicas of the server on c with args, waits until
+// each is ready and points c's webhooks at a balancer in front of them,
+// until the test ends (a failed test prints each replica's logs).
+func behindBalancer(t *testing.T, c *live.Cluster, replicas int, args ...string) {
+	t.Helper()
+	ctx := t.Context()
+	urls := make([]string, replicas)
+	for i := range urls {
+		url, logs, stop, err := c.Replica(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("replica %d logs:\n%s", i, logs.String())
+			}
+		})
+		eventually(t, "replica ready", func(context.Context) error { return c.ReadyAt(url) })
+		urls[i] = url
+	}
+	lb, stop, err := c.Balance(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	before, err := c.PointWebhooks(ctx, lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.PointWebhooks(context.WithoutCancel(ctx), before) })
+}

@@ -65,31 +65,7 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 	}
 	for _, s := range scenarios {
 		t.Run(fmt.Sprintf("%s: %d replicas %v", s.tenant, s.replicas, s.args), func(t *testing.T) {
-			urls := make([]string, s.replicas)
-			for i := range urls {
-				url, logs, stop, err := c.Replica(ctx, s.args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer stop()
-				defer func() {
-					if t.Failed() {
-						t.Logf("replica %d logs:\n%s", i, logs.String())
-					}
-				}()
-				eventually(t, "replica ready", func(context.Context) error { return c.ReadyAt(url) })
-				urls[i] = url
-			}
-			lb, stop, err := c.Balance(urls)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			before, err := c.PointWebhooks(ctx, lb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _, _ = c.PointWebhooks(context.WithoutCancel(ctx), before) }()
+			behindBalancer(t, c, s.replicas, s.args...)
 
 			start := time.Now()
 			admitted, refused := createBurst(t, admin, s.tenant+"-ns")

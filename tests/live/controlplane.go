@@ -28,7 +28,8 @@ import (
 // ControlPlane is a real kube-apiserver and etcd, with what a cluster's
 // controller manager would have done (admin, edit and view aggregated), the
 // example's PriorityClasses and RuntimeClasses (with a pod overhead, as
-// sandboxed runtimes have), and the TenantsGroup bound to cluster-admin.
+// sandboxed runtimes have), the Gateway API's standard-channel CRDs, and
+// the TenantsGroup bound to cluster-admin.
 type ControlPlane struct {
 	env    *envtest.Environment
 	Admin  *rest.Config
@@ -62,11 +63,18 @@ type ControlPlaneOptions struct {
 	Disable []string
 	// Args are extra kube-apiserver flags, name to value.
 	Args map[string]string
+	// NoGatewayAPI leaves the Gateway API's CRDs out (a test installs them
+	// later, or checks what happens without them).
+	NoGatewayAPI bool
 	// ReportCRDs installs the policy report CRDs the chart ships (both
 	// formats; `make report-crds` fetches them, pinned, from their Go
 	// modules), for the background audit's reports.
 	ReportCRDs bool
 }
+
+// GatewayAPICRDs is the folder of the Gateway API's standard-channel CRDs,
+// fetched from its Go module by `make gateway-crds`.
+func GatewayAPICRDs() string { return filepath.Join(AssetsDir(), "crds", "gateway-api") }
 
 // ReportCRDsDir holds the policy report CRDs (charts/tenantguard/files/crds).
 func ReportCRDsDir() string { return filepath.Join(Root(), "charts", "tenantguard", "files", "crds") }
@@ -83,6 +91,12 @@ func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *Contr
 		}
 	}
 	p = &ControlPlane{env: &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}}
+	if !o.NoGatewayAPI {
+		if _, err := os.Stat(GatewayAPICRDs()); err != nil {
+			return nil, fmt.Errorf("the Gateway API CRDs are not in %s: run `make gateway-crds` first", GatewayAPICRDs())
+		}
+		p.env.CRDDirectoryPaths, p.env.ErrorIfCRDPathMissing = []string{GatewayAPICRDs()}, true
+	}
 	if len(o.Disable) > 0 {
 		p.env.ControlPlane.GetAPIServer().Configure().Append("disable-admission-plugins", strings.Join(o.Disable, ","))
 	}
@@ -90,7 +104,7 @@ func StartControlPlaneWith(ctx context.Context, o ControlPlaneOptions) (p *Contr
 		p.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	if o.ReportCRDs {
-		p.env.CRDDirectoryPaths, p.env.ErrorIfCRDPathMissing = []string{ReportCRDsDir()}, true
+		p.env.CRDDirectoryPaths, p.env.ErrorIfCRDPathMissing = append(p.env.CRDDirectoryPaths, ReportCRDsDir()), true
 	}
 	if p.Admin, err = p.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)

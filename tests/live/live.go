@@ -76,6 +76,8 @@ type Options struct {
 	// Catalog is the rule library whose routes the webhook configurations
 	// install (that of the server's --policy-dir); nil is the embedded one.
 	Catalog *catalog.Catalog
+	// NoGatewayAPI leaves the Gateway API's CRDs out of the control plane.
+	NoGatewayAPI bool
 	// ReportCRDs installs the policy report CRDs (ControlPlaneOptions).
 	ReportCRDs bool
 }
@@ -88,7 +90,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	if c.ControlPlane, err = StartControlPlaneWith(ctx, ControlPlaneOptions{Args: opts.APIServerArgs, ReportCRDs: opts.ReportCRDs}); err != nil {
+	if c.ControlPlane, err = StartControlPlaneWith(ctx, ControlPlaneOptions{Args: opts.APIServerArgs, NoGatewayAPI: opts.NoGatewayAPI, ReportCRDs: opts.ReportCRDs}); err != nil {
 		return nil, err
 	}
 	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {

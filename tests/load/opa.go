@@ -89,6 +89,9 @@ func KubeMgmt(s Scale) map[string]any {
 		if o.PriorityClass != nil {
 			obj["value"] = o.PriorityClass.Value
 		}
+		if len(o.Hosts) > 0 {
+			obj["spec"] = hostsSpec(o)
+		}
 		byResource, _ := data[o.Resource].(map[string]any)
 		if byResource == nil {
 			byResource = map[string]any{}
@@ -145,4 +148,21 @@ func put(client *http.Client, url string, data []byte) error {
 		return fmt.Errorf("PUT %s: %s: %.300s", url, resp.Status, body)
 	}
 	return nil
+}
+
+// hostsSpec is the spec of an Ingress or route serving o.Hosts, as
+// kube-mgmt replicates it.
+func hostsSpec(o clusterview.Object) map[string]any {
+	hosts := make([]any, len(o.Hosts))
+	for i, h := range o.Hosts {
+		hosts[i] = h
+	}
+	if o.Kind != "Ingress" {
+		return map[string]any{"hostnames": hosts}
+	}
+	rules := make([]any, len(hosts))
+	for i, h := range hosts {
+		rules[i] = map[string]any{"host": h}
+	}
+	return map[string]any{"rules": rules}
 }

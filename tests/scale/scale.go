@@ -22,6 +22,7 @@ func Registry(n int) []byte {
 		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 200, persistentvolumeclaims: 10}\n")
 		b.WriteString("    images: {allowedRegistries: [docker.io/library, registry.example.com], allowedPullPolicies: [Always]}\n")
 		b.WriteString("    runtimeClasses: {allowed: [gvisor], default: gvisor}\n")
+		b.WriteString("    ingress: {hostnameCollision: cluster}\n")
 		fmt.Fprintf(&b, "    nodePlacement: {nodeSelector: {pool: t%d}, tolerations: [{key: pool, value: t%d, effect: NoSchedule}]}\n", i, i)
 		b.WriteString("    companions: {resourceQuota: {hard: {requests.cpu: \"4\"}}, limitRange: {limits: [{type: Container, default: {cpu: 500m}}]}}\n")
 	}
@@ -41,7 +42,8 @@ var PriorityClasses = map[string]int32{"tenant-low": 1000, "tenant-high": 100000
 
 // Objects calls yield with every object of the cluster Fill builds: the
 // PriorityClasses, then namespaces t<i>-ns<j> labelled with their tenant,
-// each followed by its pods p<k>.
+// each followed by its pods p<k> and by the edge of the namespace
+// (EdgeObjects): at 10,000 namespaces, 20,000 Ingresses and routes.
 func Objects(tenants, namespaces, pods int, yield func(clusterview.Object)) {
 	for name, value := range PriorityClasses {
 		yield(clusterview.Object{Group: "scheduling.k8s.io", Kind: "PriorityClass", Resource: "priorityclasses", Name: name, PriorityClass: &clusterview.PriorityClass{Value: value}})
@@ -53,14 +55,34 @@ func Objects(tenants, namespaces, pods int, yield func(clusterview.Object)) {
 			for k := range pods {
 				yield(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
 			}
+			EdgeObjects(i, j, yield)
 		}
 	}
 }
 
+// EdgeObjects calls yield with the Ingress and the HTTPRoute of tenant i's
+// namespace t<i>-ns<j>, each serving its own host under the tenant's domain
+// (web.ns<j>.t<i>.example.com and api.ns<j>.t<i>.example.com), as the
+// informers hand them to the view.
+func EdgeObjects(i, j int, yield func(clusterview.Object)) {
+	ns := fmt.Sprintf("t%d-ns%d", i, j)
+	yield(clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Resource: "ingresses", Namespace: ns, Name: "web",
+		Hosts: []string{fmt.Sprintf("web.ns%d.t%d.example.com", j, i)}})
+	yield(clusterview.Object{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Resource: "httproutes", Namespace: ns, Name: "api",
+		Hosts: []string{fmt.Sprintf("api.ns%d.t%d.example.com", j, i)}})
+}
+
 // Fill adds the objects of Objects to a view, the same calls the informers
-// make.
+// make: the Ingresses and routes to the host index alone, as their
+// informers do (no tenant quota of the scale registry counts them).
 func Fill(v *clusterview.View, tenants, namespaces, pods int) {
-	Objects(tenants, namespaces, pods, v.Upsert)
+	Objects(tenants, namespaces, pods, func(o clusterview.Object) {
+		if len(o.Hosts) > 0 {
+			v.UpdateHosts(nil, &o)
+			return
+		}
+		v.Upsert(o)
+	})
 }
 
 // Namespaces are the names and tenants of the namespaces Fill creates.

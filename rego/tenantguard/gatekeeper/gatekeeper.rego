@@ -41,21 +41,36 @@ _namespace_object := {input.review.namespaceObject.metadata.name: input.review.n
 	is_object(input.review.namespaceObject)
 } else := {}
 
-# the objects of the requested kind, by namespace and name, as kube-mgmt
-# replicates them under their resource name
-_objects := {namespace: objects |
+# the objects of a kind, by namespace and name, as kube-mgmt replicates
+# them under their resource name
+_namespaced(group, kind) := {namespace: objects |
 	some namespace, versions in object.get(_inventory, "namespace", {})
 	objects := {name: obj |
 		some gv, kinds in versions
-		_group_of(gv) == object.get(_request.kind, "group", "")
-		some name, obj in object.get(kinds, _request.kind.kind, {})
+		_group_of(gv) == group
+		some name, obj in object.get(kinds, kind, {})
 	}
 }
 
 _resource := object.get(_request, ["resource", "resource"], "")
 
-_cluster := object.union(
-	{_resource: _objects | not _resource in {"", "namespaces", "priorityclasses"}},
+# the kinds whose hosts a hostname collision is with, when the request is one
+_host_resources := {
+	"ingresses": ["networking.k8s.io", "Ingress"],
+	"httproutes": ["gateway.networking.k8s.io", "HTTPRoute"],
+	"grpcroutes": ["gateway.networking.k8s.io", "GRPCRoute"],
+	"tlsroutes": ["gateway.networking.k8s.io", "TLSRoute"],
+}
+
+_hosts_cluster := {resource: _namespaced(k[0], k[1]) | some resource, k in _host_resources} if {
+	some k in _host_resources
+	k[0] == object.get(_request.kind, "group", "")
+	k[1] == _request.kind.kind
+} else := {}
+
+_cluster := object.union_n([
+	_hosts_cluster,
+	{_resource: _namespaced(object.get(_request.kind, "group", ""), _request.kind.kind) | not _resource in {"", "namespaces", "priorityclasses"}},
 	{
 		"namespaces": object.union(
 			object.remove(_cluster_kinds("", "Namespace"), object.keys(_namespace_object)),
@@ -63,7 +78,7 @@ _cluster := object.union(
 		),
 		"priorityclasses": _cluster_kinds("scheduling.k8s.io", "PriorityClass"),
 	},
-)
+])
 
 _registry := object.get(input, ["parameters", "registry"], {})
 

@@ -110,3 +110,17 @@ test_a_namespace_outside_tenants_needs_no_label if {
 		with data.inventory as _inventory
 	count(msgs) == 0
 }
+
+test_a_hostname_collision_is_found_in_the_inventory if {
+	registry := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/ingress", "value": {"hostnameCollision": "tenant"}}])
+	inventory := json.patch(_inventory, [
+		{"op": "add", "path": "/cluster/v1/Namespace/gas-apps", "value": _ns("gas-apps", "gas")},
+		{"op": "add", "path": "/namespace/gas-apps", "value": {"gateway.networking.k8s.io/v1": {"HTTPRoute": {"shop": {"metadata": {"name": "shop"}, "spec": {"hostnames": ["shop.oil.example.com"]}}}}}},
+		{"op": "add", "path": "/namespace/oil-prod/networking.k8s.io~1v1", "value": {"Ingress": {"web": {"metadata": {"name": "web"}, "spec": {"rules": [{"host": "web.oil.example.com"}]}}}}},
+	])
+	ingress := {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {"rules": [{"host": "shop.oil.example.com"}, {"host": "web.oil.example.com"}]}}
+	inp := f.request_for("networking.k8s.io", "Ingress", "ingresses", "CREATE", ingress)
+	msgs := gatekeeper.violations("collision") with input as {"review": inp.request, "parameters": object.union(_params(["hostname-collision"]), {"registry": registry})}
+		with data.inventory as inventory
+	msgs == {`[hostname-collision] host "shop.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+}

@@ -7,7 +7,8 @@
 #   validating webhook to /v0/data/tenantguard/kubernetes/validate, and
 #   kube-mgmt replicating the cluster into data.kubernetes: namespaces and
 #   priorityclasses by name, namespaced resources by namespace and name
-#   (data.kubernetes.pods[NAMESPACE][NAME]). Input: the AdmissionReview the
+#   (data.kubernetes.pods[NAMESPACE][NAME]; ingresses, httproutes, grpcroutes
+#   and tlsroutes for hostname collisions). Input: the AdmissionReview the
 #   API server sends. The cluster facts are those tenantguard's server builds
 #   from its informers, so the decisions are the same.
 package tenantguard.kubernetes
@@ -101,7 +102,68 @@ _priority_facts := {"priorityClasses": {name: object.union(
 	class := _cluster.priorityclasses[name]
 } else := {}
 
-_facts := object.union_n([_namespace_facts, _count_facts, _priority_facts])
+# the kinds that serve hosts, by the resource kube-mgmt replicates them
+# under, and where they keep their hosts; a Gateway binds hosts and serves none
+_host_kinds := {
+	"ingresses": {"group": "networking.k8s.io", "kind": "Ingress"},
+	"httproutes": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
+	"grpcroutes": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
+	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
+}
+
+_served_hosts("Ingress", obj) := {lower(host) |
+	some host in array.concat(
+		[rule.host | some rule in object.get(obj, ["spec", "rules"], []); is_string(rule.host)],
+		[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
+	)
+	host != ""
+}
+
+_served_hosts(kind, obj) := {lower(host) |
+	some host in object.get(obj, ["spec", "hostnames"], [])
+	host != ""
+} if kind != "Ingress"
+
+_serves_hosts if {
+	some k in _host_kinds
+	k.group == object.get(_request.kind, "group", "")
+	k.kind == _request.kind.kind
+}
+
+_tenant_of(namespace) := object.get(object.get(_cluster, ["namespaces", namespace, "metadata", "labels"], {}), tenancy.tenant_label, "")
+
+# the objects serving a host, but the request's own, sorted as the server
+# sorts them (namespace, name, kind)
+_holders(host) := [holder |
+	some entry in sort([[namespace, name, k.kind, k.group] |
+		some resource, k in _host_kinds
+		some namespace, objects in object.get(_cluster, resource, {})
+		some name, obj in objects
+		host in _served_hosts(k.kind, obj)
+		not _is_self(k, namespace, name)
+	])
+	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])}
+]
+
+_is_self(k, namespace, name) if {
+	k.group == object.get(_request.kind, "group", "")
+	k.kind == _request.kind.kind
+	namespace == _request.namespace
+	name == _request.name
+}
+
+_host_facts := {"hosts": {host: holders |
+	some host in _served_hosts(_request.kind.kind, _request.object)
+	holders := _holders(host)
+	count(holders) > 0
+}} if {
+	_request.operation in {"CREATE", "UPDATE"}
+	object.get(_request, "subResource", "") == ""
+	_serves_hosts
+	object.get(_registry.tenants[_tenant], ["ingress", "hostnameCollision"], "off") != "off"
+} else := {}
+
+_facts := object.union_n([_namespace_facts, _count_facts, _priority_facts, _host_facts])
 
 # METADATA
 # description: The input tenantguard's entrypoints read, built from the AdmissionReview and data.kubernetes.

@@ -114,3 +114,45 @@ test_warn_and_dryrun_modes_answer_as_the_server_does if {
 	startswith(response.warnings[0], "[host-network] ")
 	startswith(response.auditAnnotations["dryrun-priority-class"], "[priority-class] ")
 }
+
+_edge_registry := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/ingress", "value": {"hostnameCollision": "cluster"}}])
+
+# gas-apps (tenant gas) serves shop.oil.example.com by an Ingress's TLS
+# hosts; oil-dev serves its own web host by an HTTPRoute
+_edge_cluster := object.union(_cluster, {
+	"namespaces": {"gas-apps": _ns("gas-apps", "gas")},
+	"ingresses": {"gas-apps": {"shop": {"metadata": {"name": "shop"}, "spec": {"rules": [{"host": "other.gas.example.com"}], "tls": [{"hosts": ["SHOP.oil.example.com"]}]}}}},
+	"httproutes": {"oil-dev": {"web": {"metadata": {"name": "web"}, "spec": {"hostnames": ["web.oil.example.com"]}}}},
+})
+
+_route(name, hosts) := f.request_for("gateway.networking.k8s.io", "HTTPRoute", "httproutes", "CREATE", {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": name}, "spec": {"hostnames": hosts}})
+
+_edge_facts(inp) := result if {
+	result := kubernetes.policy_input.cluster.hosts with input as _review(inp)
+		with data.tenantguard.registry as _edge_registry
+		with data.kubernetes as _edge_cluster
+}
+
+test_a_route_sees_the_other_objects_serving_its_hosts_but_not_itself if {
+	_edge_facts(_route("web", ["shop.oil.example.com", "web.oil.example.com", "free.oil.example.com"])) == {"shop.oil.example.com": [{"group": "networking.k8s.io", "kind": "Ingress", "namespace": "gas-apps", "name": "shop", "tenant": "gas"}]}
+}
+
+test_a_route_of_another_name_sees_the_route_serving_its_host if {
+	_edge_facts(_route("api", ["web.oil.example.com"])) == {"web.oil.example.com": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "oil-dev", "name": "web", "tenant": "oil"}]}
+}
+
+test_no_host_facts_where_collisions_are_off if {
+	facts := kubernetes.policy_input.cluster with input as _review(_route("api", ["web.oil.example.com"]))
+		with data.tenantguard.registry as f.registry
+		with data.kubernetes as _edge_cluster
+	not facts.hosts
+}
+
+test_a_collision_is_denied_through_the_validating_entrypoint if {
+	catalog := json.patch(f.catalog, [{"op": "add", "path": "/routes/validate/gateway.networking.k8s.io~1HTTPRoute", "value": ["collision"]}])
+	response := kubernetes.validate.response with input as _review(_route("api", ["shop.oil.example.com"]))
+		with data.tenantguard.registry as _edge_registry
+		with data.tenantguard.catalog as catalog
+		with data.kubernetes as _edge_cluster
+	response.status.message == `[hostname-collision] host "shop.oil.example.com" of HTTPRoute "api" is already served by Ingress "shop" in namespace "gas-apps"; choose another host`
+}

@@ -1,0 +1,56 @@
+package clusterview_test
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/scale"
+)
+
+// BenchmarkHostIndex fills a view's host index with the scale fixture's
+// edge, 20,000 Ingresses and routes (two per namespace of 1,000 tenants'
+// 10,000 namespaces, which the view holds first), the way their informers
+// do. index-MiB is the live heap the index adds, B/host per host indexed.
+func BenchmarkHostIndex(b *testing.B) {
+	const tenants, namespaces = 1000, 10
+	var index, hosts uint64
+	for b.Loop() {
+		v := clusterview.New(registry.DefaultTenantLabel)
+		for i := range tenants {
+			for j := range namespaces {
+				v.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: fmt.Sprintf("t%d-ns%d", i, j),
+					Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
+			}
+		}
+		// The informers' objects, made before measuring: the cache keeps
+		// them whatever the index does.
+		var edge []clusterview.Object
+		for i := range tenants {
+			for j := range namespaces {
+				scale.EdgeObjects(i, j, func(o clusterview.Object) { edge = append(edge, o) })
+			}
+		}
+		before := liveHeap()
+		for k := range edge {
+			v.UpdateHosts(nil, &edge[k])
+		}
+		index += liveHeap() - before
+		hosts += uint64(v.HostCount())
+		runtime.KeepAlive(edge)
+		runtime.KeepAlive(v)
+	}
+	b.ReportMetric(float64(index)/float64(b.N)/(1<<20), "index-MiB")
+	b.ReportMetric(float64(index)/float64(hosts), "B/host")
+}
+
+// liveHeap is the live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}

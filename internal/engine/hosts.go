@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/webhook/admission"
+)
+
+// serving is an Ingress or route a request creates or updates in a tenant
+// namespace, as the host index knows it: the object, the hosts it serves,
+// and whether its rules read their holders (its tenant's hostnameCollision
+// is not off). found are the hosts' other holders once reserved
+// (clusterview.View.ReserveHosts); before, they are read from the view.
+type serving struct {
+	holder   clusterview.Holder
+	hosts    []string
+	facts    bool
+	reserved bool
+	found    map[string][]clusterview.HostHolder
+}
+
+// served is the Ingress or route a request creates or updates in a tenant
+// namespace, when some tenant refuses collisions and the object serves a
+// host; nil otherwise. Every such request holds its hosts, so that a tenant
+// whose collisions are off still holds the hosts it takes from the others.
+func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving {
+	if !e.collisions || req.Object == nil || req.SubResource != "" || req.Namespace == "" ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) ||
+		!clusterview.ServesHosts(req.Kind.Group, req.Kind.Kind) {
+		return nil
+	}
+	labels, ok := view.NamespaceLabels(req.Namespace)
+	if !ok {
+		return nil
+	}
+	tenant, known := e.registry.Tenant(labels.Get(e.registry.TenantLabel()))
+	if !known {
+		return nil
+	}
+	hosts := requestHosts(req)
+	if len(hosts) == 0 {
+		return nil
+	}
+	name := req.Name
+	if name == "" {
+		name = "uid:" + string(req.UID) // not named yet, as a counted create
+	}
+	return &serving{
+		holder: clusterview.Holder{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: name},
+		hosts:  hosts,
+		facts:  tenant.Ingress != nil && tenant.Ingress.HostnameCollision != registry.CollisionOff,
+	}
+}
+
+// requestHosts are the hosts the request's object serves, normalized: the
+// fields clusterview.HostPaths names, read from the decoded object.
+func requestHosts(req *admission.Request) []string {
+	var hosts []string
+	for _, path := range clusterview.HostPaths(req.Kind.Group, req.Kind.Kind) {
+		collectTerms(req.Object, path, &hosts)
+	}
+	return clusterview.NormalizeHosts(hosts)
+}
+
+// collectTerms appends the strings at path under v.
+func collectTerms(v ast.Value, path []string, into *[]string) {
+	if len(path) == 0 {
+		if s, ok := v.(ast.String); ok {
+			// A copy: the view may hold it, and the decoded string
+			// shares the whole request body's memory.
+			*into = append(*into, strings.Clone(string(s)))
+		}
+		return
+	}
+	if path[0] == "*" {
+		if items, ok := v.(*ast.Array); ok {
+			items.Foreach(func(t *ast.Term) { collectTerms(t.Value, path[1:], into) })
+		}
+		return
+	}
+	if obj, ok := v.(ast.Object); ok {
+		if t := obj.Get(ast.InternedTerm(path[0])); t != nil {
+			collectTerms(t.Value, path[1:], into)
+		}
+	}
+}
+
+// hostFacts is cluster.hosts: for each host of the object that another
+// object serves or another request holds, those holders, each {group,
+// kind, namespace, name, tenant}.
+func hostFacts(s *serving, view *clusterview.View) *ast.Term {
+	found := s.found
+	if !s.reserved {
+		found = view.HostHolders(s.holder, s.hosts)
+	}
+	facts := make([][2]*ast.Term, 0, len(found))
+	for _, host := range s.hosts {
+		holders, ok := found[host]
+		if !ok {
+			continue
+		}
+		list := make([]*ast.Term, len(holders))
+		for i, h := range holders {
+			list[i] = ast.ObjectTerm(
+				ast.Item(ast.InternedTerm("group"), ast.StringTerm(h.Group)),
+				ast.Item(ast.InternedTerm("kind"), ast.StringTerm(h.Kind)),
+				ast.Item(ast.InternedTerm("namespace"), ast.StringTerm(h.Namespace)),
+				ast.Item(ast.InternedTerm("name"), ast.StringTerm(h.Name)),
+				ast.Item(ast.InternedTerm("tenant"), ast.StringTerm(h.Tenant)),
+			)
+		}
+		facts = append(facts, ast.Item(ast.StringTerm(host), ast.ArrayTerm(list...)))
+	}
+	return ast.ObjectTerm(facts...)
+}

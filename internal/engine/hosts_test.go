@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/webhook/admission"
+)
+
+// edgeRequest is an AdmissionReview of tenant t<tenant>'s owner sending an
+// Ingress or HTTPRoute named name, serving hosts, in namespace ns.
+func edgeRequest(tb testing.TB, operation, kind, ns, name string, tenant int, hosts ...string) *admission.Request {
+	tb.Helper()
+	group, resource, spec := "networking.k8s.io", "ingresses", `{"rules":[`
+	for i, h := range hosts {
+		if i > 0 {
+			spec += ","
+		}
+		spec += fmt.Sprintf(`{"host":%q}`, h)
+	}
+	spec += `]}`
+	if kind == "HTTPRoute" {
+		group, resource, spec = "gateway.networking.k8s.io", "httproutes", `{"hostnames":[`
+		for i, h := range hosts {
+			if i > 0 {
+				spec += ","
+			}
+			spec += fmt.Sprintf("%q", h)
+		}
+		spec += `]}`
+	}
+	object := fmt.Sprintf(`{"apiVersion":"%s/v1","kind":%q,"metadata":{"name":%q,"namespace":%q},"spec":%s}`, group, kind, name, ns, spec)
+	old := ""
+	if operation == "UPDATE" {
+		old = `,"oldObject":` + object
+	}
+	req, err := admission.Decode(fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-%[1]s-%[2]s","kind":{"group":%[3]q,"version":"v1","kind":%[4]q},"resource":{"group":%[3]q,"version":"v1","resource":%[5]q},"namespace":%[1]q,"name":%[2]q,"operation":%[6]q,"userInfo":{"username":"u%[7]d"},"object":%[8]s%[9]s}}`,
+		ns, name, group, kind, resource, operation, tenant, object, old))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return req
+}
+
+func TestHostsOtherObjectsServeAreRefusedInTheTenantsScope(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 2), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t0 and t1 serve web.ns<j>.t<i>.example.com by Ingress web and
+	// api.ns<j>.t<i>.example.com by HTTPRoute api in each t<i>-ns<j>;
+	// every tenant's scope is cluster.
+	view := scaleView(2)
+	tests := []struct {
+		name string
+		req  *admission.Request
+		// want is the denial, "" when admitted.
+		want string
+	}{
+		{"another tenant's host is refused, naming its holder", edgeRequest(t, "CREATE", "Ingress", "t1-ns0", "shop", 1, "web.ns3.t0.example.com"),
+			`host "web.ns3.t0.example.com" of Ingress "shop" is already served by Ingress "web" in namespace "t0-ns3"; choose another host`},
+		{"a route colliding with an Ingress is refused", edgeRequest(t, "CREATE", "HTTPRoute", "t0-ns1", "shop", 0, "WEB.ns3.t0.example.com"),
+			`host "web.ns3.t0.example.com" of HTTPRoute "shop" is already served by Ingress "web" in namespace "t0-ns3"; choose another host`},
+		{"a host of the same namespace passes in scope cluster", edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "shop", 0, "api.ns3.t0.example.com"), ""},
+		{"a new host passes", edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "shop", 0, "shop.t0.example.com"), ""},
+		{"an update keeping its hosts passes", edgeRequest(t, "UPDATE", "Ingress", "t0-ns3", "web", 0, "web.ns3.t0.example.com"), ""},
+		{"an update adding another's host is refused", edgeRequest(t, "UPDATE", "Ingress", "t0-ns3", "web", 0, "web.ns3.t0.example.com", "api.ns0.t1.example.com"),
+			`host "api.ns0.t1.example.com" of Ingress "web" is already served by HTTPRoute "api" in namespace "t1-ns0"; choose another host`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := e.Admit(t.Context(), tt.req, view, quota.LocalLedger{View: view})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, v := range d.Deny {
+				if v.ID == "hostname-collision" {
+					got = v.Msg
+				}
+			}
+			if got != tt.want || d.Allowed != (tt.want == "") {
+				t.Errorf("allowed %v, denied %v; want %q", d.Allowed, d.Deny, tt.want)
+			}
+		})
+	}
+}
+
+func TestOfTwentyParallelCreatesOfOneHostOneIsAdmitted(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 2), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(2)
+	var wg sync.WaitGroup
+	decisions := make([]*admission.Decision, 20)
+	errs := make([]error, 20)
+	for i := range decisions {
+		wg.Go(func() {
+			req := edgeRequest(t, "CREATE", "Ingress", fmt.Sprintf("t%d-ns%d", i%2, i/2), "shop", i%2, "shop.example.com")
+			decisions[i], errs[i] = e.Admit(t.Context(), req, view, quota.LocalLedger{View: view})
+		})
+	}
+	wg.Wait()
+	admitted, winner := 0, ""
+	for i, d := range decisions {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if d.Allowed {
+			admitted++
+			winner = fmt.Sprintf("t%d-ns%d", i%2, i/2)
+		} else if len(d.Deny) != 1 || d.Deny[0].ID != "hostname-collision" {
+			t.Fatalf("create %d refused with %v, want hostname-collision", i, d.Deny)
+		}
+	}
+	if admitted != 1 || view.ReservedHosts() != 1 {
+		t.Fatalf("%d of 20 creates admitted, %d holding their host; want 1 and 1", admitted, view.ReservedHosts())
+	}
+	view.UpdateHosts(nil, &clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Namespace: winner, Name: "shop", Hosts: []string{"shop.example.com"}})
+	if view.ReservedHosts() != 0 {
+		t.Fatalf("%d holds after the object was seen", view.ReservedHosts())
+	}
+}

@@ -1,0 +1,153 @@
+package quota
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostClaim is an object that serves a host, as the strict ledger of hosts
+// keeps the Ingresses and routes admitted by any replica and not seen yet.
+type HostClaim struct {
+	Host, Group, Kind, Namespace, Name string
+}
+
+// hostEntry is a HostClaim in the ledger, until it expires.
+type hostEntry struct {
+	Host      string    `json:"host"`
+	Group     string    `json:"group,omitempty"`
+	Kind      string    `json:"kind"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Expires   time.Time `json:"expires"`
+}
+
+func (e hostEntry) claim() HostClaim {
+	return HostClaim{Host: e.Host, Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
+}
+
+// sameObject reports whether two claims name one object (whatever host).
+func sameObject(a, b HostClaim) bool {
+	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// hostsLedger follows the ledgers' name prefix in the name of the ledger of
+// hosts: it holds a dot, which no tenant name (a DNS label) does, so it is
+// never a tenant's ledger.
+const hostsLedger = "hosts.edge"
+
+// HostSeer is what the strict ledger of hosts needs of the cluster view
+// (clusterview.View): whether the informers have seen a claim's object
+// serve its host (it then holds the host as an object, no longer as a
+// claim).
+type HostSeer interface {
+	ServesHost(c HostClaim) bool
+}
+
+// ReserveHosts implements the strict mode for hosts: it reads the ledger of
+// hosts (one ConfigMap, shared by every replica) and returns the claims on
+// hosts that other objects than self's hold there, admitted by any replica
+// and not seen by this one's view yet. The hold keeps this replica's other
+// Ingress and route requests waiting until it is kept or released; Keep
+// writes self's hosts into the ledger, conditional on it being unchanged
+// since it was read (ErrStale otherwise: the request must be decided again).
+// self's Host is not read. Read the view's index after it: a claim skipped
+// here as seen is then in the index, whichever the informer's timing.
+func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts []string) ([]HostClaim, Hold, error) {
+	m := l.lock(hostsLedger)
+	m.Lock()
+	h := &strictHostHold{ledger: l, self: self, hosts: hosts, locked: m}
+	p, err := l.readHosts(ctx)
+	if err != nil {
+		h.Release()
+		return nil, nil, err
+	}
+	h.page = p
+	seer, _ := l.view.(HostSeer)
+	var held []HostClaim
+	for _, e := range p.entries {
+		c := e.claim()
+		if !slices.Contains(hosts, c.Host) || sameObject(c, self) || (seer != nil && seer.ServesHost(c)) {
+			continue
+		}
+		held = append(held, c)
+	}
+	return held, h, nil
+}
+
+// hostsPage is the ledger of hosts as read, its expired entries left out.
+type hostsPage struct {
+	cm      *corev1.ConfigMap // nil when it does not exist yet
+	entries []hostEntry
+}
+
+func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
+	p := &hostsPage{}
+	cm, err := l.configMaps.Get(ctx, l.prefix+hostsLedger, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger of hosts: %w", err)
+	}
+	p.cm = cm
+	if raw := cm.Data[claimsKey]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &p.entries); err != nil {
+			p.entries = nil // a ledger someone broke: start it again
+		}
+	}
+	now := l.now()
+	p.entries = slices.DeleteFunc(p.entries, func(e hostEntry) bool { return now.After(e.Expires) })
+	return p, nil
+}
+
+// writeHosts stores the page with self's entries replaced by its hosts; a
+// write that lost a race is ErrStale.
+func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts []string) error {
+	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool { return sameObject(e.claim(), self) })
+	expires := l.now().Add(l.ttl).UTC()
+	for _, host := range hosts {
+		entries = append(entries, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires})
+	}
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	if err = l.put(ctx, p.cm, hostsLedger, raw); err != nil && !errors.Is(err, ErrStale) {
+		return fmt.Errorf("writing the ledger of hosts: %w", err)
+	}
+	return err
+}
+
+// strictHostHold is a request's hold on the ledger of hosts while it is
+// decided.
+type strictHostHold struct {
+	ledger *StrictLedger
+	self   HostClaim
+	hosts  []string
+	locked interface{ Unlock() }
+	page   *hostsPage
+	done   bool
+}
+
+// Keep writes the request's hosts into the ledger, conditional on it being
+// unchanged since it was read.
+func (h *strictHostHold) Keep(ctx context.Context) error {
+	defer h.Release()
+	return h.ledger.writeHosts(ctx, h.page, h.self, h.hosts)
+}
+
+// Release lets this replica's next Ingress or route request be decided.
+func (h *strictHostHold) Release() {
+	if !h.done {
+		h.done = true
+		h.locked.Unlock()
+	}
+}

@@ -1,0 +1,58 @@
+# METADATA
+# title: Hostname collisions
+# description: |
+#   hostname-collision: an Ingress, HTTPRoute, GRPCRoute or TLSRoute of a tenant
+#   namespace may not serve a host that another object already serves, in the
+#   scope its tenant's ingress.hostnameCollision gives: cluster (an object in
+#   another namespace), tenant (an object in a namespace of another tenant, or
+#   of none), namespace (any other object, the same namespace's too) or off
+#   (the default). The hosts an object serves are its Ingress rules' and TLS
+#   hosts, or its route's hostnames, compared lower-cased and exactly (a
+#   wildcard *.x collides with *.x only); a Gateway binds hosts and serves
+#   none. An object never collides with itself, so an update keeping its
+#   hosts passes. Administrators are exempt.
+#
+#   The holders of the request's hosts come from input.cluster.hosts (HOST ->
+#   [{group, kind, namespace, name, tenant}]): tenantguard's server fills it
+#   from its informers and the requests being decided (two parallel creates
+#   of one host: one is admitted), Gatekeeper and OPA from their replicated
+#   Ingresses and routes.
+package tenantguard.rules.collision
+
+import data.tenantguard.lib.identity
+import data.tenantguard.lib.tenancy
+
+_scope := object.get(tenancy.tenant, ["ingress", "hostnameCollision"], "off")
+
+# a holder of the host collides in the tenant's scope
+_collides("cluster", holder) if holder.namespace != input.request.namespace
+
+_collides("tenant", holder) if holder.tenant != tenancy.namespace_tenant
+
+_collides("namespace", _)
+
+_holder_text(holder) := sprintf("%s %q in namespace %q", [holder.kind, holder.name, holder.namespace])
+
+# METADATA
+# title: Hostname collisions
+# description: |
+#   An Ingress or route may not serve a host that another object already
+#   serves in the scope of its tenant's ingress.hostnameCollision (cluster,
+#   tenant, namespace; off by default).
+# custom:
+#   id: hostname-collision
+#   kinds: [networking.k8s.io/Ingress, gateway.networking.k8s.io/HTTPRoute, gateway.networking.k8s.io/GRPCRoute, gateway.networking.k8s.io/TLSRoute]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper]
+#   notExpressible: a collision is with the hosts other objects serve, and an admission policy sees only the request's object
+violations contains {"id": "hostname-collision", "msg": msg} if {
+	input.request.operation in {"CREATE", "UPDATE"}
+	object.get(input.request, "subResource", "") == ""
+	tenancy.in_tenant_namespace
+	not identity.is_admin
+	_scope != "off"
+	some host, holders in object.get(input.cluster, "hosts", {})
+	colliding := [holder | some holder in holders; _collides(_scope, holder)]
+	count(colliding) > 0
+	msg := sprintf("host %q of %s is already served by %s; choose another host", [host, tenancy.object_text, _holder_text(colliding[0])])
+}

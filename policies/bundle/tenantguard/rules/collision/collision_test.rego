@@ -1,0 +1,71 @@
+package tenantguard.rules.collision_test
+
+import data.tenantguard.fixtures_test as f
+import data.tenantguard.rules.collision
+
+_registry(scope) := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/ingress", "value": {"hostnameCollision": scope}}])
+
+_ingress := {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {"rules": [{"host": "shop.oil.example.com"}]}}
+
+_holder(kind, namespace, name, tenant) := {"group": "gateway.networking.k8s.io", "kind": kind, "namespace": namespace, "name": name, "tenant": tenant}
+
+# alice's Ingress web in oil-dev, whose host the holders serve
+_request(operation, holders) := object.union(
+	f.request_for("networking.k8s.io", "Ingress", "ingresses", operation, _ingress),
+	{"cluster": {"hosts": {"shop.oil.example.com": holders}}},
+)
+
+_msgs(scope, inp) := {v.msg | some v in vs} if {
+	vs := collision.violations with input as inp with data.tenantguard.registry as _registry(scope)
+}
+
+_gas := _holder("HTTPRoute", "gas-apps", "shop", "gas")
+
+_oil_prod := _holder("HTTPRoute", "oil-prod", "shop", "oil")
+
+_oil_dev := _holder("HTTPRoute", "oil-dev", "shop", "oil")
+
+test_a_host_another_tenant_serves_is_refused_naming_its_holder if {
+	_msgs("cluster", _request("CREATE", [_gas])) == {`host "shop.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+}
+
+test_scope_cluster_refuses_any_other_namespace_but_not_the_same if {
+	count(_msgs("cluster", _request("CREATE", [_oil_prod]))) == 1
+	count(_msgs("cluster", _request("CREATE", [_oil_dev]))) == 0
+}
+
+test_scope_tenant_lets_the_tenant_reuse_its_hosts if {
+	count(_msgs("tenant", _request("CREATE", [_oil_prod, _oil_dev]))) == 0
+	count(_msgs("tenant", _request("CREATE", [_gas]))) == 1
+}
+
+test_scope_tenant_refuses_a_host_served_outside_every_tenant if {
+	count(_msgs("tenant", _request("CREATE", [_holder("Ingress", "tools", "web", "")]))) == 1
+}
+
+test_scope_namespace_refuses_even_the_same_namespace if {
+	_msgs("namespace", _request("UPDATE", [_oil_dev])) == {`host "shop.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "oil-dev"; choose another host`}
+}
+
+test_the_first_colliding_holder_is_named if {
+	_msgs("tenant", _request("CREATE", [_oil_dev, _gas, _holder("TLSRoute", "gas-z", "z", "gas")])) == {`host "shop.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+}
+
+test_scope_off_and_no_ingress_policy_refuse_nothing if {
+	count(_msgs("off", _request("CREATE", [_gas]))) == 0
+	vs := collision.violations with input as _request("CREATE", [_gas]) with data.tenantguard.registry as f.registry
+	count(vs) == 0
+}
+
+test_a_host_no_other_object_serves_passes if {
+	count(_msgs("namespace", _request("CREATE", []))) == 0
+	inp := f.request_for("networking.k8s.io", "Ingress", "ingresses", "CREATE", _ingress)
+	count(_msgs("namespace", inp)) == 0
+}
+
+test_administrators_deletes_subresources_and_other_namespaces_are_left_alone if {
+	count(_msgs("cluster", f.as_user(_request("CREATE", [_gas]), f.user("platform-admin")))) == 0
+	count(_msgs("cluster", _request("DELETE", [_gas]))) == 0
+	count(_msgs("cluster", object.union(_request("UPDATE", [_gas]), {"request": {"subResource": "status"}}))) == 0
+	count(_msgs("cluster", f.outside(_request("CREATE", [_gas])))) == 0
+}
