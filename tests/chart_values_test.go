@@ -383,7 +383,7 @@ func TestChartMonitoring(t *testing.T) {
 	}
 	var dashboard corev1.ConfigMap
 	decode(t, docs["ConfigMap/tg-tenantguard-dashboard"], &dashboard)
-	for _, metric := range []string{"tenantguard_admission_requests_total", "tenantguard_rule_violations_total", "tenantguard_admission_duration_seconds_bucket", "tenantguard_reloads_total", "tenantguard_reload_last_failed", "tenantguard_generation"} {
+	for _, metric := range []string{"tenantguard_admission_requests_total", "tenantguard_rule_violations_total", "tenantguard_admission_duration_seconds_bucket", "tenantguard_reloads_total", "tenantguard_reload_last_failed", "tenantguard_generation", "tenantguard_tenant_quota_used", "tenantguard_tenant_quota_limit", "sum by (tenant)"} {
 		if !strings.Contains(dashboard.Data["tenantguard.json"], metric) {
 			t.Errorf("the dashboard does not chart %s", metric)
 		}

@@ -190,7 +190,9 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 	if err != nil {
 		return h.internal(req, err)
 	}
-	h.record(req, d)
+	if len(d.Deny)+len(d.Warn)+len(d.DryRun) > 0 {
+		h.record(req, d, e.Tenant(req, view))
+	}
 	if !d.Allowed {
 		return d.Response(req.UID), metrics.DecisionDenied
 	}
@@ -208,17 +210,14 @@ func (h *handler) namespaceSeen(ctx context.Context, view *clusterview.View, nam
 }
 
 func (h *handler) internal(req *admission.Request, err error) (*admission.Response, string) {
-	h.metrics.Violation(admission.InternalRule, "deny")
+	h.metrics.Violation(admission.InternalRule, "deny", "")
 	h.log.Error("evaluation failed, request refused", "webhook", h.webhook, "uid", req.UID, "error", err.Error())
 	return admission.Internal(req.UID, err), metrics.DecisionError
 }
 
-// record counts a decision's violations and logs one line for a request that
-// broke any rule: who, what, and the rule ids by mode.
-func (h *handler) record(req *admission.Request, d *admission.Decision) {
-	if len(d.Deny)+len(d.Warn)+len(d.DryRun) == 0 {
-		return
-	}
+// record counts the violations of a request that broke any rule and logs
+// one line for it: its tenant, who, what, and the rule ids by mode.
+func (h *handler) record(req *admission.Request, d *admission.Decision, tenant string) {
 	modes := []struct {
 		name string
 		vs   []admission.Violation
@@ -231,6 +230,7 @@ func (h *handler) record(req *admission.Request, d *admission.Decision) {
 		"namespace", req.Namespace,
 		"name", req.Name,
 		"uid", string(req.UID),
+		"tenant", tenant,
 	}
 	for _, mode := range modes {
 		if len(mode.vs) == 0 {
@@ -239,7 +239,7 @@ func (h *handler) record(req *admission.Request, d *admission.Decision) {
 		ids := make([]string, len(mode.vs))
 		for i, v := range mode.vs {
 			ids[i] = v.ID
-			h.metrics.Violation(v.ID, mode.name)
+			h.metrics.Violation(v.ID, mode.name, tenant)
 		}
 		attrs = append(attrs, mode.name, ids)
 	}

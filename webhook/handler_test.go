@@ -233,6 +233,38 @@ func TestDenialsAreCountedByRule(t *testing.T) {
 	}
 }
 
+func TestDenialsAreCountedByTenant(t *testing.T) {
+	srv, m := newServer(t, newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil), Options{})
+	hostNetwork := fixtures.Case{Namespace: "oil-dev", Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "web", "namespace": "oil-dev"},
+		"spec": map[string]any{"hostNetwork": true, "containers": []any{map[string]any{"name": "web", "image": "nginx"}}},
+	}}
+	unknown := fixtures.Case{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "made-up", "labels": map[string]any{"tenantguard.io/tenant": "made-up-tenant"}},
+	}}
+	for _, c := range []fixtures.Case{hostNetwork, unknown} {
+		if _, out := post(t, srv.Handler(), "/validate", "application/json", review(t, c)); answer(t, out).Allowed {
+			t.Fatalf("%v allowed", c.Object["metadata"])
+		}
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"a denial in a tenant namespace counts under the tenant", map[string]string{"rule": "host-network", "mode": "deny", "tenant": "oil"}, 1},
+		{"a tenant name the registry lacks is not a label value", map[string]string{"rule": "namespace-ownership", "mode": "deny", "tenant": ""}, 1},
+		{"nor is any made-up name", map[string]string{"tenant": "made-up-tenant"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := counter(t, m, "tenantguard_rule_violations_total", tt.labels); got != tt.want {
+				t.Errorf("%v = %v, want %v", tt.labels, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestQueryValueReadsAParameterAsURLValues(t *testing.T) {
 	for _, raw := range []string{
 		"", "timeout=5s", "a=1&timeout=5s&timeout=7s", "timeout", "timeout=", "timeout=1%32s",

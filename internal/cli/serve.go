@@ -212,6 +212,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	defer pool.Close()
 	log.Info("topdown evaluators", "count", pool.Size())
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool, Evaluator: o.evaluator})
+	m.WatchQuotas(store)
 	if o.policyDir == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)
 	} else {

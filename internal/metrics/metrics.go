@@ -58,8 +58,8 @@ func New() *Metrics {
 		}, []string{"webhook", "decision"}),
 		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenantguard_rule_violations_total",
-			Help: "Broken rules by rule id and enforcement mode (deny, warn, dryrun); internal errors count as rule \"internal\".",
-		}, []string{"rule", "mode"}),
+			Help: "Broken rules by rule id, enforcement mode (deny, warn, dryrun) and tenant (\"\" outside the registry's tenants); internal errors count as rule \"internal\".",
+		}, []string{"rule", "mode", "tenant"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tenantguard_admission_duration_seconds",
 			Help:    "Time from reading an AdmissionReview to writing the answer, by webhook.",
@@ -109,9 +109,10 @@ func (m *Metrics) Unauthenticated(webhook string) {
 	m.requests.WithLabelValues(webhook, DecisionUnauthenticated).Inc()
 }
 
-// Violation records one broken rule.
-func (m *Metrics) Violation(rule, mode string) {
-	m.violations.WithLabelValues(rule, mode).Inc()
+// Violation records one broken rule; tenant is "" outside the registry's
+// tenants.
+func (m *Metrics) Violation(rule, mode, tenant string) {
+	m.violations.WithLabelValues(rule, mode, tenant).Inc()
 }
 
 // Loaded records an accepted version of a source and its generation.

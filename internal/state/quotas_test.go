@@ -1,0 +1,68 @@
+package state_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
+	store, _ := newStore(t)
+	var before []string
+	store.Quotas(func(tenant, resource string, used, limit int64) { before = append(before, tenant) })
+	if len(before) != 0 {
+		t.Fatalf("limits reported before any registry: %v", before)
+	}
+	objects, err := clusterview.LoadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects {
+		store.View().Upsert(o)
+	}
+	if err := store.LoadRegistry(t.Context(), "test", []byte(registryDoc(t))); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	store.Quotas(func(tenant, resource string, used, limit int64) {
+		got = append(got, fmt.Sprintf("%s %s %d/%d", tenant, resource, used, limit))
+	})
+	// cluster.yaml: oil holds 2 of 3 namespaces, 19 of 20 pods and 4 of 5
+	// claims; gas 2 of 2 namespaces and 4 of 4 services.
+	for _, want := range []string{"oil namespaces 2/3", "oil pods 19/20", "oil persistentvolumeclaims 4/5", "gas namespaces 2/2", "gas services 4/4"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("no %q in %v", want, got)
+		}
+	}
+
+	m := metrics.New()
+	m.WatchQuotas(store)
+	families, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]float64{}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			gauges[fmt.Sprintf("%s{%s %s}", f.GetName(), labels["tenant"], labels["resource"])] = metric.GetGauge().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{
+		"tenantguard_tenant_quota_used{oil pods}":        19,
+		"tenantguard_tenant_quota_limit{oil pods}":       20,
+		"tenantguard_tenant_quota_used{gas namespaces}":  2,
+		"tenantguard_tenant_quota_limit{gas namespaces}": 2,
+	} {
+		if got, ok := gauges[name]; !ok || got != want {
+			t.Errorf("%s = %v (reported: %v), want %v", name, got, ok, want)
+		}
+	}
+}
