@@ -82,14 +82,10 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 		}
 	}()
 	s.found, s.reserved = e.withClaims(found, claims, view), true
+	h.keepHosts = strict // kept by admitCounted, before the counts
 	d, err := e.admitCounted(ctx, req, view, ledger, h)
 	if err != nil || !d.Allowed {
 		return d, err
-	}
-	if strict != nil {
-		if err := strict.Keep(ctx); err != nil {
-			return nil, err
-		}
 	}
 	admitted = true
 	return d, nil
@@ -116,7 +112,14 @@ func (e *Engine) withClaims(found map[string][]clusterview.HostHolder, claims []
 func (e *Engine) admitCounted(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
 	key, tenants := e.counted(req, view)
 	if key == "" || len(tenants) == 0 {
-		return e.validate(ctx, req, view, h)
+		d, err := e.validate(ctx, req, view, h)
+		if err != nil || !d.Allowed {
+			return d, err
+		}
+		if err := h.keepFirst(ctx); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	name := req.Name
 	if name == "" {
@@ -158,6 +161,9 @@ func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *cl
 	h.counts.counts = counts
 	if d, err = e.validate(ctx, req, view, h); err != nil || !d.Allowed {
 		return d, err
+	}
+	if err := h.keepFirst(ctx); err != nil {
+		return nil, err
 	}
 	if err := hold.Keep(ctx); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,31 +12,18 @@ import (
 )
 
 // edgeRequest is an AdmissionReview of tenant t<tenant>'s owner sending an
-// Ingress or HTTPRoute named name, serving hosts, in namespace ns.
+// Ingress or HTTPRoute named name, serving hosts, in namespace ns; an UPDATE
+// comes from the object serving the first host only.
 func edgeRequest(tb testing.TB, operation, kind, ns, name string, tenant int, hosts ...string) *admission.Request {
 	tb.Helper()
-	group, resource, spec := "networking.k8s.io", "ingresses", `{"rules":[`
-	for i, h := range hosts {
-		if i > 0 {
-			spec += ","
-		}
-		spec += fmt.Sprintf(`{"host":%q}`, h)
-	}
-	spec += `]}`
+	group, resource := "networking.k8s.io", "ingresses"
 	if kind == "HTTPRoute" {
-		group, resource, spec = "gateway.networking.k8s.io", "httproutes", `{"hostnames":[`
-		for i, h := range hosts {
-			if i > 0 {
-				spec += ","
-			}
-			spec += fmt.Sprintf("%q", h)
-		}
-		spec += `]}`
+		group, resource = "gateway.networking.k8s.io", "httproutes"
 	}
-	object := fmt.Sprintf(`{"apiVersion":"%s/v1","kind":%q,"metadata":{"name":%q,"namespace":%q},"spec":%s}`, group, kind, name, ns, spec)
+	object := edgeObject(group, kind, ns, name, hosts)
 	old := ""
 	if operation == "UPDATE" {
-		old = `,"oldObject":` + object
+		old = `,"oldObject":` + edgeObject(group, kind, ns, name, hosts[:1])
 	}
 	req, err := admission.Decode(fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-%[1]s-%[2]s","kind":{"group":%[3]q,"version":"v1","kind":%[4]q},"resource":{"group":%[3]q,"version":"v1","resource":%[5]q},"namespace":%[1]q,"name":%[2]q,"operation":%[6]q,"userInfo":{"username":"u%[7]d"},"object":%[8]s%[9]s}}`,
 		ns, name, group, kind, resource, operation, tenant, object, old))
@@ -43,6 +31,23 @@ func edgeRequest(tb testing.TB, operation, kind, ns, name string, tenant int, ho
 		tb.Fatal(err)
 	}
 	return req
+}
+
+// edgeObject is an Ingress or HTTPRoute serving hosts, as JSON.
+func edgeObject(group, kind, ns, name string, hosts []string) string {
+	quoted := make([]string, len(hosts))
+	for i, h := range hosts {
+		quoted[i] = fmt.Sprintf("%q", h)
+	}
+	spec := `{"hostnames":[` + strings.Join(quoted, ",") + `]}`
+	if kind == "Ingress" {
+		rules := make([]string, len(hosts))
+		for i, h := range quoted {
+			rules[i] = `{"host":` + h + `}`
+		}
+		spec = `{"rules":[` + strings.Join(rules, ",") + `]}`
+	}
+	return fmt.Sprintf(`{"apiVersion":"%s/v1","kind":%q,"metadata":{"name":%q,"namespace":%q},"spec":%s}`, group, kind, name, ns, spec)
 }
 
 func TestHostsOtherObjectsServeAreRefusedInTheTenantsScope(t *testing.T) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -60,6 +62,20 @@ type counting struct {
 type held struct {
 	counts *counting
 	hosts  *serving
+	// keepHosts keeps the request's hosts in the ledger of hosts (strict
+	// mode), once the request is admitted and before its place in the
+	// counts is kept: the shared ledger of hosts is the likelier to have
+	// changed (quota.ErrStale), and a request decided again must not have
+	// kept its count already.
+	keepHosts quota.Hold
+}
+
+// keepFirst keeps what must be kept before the request's counts.
+func (h *held) keepFirst(ctx context.Context) error {
+	if h == nil || h.keepHosts == nil {
+		return nil
+	}
+	return h.keepHosts.Keep(ctx)
 }
 
 // input builds the policy input; h is nil when the caller holds nothing

@@ -9,8 +9,10 @@
 #   (the default). The hosts an object serves are its Ingress rules' and TLS
 #   hosts, or its route's hostnames, compared lower-cased and exactly (a
 #   wildcard *.x collides with *.x only); a Gateway binds hosts and serves
-#   none. An object never collides with itself, so an update keeping its
-#   hosts passes. Administrators are exempt.
+#   none. An object never collides with itself, and an update is judged on
+#   the hosts it adds only, so that an object whose host came to be served
+#   twice (a tenant without collision scope took it, say) can still be
+#   updated and deleted. Administrators are exempt.
 #
 #   The holders of the request's hosts come from input.cluster.hosts (HOST ->
 #   [{group, kind, namespace, name, tenant}]): tenantguard's server fills it
@@ -19,8 +21,15 @@
 #   Ingresses and routes.
 package tenantguard.rules.collision
 
+import data.tenantguard.lib.hosts
 import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
+
+# The hosts the object served before an update, which it keeps unjudged.
+_kept contains lower(entry.host) if {
+	input.request.operation == "UPDATE"
+	some entry in hosts.named(tenancy.old_object)
+}
 
 _scope := object.get(tenancy.tenant, ["ingress", "hostnameCollision"], "off")
 
@@ -52,6 +61,7 @@ violations contains {"id": "hostname-collision", "msg": msg} if {
 	not identity.is_admin
 	_scope != "off"
 	some host, holders in object.get(input.cluster, "hosts", {})
+	not host in _kept
 	colliding := [holder | some holder in holders; _collides(_scope, holder)]
 	count(colliding) > 0
 	msg := sprintf("host %q of %s is already served by %s; choose another host", [host, tenancy.object_text, _holder_text(colliding[0])])

@@ -69,3 +69,13 @@ test_administrators_deletes_subresources_and_other_namespaces_are_left_alone if 
 	count(_msgs("cluster", object.union(_request("UPDATE", [_gas]), {"request": {"subResource": "status"}}))) == 0
 	count(_msgs("cluster", f.outside(_request("CREATE", [_gas])))) == 0
 }
+
+test_an_update_is_judged_on_the_hosts_it_adds if {
+	kept := object.union(_request("UPDATE", [_gas]), {"request": {"oldObject": _ingress}})
+	count(_msgs("cluster", kept)) == 0
+	added := json.patch(kept, [
+		{"op": "add", "path": "/request/object/spec/rules/-", "value": {"host": "api.oil.example.com"}},
+		{"op": "add", "path": "/cluster/hosts/api.oil.example.com", "value": [_gas]},
+	])
+	_msgs("cluster", added) == {`host "api.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+}

@@ -157,3 +157,28 @@ test_namespaces_of_no_tenant_are_left_alone if {
 	r := _eval(f.outside(_ingress_request("CREATE", _ingress({"rules": _rules(["bank.example.com"])}))), _policy)
 	count(r.violations) == 0
 }
+
+test_an_update_adding_a_spec_class_beside_the_annotation_is_judged if {
+	old := object.union(_ingress({"rules": _rules(["oil.example.com"])}), {"metadata": {"annotations": {"kubernetes.io/ingress.class": "nginx"}}})
+	new := json.patch(old, [{"op": "add", "path": "/spec/ingressClassName", "value": "platform-internal"}])
+	r := _eval(object.union(_ingress_request("UPDATE", new), {"request": {"oldObject": old}}), _policy)
+	r.violations == {{"id": "ingress-class", "msg": "IngressClass \"platform-internal\" of Ingress \"web\" is not allowed for tenant \"oil\"; allowed: nginx, or names matching ^internal-"}}
+}
+
+test_an_update_dropping_the_class_gets_the_default if {
+	old := _ingress({"ingressClassName": "nginx", "rules": _rules(["oil.example.com"])})
+	new := _ingress({"rules": _rules(["oil.example.com"])})
+	r := _eval(object.union(_ingress_request("UPDATE", new), {"request": {"oldObject": old}}), _policy)
+	r.mutations == {{"op": "add", "path": "/spec/ingressClassName", "value": "nginx"}}
+	without := _eval(object.union(_ingress_request("UPDATE", new), {"request": {"oldObject": old}}), json.patch(_policy, [{"op": "replace", "path": "/classes/default", "value": ""}]))
+	{v.id | some v in without.violations} == {"ingress-class"}
+}
+
+test_listener_set_listeners_are_judged_like_a_gateways if {
+	inp := f.request_for("gateway.networking.k8s.io", "ListenerSet", "listenersets", "CREATE", {
+		"kind": "ListenerSet", "metadata": {"name": "shop"},
+		"spec": {"parentRef": {"name": "shared"}, "listeners": [{"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.gas.example.com"}]},
+	})
+	r := _eval(inp, _policy)
+	r.violations == {{"id": "hostname", "msg": "host \"shop.gas.example.com\" of listener \"https\" of ListenerSet \"shop\" is not allowed for tenant \"oil\"; allowed: oil.example.com, *.oil.example.com, or names matching ^[a-z]+\\.oil\\.test$"}}
+}

@@ -69,3 +69,11 @@ test_the_view_names_the_tenant_when_the_request_does_not if {
 	deleted := json.patch(_namespace_request("DELETE", _namespace("oil-dev", "oil")), [{"op": "remove", "path": "/request/object"}])
 	{v.id | some v in _eval(deleted, {"preventNamespaceDeletion": true})} == {"namespace-deletion"}
 }
+
+test_a_scale_is_named_by_the_workload_it_scales if {
+	inp := object.union(f.request_for("autoscaling", "Scale", "deployments", "UPDATE", {"kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": 5}}), {"request": {
+		"subResource": "scale",
+		"resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+	}})
+	_eval(inp, _cordoned) == {{"id": "tenant-cordoned", "msg": "tenant \"oil\" is cordoned, so the scale of deployments \"web\" in namespace \"oil-dev\" cannot be changed until an administrator lifts the cordon; deleting is allowed"}}
+}

@@ -1,11 +1,12 @@
 # METADATA
 # title: Hosts an object publishes
 # description: |
-#   Every host name an Ingress, a Gateway or a route names, wherever it names
-#   one, so that the hostname rules are written once for all of them. A place
+#   Every host name an Ingress, a Gateway, a ListenerSet or a route names,
+#   wherever it names one, so that the hostname rules are written once for all of them. A place
 #   that names no host serves every host: an Ingress rule without a host or a
-#   default backend, a Gateway listener of protocol HTTP, HTTPS or TLS without
-#   a hostname. Routes without hostnames are not such a place: they take the
+#   default backend, a listener (of a Gateway, or of a ListenerSet, which adds
+#   listeners to a shared Gateway) of protocol HTTP, HTTPS or TLS without a
+#   hostname. Routes without hostnames are not such a place: they take the
 #   hostnames of the listeners they attach to.
 package tenantguard.lib.hosts
 
@@ -26,11 +27,11 @@ _host_protocols := {"HTTP", "HTTPS", "TLS"}
 # description: |
 #   The hosts obj (of the request's kind) names, each as {"host", "in"}: "in"
 #   is where, for messages ("" for the object itself, `listener "https" of `
-#   for a Gateway's listener); host is "" for a place that serves every host.
+#   for a listener); host is "" for a place that serves every host.
 named(obj) := _ingress(obj) if {
 	tenancy.kind_key == "networking.k8s.io/Ingress"
-} else := _gateway(obj) if {
-	tenancy.kind_key == "gateway.networking.k8s.io/Gateway"
+} else := _listeners(obj) if {
+	tenancy.kind_key in _listener_kinds
 } else := {{"host": host, "in": ""} | some host in object.get(obj, ["spec", "hostnames"], [])} if {
 	tenancy.kind_key in route_kinds
 } else := set()
@@ -42,7 +43,10 @@ _ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
 	some host in object.get(tls, "hosts", [])
 }) | {{"host": "", "in": ""} | obj.spec.defaultBackend}
 
-_gateway(obj) := {{"host": host, "in": sprintf("listener %q of ", [object.get(listener, "name", "")])} |
+# The kinds whose spec.listeners name hosts.
+_listener_kinds := {"gateway.networking.k8s.io/Gateway", "gateway.networking.k8s.io/ListenerSet"}
+
+_listeners(obj) := {{"host": host, "in": sprintf("listener %q of ", [object.get(listener, "name", "")])} |
 	some listener in object.get(obj, ["spec", "listeners"], [])
 	host := object.get(listener, "hostname", "")
 	_names_host(listener, host)

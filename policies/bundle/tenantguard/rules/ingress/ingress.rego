@@ -32,11 +32,14 @@ _applies if {
 	object.get(input.request, "subResource", "") == ""
 }
 
-# The IngressClass an Ingress asks for, as controllers read it: the legacy
-# annotation first, then spec.ingressClassName; undefined when it names none.
-_class(ingress) := ingress.metadata.annotations[_annotation]
-
-_class(ingress) := ingress.spec.ingressClassName if not ingress.metadata.annotations[_annotation]
+# The IngressClasses an Ingress names: the legacy annotation, which most
+# controllers read first, and spec.ingressClassName, which others prefer.
+# The API server refuses the two apart on create, not on update, so both are
+# judged.
+_classes(ingress) := {class |
+	some class in [object.get(ingress, ["metadata", "annotations", _annotation], null), object.get(ingress, ["spec", "ingressClassName"], null)]
+	is_string(class)
+}
 
 _ingress if tenancy.kind_key == "networking.k8s.io/Ingress"
 
@@ -44,8 +47,9 @@ _ingress if tenancy.kind_key == "networking.k8s.io/Ingress"
 # title: IngressClasses
 # description: |
 #   Ingresses may only use the IngressClasses of ingress.classes.allowed or
-#   allowedRegex; one that names none gets ingress.classes.default, and is
-#   refused when the tenant has none.
+#   allowedRegex, by annotation or by spec.ingressClassName; one created
+#   without a class (or updated to have none) gets ingress.classes.default,
+#   and is refused when the tenant has none.
 # custom:
 #   id: ingress-class
 #   kinds: [networking.k8s.io/Ingress]
@@ -54,8 +58,8 @@ violations contains {"id": "ingress-class", "msg": msg} if {
 	_applies
 	_ingress
 	classes := _policy.classes
-	class := _class(_new)
-	not _unchanged_class(class)
+	some class in _classes(_new)
+	not class in _classes(_old)
 	not tenancy.name_allowed(classes, class)
 	msg := sprintf("IngressClass %q of %s is not allowed for tenant %q; allowed: %s", [class, tenancy.object_text, tenancy.namespace_tenant, tenancy.allowed_text(classes)])
 }
@@ -65,35 +69,33 @@ violations contains {"id": "ingress-class", "msg": msg} if {
 	_ingress
 	classes := _policy.classes
 	object.get(classes, "default", "") == ""
-	not _class(_new)
 	_newly_classless
 	msg := sprintf("%s names no IngressClass and tenant %q has no default one; name one of: %s", [tenancy.object_text, tenancy.namespace_tenant, tenancy.allowed_text(classes)])
 }
 
-_unchanged_class(class) if {
-	input.request.operation == "UPDATE"
-	_class(_old) == class
+# An Ingress naming no class: created so, or made so by an update (it would
+# go to whichever controller serves Ingresses without a class).
+_newly_classless if {
+	count(_classes(_new)) == 0
+	_classless_change
 }
 
-# An Ingress naming no class is judged on create, and on an update that
-# drops its class.
-_newly_classless if input.request.operation == "CREATE"
+_classless_change if input.request.operation == "CREATE"
 
-_newly_classless if {
+_classless_change if {
 	input.request.operation == "UPDATE"
-	_class(_old)
+	count(_classes(_old)) > 0
 }
 
 # METADATA
 # description: |
-#   The JSON patch operation setting the tenant default IngressClass on a
-#   created Ingress that names none.
+#   The JSON patch operation setting the tenant default IngressClass on an
+#   Ingress created without a class or updated to have none.
 mutations contains {"op": "add", "path": "/spec/ingressClassName", "value": _policy.classes.default} if {
 	_applies
 	_ingress
-	input.request.operation == "CREATE"
 	_policy.classes.default != ""
-	not _class(_new)
+	_newly_classless
 	is_object(_new.spec)
 }
 
@@ -116,8 +118,8 @@ violations contains {"id": "gateway-class", "msg": msg} if {
 # METADATA
 # title: Hostnames
 # description: |
-#   Every host an Ingress (rules and TLS), a Gateway (listeners) or an
-#   HTTPRoute, GRPCRoute or TLSRoute publishes must be in
+#   Every host an Ingress (rules and TLS), a Gateway or ListenerSet
+#   (listeners) or an HTTPRoute, GRPCRoute or TLSRoute publishes must be in
 #   ingress.hostnames.allowed (exact, or under a "*.suffix" pattern) or match
 #   allowedRegex; a wildcard host needs allowWildcard too, and a place that
 #   names no host (it would serve every host) is refused.
@@ -126,6 +128,7 @@ violations contains {"id": "gateway-class", "msg": msg} if {
 #   kinds:
 #     - networking.k8s.io/Ingress
 #     - gateway.networking.k8s.io/Gateway
+#     - gateway.networking.k8s.io/ListenerSet
 #     - gateway.networking.k8s.io/HTTPRoute
 #     - gateway.networking.k8s.io/GRPCRoute
 #     - gateway.networking.k8s.io/TLSRoute

@@ -61,9 +61,21 @@ violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	msg := sprintf("tenant %q is cordoned, so %s cannot be %s until an administrator lifts the cordon; deleting is allowed", [tenant, _where, _verb])
 }
 
+_sub := object.get(input.request, "subResource", "")
+
 _where := tenancy.object_text if _namespace
 
-_where := sprintf("%s in namespace %q", [tenancy.object_text, input.request.namespace]) if not _namespace
+_where := sprintf("%s in namespace %q", [tenancy.object_text, input.request.namespace]) if {
+	not _namespace
+	_sub == ""
+}
+
+# A subresource (a workload's scale, a pod's resize) names its object by
+# resource: "the scale of deployments "web"".
+_where := sprintf("the %s of %s %q in namespace %q", [_sub, input.request.resource.resource, tenancy.object_name, input.request.namespace]) if {
+	not _namespace
+	_sub != ""
+}
 
 # METADATA
 # title: Namespace deletion protection
