@@ -21,13 +21,9 @@ _exempt if identity.is_control_plane
 
 _namespace if tenancy.kind_key == "Namespace"
 
-# The tenants a request writes into: the tenant of the request's namespace;
-# for a Namespace, the tenant it is labelled for, before and after (the
-# mutating webhook has labelled a created one).
-_tenants contains tenancy.namespace_tenant if not _namespace
-
-_tenants contains tenant if {
-	_namespace
+# The tenants a Namespace request writes into: the tenant it is labelled
+# for, before and after (the mutating webhook has labelled a created one).
+_namespace_tenants contains tenant if {
 	some obj in [tenancy.new_object, tenancy.old_object]
 	tenant := obj.metadata.labels[tenancy.tenant_label]
 }
@@ -54,12 +50,23 @@ _verb := "changed" if input.request.operation == "UPDATE"
 #   audit: false
 violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	input.request.operation in {"CREATE", "UPDATE"}
+	not _namespace
+	tenancy.tenant.cordoned
 	not tenancy.kind_key in _uncordoned
-	some tenant in _tenants
+	not _exempt
+	msg := _cordon_message(tenancy.namespace_tenant)
+}
+
+violations contains {"id": "tenant-cordoned", "msg": msg} if {
+	input.request.operation in {"CREATE", "UPDATE"}
+	_namespace
+	some tenant in _namespace_tenants
 	tenancy.config(tenant).cordoned
 	not _exempt
-	msg := sprintf("tenant %q is cordoned, so %s cannot be %s until an administrator lifts the cordon; deleting is allowed", [tenant, _where, _verb])
+	msg := _cordon_message(tenant)
 }
+
+_cordon_message(tenant) := sprintf("tenant %q is cordoned, so %s cannot be %s until an administrator lifts the cordon; deleting is allowed", [tenant, _where, _verb])
 
 _sub := object.get(input.request, "subResource", "")
 
