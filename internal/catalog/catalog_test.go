@@ -74,7 +74,7 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 			"ResourceQuota":         managed, "LimitRange": managed,
 			"networking.k8s.io/NetworkPolicy": managed, "rbac.authorization.k8s.io/RoleBinding": managed,
 			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": gateway, "gateway.networking.k8s.io/HTTPRoute": edge,
-			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge,
+			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge, "gateway.networking.k8s.io/ListenerSet": gateway,
 			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
 			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,
 		},

@@ -53,8 +53,12 @@ func TestVAPExportsAMutatingPolicyForEveryRuleWithCELMutations(t *testing.T) {
 		match := spec["matchConstraints"].(map[string]any)
 		for _, rule := range match["resourceRules"].([]any) {
 			ops := rule.(map[string]any)["operations"].([]any)
-			if !slices.Equal(ops, []any{"CREATE"}) {
-				t.Errorf("%s matches %v; its mutations act on creates only", r.ID, ops)
+			var want []any
+			for _, op := range r.CEL.MutationOperations() {
+				want = append(want, op)
+			}
+			if !slices.Equal(ops, want) {
+				t.Errorf("%s matches %v; its mutations act on %v", r.ID, ops, want)
 			}
 			for _, resource := range rule.(map[string]any)["resources"].([]any) {
 				if strings.Contains(resource.(string), "/") {
