@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -155,21 +153,8 @@ func writeAudit(w io.Writer, output string, report auditReport) error {
 	if report.Violations == nil {
 		report.Violations = []audit.Row{}
 	}
-	switch output {
-	case "json":
-		raw, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", raw)
-		return err
-	case "yaml":
-		raw, err := yaml.Marshal(report)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(raw)
-		return err
+	if output == "json" || output == "yaml" {
+		return writeData(w, output, report)
 	}
 	return auditTable(w, report)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
@@ -91,20 +89,8 @@ configurations from (value webhook.rules for a --policy-dir).`,
 			switch output {
 			case "table":
 				return rulesTable(out, cat, view.Rules)
-			case "json":
-				raw, err := json.MarshalIndent(view, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(out, "%s\n", raw)
-				return err
-			case "yaml":
-				raw, err := yaml.Marshal(view)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(raw)
-				return err
+			case "json", "yaml":
+				return writeData(out, output, view)
 			case "markdown":
 				return rulesMarkdown(out, cat, view.Rules)
 			case "webhook-rules":
