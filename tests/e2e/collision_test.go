@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -157,34 +156,10 @@ func TestHostnameCollisions(t *testing.T) {
 // refused by hostname-collision; any other error fails.
 func createHostBurst(t *testing.T, client kubernetes.Interface, host, name string) (admitted, refused int, elapsed time.Duration) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var other []error
-	start := make(chan struct{})
-	for i := range collisionBurst {
-		wg.Go(func() {
-			<-start
-			_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(t.Context(), ingress(name, "", host), metav1.CreateOptions{})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				admitted++
-			case strings.Contains(err.Error(), "[hostname-collision]"):
-				refused++
-			default:
-				other = append(other, err)
-			}
-		})
-	}
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	elapsed = time.Since(began)
-	for _, err := range other {
-		t.Error(err)
-	}
-	return admitted, refused, elapsed
+	return parallelCreates(t, collisionBurst, "hostname-collision", func(ctx context.Context, i int) error {
+		_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(ctx, ingress(name, "", host), metav1.CreateOptions{})
+		return err
+	})
 }
 
 // impersonating is a client acting as user, as live.ControlPlane.As, without

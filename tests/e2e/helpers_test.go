@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +173,39 @@ func behindBalancer(t *testing.T, c *live.Cluster, replicas int, args ...string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = c.PointWebhooks(context.WithoutCancel(ctx), before) })
+}
+
+// parallelCreates runs n creates at once, create(ctx, i) for i in [0, n),
+// and counts those admitted and those refused by rule; any other error
+// fails the test. elapsed is the burst's duration.
+func parallelCreates(t *testing.T, n int, rule string, create func(ctx context.Context, i int) error) (admitted, refused int, elapsed time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var other []error
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			err := create(t.Context(), i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				admitted++
+			case strings.Contains(err.Error(), "["+rule+"]"):
+				refused++
+			default:
+				other = append(other, err)
+			}
+		})
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed = time.Since(began)
+	for _, err := range other {
+		t.Error(err)
+	}
+	return admitted, refused, elapsed
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,31 +100,10 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 // admitted ones and those refused by tenant-quota; any other error fails.
 func createBurst(t *testing.T, client kubernetes.Interface, namespace string) (admitted, refused int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var other []error
-	start := make(chan struct{})
-	for i := range burst {
-		wg.Go(func() {
-			<-start
-			_, err := client.CoreV1().Pods(namespace).Create(t.Context(), pod(fmt.Sprintf("p%02d", i)), metav1.CreateOptions{})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				admitted++
-			case strings.Contains(err.Error(), "[tenant-quota]"):
-				refused++
-			default:
-				other = append(other, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	for _, err := range other {
-		t.Error(err)
-	}
+	admitted, refused, _ = parallelCreates(t, burst, "tenant-quota", func(ctx context.Context, i int) error {
+		_, err := client.CoreV1().Pods(namespace).Create(ctx, pod(fmt.Sprintf("p%02d", i)), metav1.CreateOptions{})
+		return err
+	})
 	return admitted, refused
 }
 
