@@ -176,6 +176,16 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 				`r.yaml:11: tenants[0].ingress.hostnameCollision: must be one of cluster, tenant, namespace, off, not "everywhere"`,
 			},
 		},
+		{
+			"a bad tenant-wide resource quota is located and explained",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    resourceQuota:\n      hard: {requests.cpu: lots, limits.memory: -1Gi, pods: '10', limits.nvidia.com/gpu: '2', requests.nvidia.com/gpu: '2'}\n",
+			[]string{
+				`tenants[0].resourceQuota.hard.requests.cpu: "lots" is not a quantity`,
+				"tenants[0].resourceQuota.hard.limits.memory: must not be negative",
+				`tenants[0].resourceQuota.hard.pods: "pods" is an object count: write it under quotas`,
+				`tenants[0].resourceQuota.hard.limits.nvidia.com/gpu: "limits.nvidia.com/gpu": extended resources are not overcommitted`,
+			},
+		},
 		{"the wrong kind is refused", "apiVersion: v2\nkind: Tenants\n", []string{`must be "tenantguard.io/v1", not "v2"`, `must be "TenantRegistry", not "Tenants"`}},
 	}
 	for _, tt := range tests {

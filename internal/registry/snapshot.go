@@ -252,21 +252,22 @@ func serviceAccountNamespace(user string) (string, bool) {
 func (s *Snapshot) Data() map[string]any { return s.buildData() }
 
 type dataTenant struct {
-	Name                     string           `json:"name"`
-	NamespaceQuota           *int64           `json:"namespaceQuota,omitempty"`
-	ProtectedLabels          []string         `json:"protectedLabels"`
-	ProtectedAnnotations     []string         `json:"protectedAnnotations"`
-	Pods                     PodPolicy        `json:"pods"`
-	PriorityClasses          *ClassPolicy     `json:"priorityClasses,omitempty"`
-	StorageClasses           *ClassPolicy     `json:"storageClasses,omitempty"`
-	Images                   *ImagePolicy     `json:"images,omitempty"`
-	RuntimeClasses           *ClassPolicy     `json:"runtimeClasses,omitempty"`
-	NodePlacement            *NodePlacement   `json:"nodePlacement,omitempty"`
-	Ingress                  *IngressPolicy   `json:"ingress,omitempty"`
-	Cordoned                 bool             `json:"cordoned"`
-	PreventNamespaceDeletion bool             `json:"preventNamespaceDeletion"`
-	Services                 ServicePolicy    `json:"services"`
-	Quotas                   map[string]int64 `json:"quotas"`
+	Name                     string               `json:"name"`
+	NamespaceQuota           *int64               `json:"namespaceQuota,omitempty"`
+	ProtectedLabels          []string             `json:"protectedLabels"`
+	ProtectedAnnotations     []string             `json:"protectedAnnotations"`
+	Pods                     PodPolicy            `json:"pods"`
+	PriorityClasses          *ClassPolicy         `json:"priorityClasses,omitempty"`
+	StorageClasses           *ClassPolicy         `json:"storageClasses,omitempty"`
+	Images                   *ImagePolicy         `json:"images,omitempty"`
+	RuntimeClasses           *ClassPolicy         `json:"runtimeClasses,omitempty"`
+	NodePlacement            *NodePlacement       `json:"nodePlacement,omitempty"`
+	Ingress                  *IngressPolicy       `json:"ingress,omitempty"`
+	Cordoned                 bool                 `json:"cordoned"`
+	PreventNamespaceDeletion bool                 `json:"preventNamespaceDeletion"`
+	Services                 ServicePolicy        `json:"services"`
+	Quotas                   map[string]int64     `json:"quotas"`
+	ResourceQuota            *TenantResourceQuota `json:"resourceQuota,omitempty"`
 }
 
 func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
@@ -287,6 +288,7 @@ func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
 		PreventNamespaceDeletion: t.PreventNamespaceDeletion,
 		Services:                 t.Services,
 		Quotas:                   t.Quotas,
+		ResourceQuota:            t.ResourceQuota,
 	}
 }
 

@@ -58,7 +58,9 @@ type Tenant struct {
 	PreventNamespaceDeletion bool             `yaml:"preventNamespaceDeletion" json:"preventNamespaceDeletion"`
 	Services                 ServicePolicy    `yaml:"services" json:"services"`
 	Quotas                   map[string]int64 `yaml:"quotas" json:"quotas"`
-	Companions               Companions       `yaml:"companions" json:"companions"`
+	// ResourceQuota sums resources over all of the tenant's namespaces.
+	ResourceQuota *TenantResourceQuota `yaml:"resourceQuota" json:"resourceQuota,omitempty"`
+	Companions    Companions           `yaml:"companions" json:"companions"`
 }
 
 // PodPolicy says which kinds of host access a tenant's pods may have.
@@ -116,6 +118,14 @@ type Toleration struct {
 	Value             string `yaml:"value" json:"value,omitempty"`
 	Effect            string `yaml:"effect" json:"effect,omitempty"`
 	TolerationSeconds *int64 `yaml:"tolerationSeconds" json:"tolerationSeconds,omitempty"`
+}
+
+// TenantResourceQuota is ResourceQuota's hard limits, summed over all of a
+// tenant's namespaces (package usage says what each object adds).
+type TenantResourceQuota struct {
+	// Hard maps a quota resource name (requests.cpu, limits.memory,
+	// requests.storage, requests.nvidia.com/gpu ...) to its limit.
+	Hard map[string]string `yaml:"hard" json:"hard"`
 }
 
 // IngressPolicy says which classes and hostnames a tenant's Ingresses,

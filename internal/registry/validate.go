@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // checker validates a decoded registry, recording problems at field paths.
@@ -100,7 +102,28 @@ func (c checker) tenant(p string, t *Tenant) {
 			c.at(qp, "must not be negative")
 		}
 	}
+	if t.ResourceQuota != nil {
+		c.resourceQuota(p+".resourceQuota.hard", t.ResourceQuota.Hard)
+	}
 	c.companions(p+".companions", &t.Companions)
+}
+
+// resourceQuota checks a tenant-wide resource quota: resources a quota can
+// sum (usage.CheckKey), each with a quantity that is not negative.
+func (c checker) resourceQuota(p string, hard map[string]string) {
+	for _, key := range sortedKeys(hard) {
+		if err := usage.CheckKey(key); err != nil {
+			c.at(p+"."+key, "%v", err)
+			continue
+		}
+		q, err := resource.ParseQuantity(hard[key])
+		switch {
+		case err != nil:
+			c.at(p+"."+key, "%q is not a quantity (e.g. 500m, 2, 16Gi)", hard[key])
+		case q.Sign() < 0:
+			c.at(p+"."+key, "must not be negative")
+		}
+	}
 }
 
 func (c checker) companions(p string, comp *Companions) {
