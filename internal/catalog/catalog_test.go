@@ -23,7 +23,7 @@ var specRules = []string{
 	"tenant-quota", "managed-resource",
 	"image-registry", "image-pull-policy", "runtime-class", "node-placement",
 	"ingress-class", "gateway-class", "hostname", "tenant-cordoned", "namespace-deletion",
-	"hostname-collision",
+	"hostname-collision", "tenant-resource-quota",
 }
 
 func TestTheEmbeddedLibraryDeclaresEveryRuleOfTheSpec(t *testing.T) {
@@ -63,20 +63,21 @@ func TestThePodCarriersAreOneKindSet(t *testing.T) {
 
 func TestRoutesComeFromTheDeclarations(t *testing.T) {
 	routes := catalog.MustEmbedded().Data()["routes"].(map[string]any)
-	pod := []any{"images", "lifecycle", "nodes", "pods", "priority", "quota", "runtime", "storage"}
+	carrier := []any{"images", "lifecycle", "nodes", "pods", "priority", "quota", "runtime", "storage"}
+	pod := []any{"images", "lifecycle", "nodes", "pods", "priority", "quota", "resources", "runtime", "storage"}
 	edge := []any{"collision", "ingress", "lifecycle", "quota"}
 	gateway := []any{"ingress", "lifecycle", "quota"}
 	managed := []any{"lifecycle", "managed", "quota"}
 	want := map[string]any{
 		"validate": map[string]any{
 			"*": []any{"lifecycle", "quota"}, "Namespace": []any{"lifecycle", "namespaces", "quota"}, "Service": []any{"lifecycle", "quota", "services"},
-			"PersistentVolumeClaim": []any{"lifecycle", "quota", "storage"},
+			"PersistentVolumeClaim": []any{"lifecycle", "quota", "resources", "storage"},
 			"ResourceQuota":         managed, "LimitRange": managed,
 			"networking.k8s.io/NetworkPolicy": managed, "rbac.authorization.k8s.io/RoleBinding": managed,
 			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": gateway, "gateway.networking.k8s.io/HTTPRoute": edge,
 			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge, "gateway.networking.k8s.io/ListenerSet": gateway,
-			"Pod": pod, "PodTemplate": pod, "ReplicationController": pod, "apps/ReplicaSet": pod, "apps/Deployment": pod,
-			"apps/StatefulSet": pod, "apps/DaemonSet": pod, "batch/Job": pod, "batch/CronJob": pod,
+			"Pod": pod, "PodTemplate": carrier, "ReplicationController": carrier, "apps/ReplicaSet": carrier, "apps/Deployment": carrier,
+			"apps/StatefulSet": carrier, "apps/DaemonSet": carrier, "batch/Job": carrier, "batch/CronJob": carrier,
 		},
 	}
 	if got := routes["validate"]; !reflect.DeepEqual(got, want["validate"]) {

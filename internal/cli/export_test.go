@@ -20,8 +20,8 @@ func TestExportWritesEachEngineWithItsCoverageTable(t *testing.T) {
 		firstObject string
 	}{
 		{"gatekeeper", []string{"SyncSet", "ConstraintTemplate", "TenantguardPods"}, nil, "01-syncset-tenantguard.yaml"},
-		{"kyverno", []string{"ValidatingPolicy"}, []string{"namespace-quota", "tenant-quota", "hostname-collision"}, "01-validatingpolicy-tenantguard-image-registry.yaml"},
-		{"vap", []string{"CustomResourceDefinition", "PolicyParameters", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, []string{"namespace-quota", "tenant-quota", "hostname-collision"}, "01-customresourcedefinition-policyparameters.policy.tenantguard.io.yaml"},
+		{"kyverno", []string{"ValidatingPolicy"}, []string{"namespace-quota", "tenant-quota", "hostname-collision", "tenant-resource-quota"}, "01-validatingpolicy-tenantguard-image-registry.yaml"},
+		{"vap", []string{"CustomResourceDefinition", "PolicyParameters", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, []string{"namespace-quota", "tenant-quota", "hostname-collision", "tenant-resource-quota"}, "01-customresourcedefinition-policyparameters.policy.tenantguard.io.yaml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {

@@ -9,12 +9,15 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	yamlv3 "gopkg.in/yaml.v3"
 
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/internal/yamlerr"
 )
 
@@ -140,6 +143,9 @@ func FromManifest(obj map[string]any) (Object, error) {
 			o.Labels = map[string]string{}
 		}
 	}
+	if o.Usage, err = usageOf(o.Group, o.Kind, obj); err != nil {
+		return Object{}, err
+	}
 	if ServesHosts(o.Group, o.Kind) {
 		o.Hosts = HostsOf(o.Group, o.Kind, obj)
 	}
@@ -165,4 +171,39 @@ func Resource(gvk schema.GroupVersionKind) string {
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
+}
+
+// usageOf is what a pod or claim adds to its tenant's sums of quota
+// resources; nil for other kinds.
+func usageOf(group, kind string, obj map[string]any) (usage.List, error) {
+	if group != "" {
+		return nil, nil
+	}
+	switch kind {
+	case "Pod":
+		var pod corev1.Pod
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pod); err != nil {
+			return nil, fmt.Errorf("pod %q: %w", pod.Name, err)
+		}
+		return PodUsage(&pod), nil
+	case "PersistentVolumeClaim":
+		var pvc corev1.PersistentVolumeClaim
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pvc); err != nil {
+			return nil, fmt.Errorf("claim %q: %w", pvc.Name, err)
+		}
+		return ClaimUsage(&pvc), nil
+	}
+	return nil, nil
+}
+
+// PodUsage is what a pod adds to its tenant's sums as the view keeps it:
+// never nil, so that a pod's usage is always replaced when it is seen again
+// (an empty list once it has finished).
+func PodUsage(pod *corev1.Pod) usage.List {
+	return usage.Of(usage.Pod(pod))
+}
+
+// ClaimUsage is what a claim adds to its tenant's sums as the view keeps it.
+func ClaimUsage(pvc *corev1.PersistentVolumeClaim) usage.List {
+	return usage.Of(usage.Claim(pvc))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // NamespacesKey is the count key of a tenant's namespaces.
@@ -28,6 +29,9 @@ type Object struct {
 	// Hosts are the hosts an object of a kind that serves hosts
 	// (HostKinds) serves, normalized (NormalizeHosts).
 	Hosts []string
+	// Usage is what a pod or claim adds to its tenant's sums of quota
+	// resources (package usage).
+	Usage usage.List
 }
 
 // PriorityClass is what the priority-class mutation needs of a class.
@@ -74,8 +78,11 @@ type View struct {
 	mu          sync.RWMutex
 	tenantLabel string
 	namespaces  map[string]*namespace
-	objects     map[objectID]struct{}
-	seeds       [2]maphash.Seed
+	// objects are the namespaced objects seen, each with its usage's
+	// reference in usages.
+	objects map[objectID]uint32
+	usages  *usages
+	seeds   [2]maphash.Seed
 	// perNamespace counts objects by namespace and quota key, so that a
 	// namespace moving between tenants moves its counts in one step; one
 	// map, not one per namespace. quotaKeys counts its entries by key.
@@ -96,7 +103,8 @@ func New(tenantLabel string) *View {
 	return &View{
 		tenantLabel:     tenantLabel,
 		namespaces:      map[string]*namespace{},
-		objects:         map[objectID]struct{}{},
+		objects:         map[objectID]uint32{},
+		usages:          newUsages(),
 		seeds:           [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		perNamespace:    map[namespaceKey]int{},
 		quotaKeys:       map[string]int{},
@@ -136,12 +144,24 @@ func (v *View) Upsert(o Object) {
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		v.reservations.TakeOver(k)
-		id := v.id(k)
-		if _, seen := v.objects[id]; seen {
-			return
+		if o.Usage != nil {
+			v.reservations.TakeOverUsage(quota.UsageClaim(k), o.Usage)
 		}
-		v.objects[id] = struct{}{}
-		v.add(o.Namespace, k.Key, 1)
+		id := v.id(k)
+		ref := v.usages.intern(o.Usage)
+		before, seen := v.objects[id]
+		switch {
+		case !seen:
+			v.add(o.Namespace, k.Key, 1)
+		case before == ref:
+			v.usages.release(ref)
+			return
+		default:
+			v.addUsage(o.Namespace, v.usages.lists[before], -1)
+			v.usages.release(before)
+		}
+		v.objects[id] = ref
+		v.addUsage(o.Namespace, o.Usage, 1)
 	}
 }
 
@@ -163,11 +183,14 @@ func (v *View) Delete(o Object) {
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		id := v.id(k)
-		if _, seen := v.objects[id]; !seen {
+		ref, seen := v.objects[id]
+		if !seen {
 			return
 		}
 		delete(v.objects, id)
 		v.add(o.Namespace, k.Key, -1)
+		v.addUsage(o.Namespace, v.usages.lists[ref], -1)
+		v.usages.release(ref)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -20,6 +21,7 @@ import (
 //     when the create is admitted and given back when it is refused; a
 //     create whose counts changed meanwhile (quota.ErrStale) is decided
 //     again. The package quota tells the whole mechanism.
+//
 //   - hosts: a create or update of an Ingress or route holds the hosts it
 //     serves in the view's host index the same way (clusterview.View
 //     ReserveHosts), so that of parallel requests for one host each sees
@@ -29,17 +31,31 @@ import (
 //     replicas and not seen yet are holders too, and a request whose
 //     ledger of hosts changed meanwhile is decided again.
 //
+//   - tenant-wide sums of resources: a pod or claim created, a pod resized
+//     or a claim expanded holds what it adds to its tenant's sums
+//     (clusterview.View.ReserveUsage, or the strict ledger's
+//     ReserveUsage) the same way, so that a burst of pods never takes more
+//     than the quota's room.
+//
+// The holds are kept in that order, hosts, resources, then counts, once the
+// request is admitted; one that finds the ledger changed meanwhile
+// (quota.ErrStale) has the request decided again from the start.
+//
 // Dry-run requests store nothing and reserve nothing.
 func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger) (*admission.Decision, error) {
 	if req.DryRun != nil && *req.DryRun {
 		return e.Validate(ctx, req, view)
 	}
-	h := &held{hosts: e.served(req, view)}
-	if h.hosts == nil {
-		return e.admitCounted(ctx, req, view, ledger, h)
-	}
+	hosts, resources := e.served(req, view), e.resourced(req, view)
 	for {
-		d, err := e.admitHosts(ctx, req, view, ledger, h)
+		h := &held{hosts: hosts, resources: resources, resourcesKnown: true}
+		var d *admission.Decision
+		var err error
+		if hosts == nil {
+			d, err = e.admitResources(ctx, req, view, ledger, h)
+		} else {
+			d, err = e.admitHosts(ctx, req, view, ledger, h)
+		}
 		if !errors.Is(err, quota.ErrStale) {
 			return d, err
 		}
@@ -47,6 +63,33 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 			return nil, err
 		}
 	}
+}
+
+// usageReserver is a ledger that holds what requests add to their tenants'
+// sums of resources: the local and the strict one.
+type usageReserver interface {
+	ReserveUsage(ctx context.Context, c quota.Claim, tenant string, adds, expect usage.List) (map[string]int64, quota.Hold, error)
+}
+
+// admitResources holds what the request adds to its tenant's sums, if
+// anything, decides (admitCounted), and releases the hold unless the
+// request is admitted; keepFirst keeps it.
+func (e *Engine) admitResources(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
+	ur, ok := ledger.(usageReserver)
+	if h.resources == nil || !ok {
+		return e.admitCounted(ctx, req, view, ledger, h)
+	}
+	r := *h.resources
+	used, hold, err := ur.ReserveUsage(ctx, r.claim, r.tenant, r.adds, r.expect)
+	if err != nil {
+		return nil, err
+	}
+	r.used, h.resources, h.keepResources = used, &r, hold
+	d, err := e.admitCounted(ctx, req, view, ledger, h)
+	if err != nil || !d.Allowed {
+		hold.Release()
+	}
+	return d, err
 }
 
 // hostReserver is a ledger that holds hosts across replicas: the strict one.
@@ -81,9 +124,10 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 			hold.Release()
 		}
 	}()
-	s.found, s.reserved = e.withClaims(found, claims, view), true
+	found = e.withClaims(found, claims, view)
+	h.hosts = &serving{holder: s.holder, hosts: s.hosts, facts: s.facts, reserved: true, found: found}
 	h.keepHosts = strict // kept by admitCounted, before the counts
-	d, err := e.admitCounted(ctx, req, view, ledger, h)
+	d, err := e.admitResources(ctx, req, view, ledger, h)
 	if err != nil || !d.Allowed {
 		return d, err
 	}
@@ -137,7 +181,7 @@ func (e *Engine) admitCounted(ctx context.Context, req *admission.Request, view 
 	for {
 		h.counts = &counting{key: key, tenants: tenants}
 		d, err := e.admitOnce(ctx, req, view, ledger, claim, h)
-		if !errors.Is(err, quota.ErrStale) {
+		if !errors.Is(err, quota.ErrStale) || errors.As(err, new(keptFirstError)) {
 			return d, err
 		}
 		if ctx.Err() != nil {

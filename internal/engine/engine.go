@@ -178,6 +178,9 @@ type Engine struct {
 	// collisions is set when some tenant refuses hosts others serve: the
 	// Ingresses and routes of tenant namespaces then hold their hosts.
 	collisions bool
+	// resources is set when some tenant has a tenant-wide resource quota:
+	// the pods and claims of tenant namespaces then hold what they add.
+	resources bool
 }
 
 // New compiles the rule library and readies it for the registry: Compile,
@@ -215,7 +218,7 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 		"catalog":  p.catalogData,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions()}
+	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions(), resources: reg.ResourceQuotas()}
 	if p.decide == nil {
 		e.pool = pool
 		return e, e.topdown(ctx, store)

@@ -62,6 +62,11 @@ type counting struct {
 type held struct {
 	counts *counting
 	hosts  *serving
+	// resources is what the request adds to its tenant's sums, once
+	// resourcesKnown; keepResources keeps its hold, after keepHosts.
+	resources      *resourcing
+	resourcesKnown bool
+	keepResources  quota.Hold
 	// keepHosts keeps the request's hosts in the ledger of hosts (strict
 	// mode), once the request is admitted and before its place in the
 	// counts is kept: the shared ledger of hosts is the likelier to have
@@ -70,21 +75,41 @@ type held struct {
 	keepHosts quota.Hold
 }
 
-// keepFirst keeps what must be kept before the request's counts.
+// keepFirst keeps what must be kept before the request's counts: its hosts,
+// then what it adds to its tenant's sums. An error from either is returned
+// as keptFirstError: the request must be decided again from the start.
 func (h *held) keepFirst(ctx context.Context) error {
-	if h == nil || h.keepHosts == nil {
+	if h == nil {
 		return nil
 	}
-	return h.keepHosts.Keep(ctx)
+	for _, hold := range []quota.Hold{h.keepHosts, h.keepResources} {
+		if hold == nil {
+			continue
+		}
+		if err := hold.Keep(ctx); err != nil {
+			return keptFirstError{err}
+		}
+	}
+	return nil
 }
+
+// keptFirstError is a hold kept before the counts that failed: ErrStale
+// from it is not the counts' to retry, but Admit's.
+type keptFirstError struct{ error }
+
+func (e keptFirstError) Unwrap() error { return e.error }
 
 // input builds the policy input; h is nil when the caller holds nothing
 // (no reservation).
 func (e *Engine) input(req *admission.Request, view *clusterview.View, h *held) *input {
 	var q *counting
 	var s *serving
+	var r *resourcing
 	if h != nil {
-		q, s = h.counts, h.hosts
+		q, s, r = h.counts, h.hosts, h.resources
+	}
+	if h == nil || !h.resourcesKnown {
+		r = e.resourced(req, view)
 	}
 	if q == nil {
 		key, tenants := e.counted(req, view)
@@ -93,17 +118,21 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, h *held) 
 	if s == nil {
 		s = e.served(req, view)
 	}
-	return &input{request: req.Value, cluster: e.facts(req, view, q, s)}
+	return &input{request: req.Value, cluster: e.facts(req, view, q, s, r)}
 }
 
 // facts gathers the cluster facts one request's rules read: the labels of its
-// namespace, the tenant counts that could be exceeded, the default
+// namespace, the tenant counts that could be exceeded, what it adds to its
+// tenant's sums of quota resources and those sums, the default
 // PriorityClass of a created Pod, and the other holders of the hosts an
 // Ingress or route serves. Lookups are by key, never scans.
-func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting, s *serving) ast.Object {
+func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting, s *serving, r *resourcing) ast.Object {
 	cluster := ast.NewObjectWithCapacity(3)
 	if q.key != "" {
 		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
+	}
+	if r != nil {
+		cluster.Insert(ast.InternedTerm("resources"), resourceFacts(r, view))
 	}
 	if s != nil && s.facts {
 		cluster.Insert(ast.InternedTerm("hosts"), hostFacts(s, view))
@@ -218,7 +247,7 @@ func init() {
 	// finds them instead of allocating a term per request.
 	ast.InternStringTerm(
 		"request", "cluster", "object", "metadata", "name", "namespace",
-		"labels", "counts", "priorityClasses", "hosts",
+		"labels", "counts", "priorityClasses", "hosts", "resources", "adds", "used", "namespaces",
 		"group", "kind", "tenant",
 		"priority", "preemptionPolicy", "allowed", "deny", "warn", "dryrun",
 		"id", "msg",

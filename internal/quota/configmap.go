@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // Names and labels of the strict ledger's ConfigMaps.
@@ -35,26 +37,37 @@ type ConfigMaps interface {
 	Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error)
 }
 
-// entry is one admitted create in a ledger.
+// entry is one admitted create in a ledger; in a ledger of usage
+// (usageSuffix), one admitted request with what it adds to the tenant's
+// sums and the usage its object will be seen with.
 type entry struct {
-	Key       string    `json:"key"`
-	Namespace string    `json:"namespace,omitempty"`
-	Name      string    `json:"name"`
-	Expires   time.Time `json:"expires"`
+	Key       string     `json:"key"`
+	Namespace string     `json:"namespace,omitempty"`
+	Name      string     `json:"name"`
+	Expires   time.Time  `json:"expires"`
+	Adds      usage.List `json:"adds,omitempty"`
+	Expect    usage.List `json:"expect,omitempty"`
 }
 
 func (e entry) claim() Claim { return Claim{e.Key, e.Namespace, e.Name} }
 
 // page is one tenant's ledger as read.
 type page struct {
-	tenant  string
+	tenant string
+	// suffix follows the tenant in the ledger's name: "" for counts,
+	// usageSuffix for sums of resources.
+	suffix  string
 	cm      *corev1.ConfigMap // nil when it does not exist yet
 	entries []entry
 }
 
-func (l *StrictLedger) read(ctx context.Context, tenant string) (*page, error) {
-	p := &page{tenant: tenant}
-	cm, err := l.configMaps.Get(ctx, l.prefix+tenant, metav1.GetOptions{})
+// usageSuffix ends the name of a tenant's ledger of usage. Tenant names
+// are DNS labels, without dots, so no tenant's ledger of counts has it.
+const usageSuffix = ".usage"
+
+func (l *StrictLedger) read(ctx context.Context, tenant, suffix string) (*page, error) {
+	p := &page{tenant: tenant, suffix: suffix}
+	cm, err := l.configMaps.Get(ctx, l.prefix+tenant+suffix, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return p, nil
 	}
@@ -75,12 +88,12 @@ func (l *StrictLedger) read(ctx context.Context, tenant string) (*page, error) {
 // put writes raw as the claims of the ledger named l.prefix+name: it
 // creates the ConfigMap when existing is nil, else updates existing (the
 // version read), so that a write that lost a race is ErrStale.
-func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name string, raw []byte) error {
+func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name, suffix string, raw []byte) error {
 	var err error
 	if existing == nil {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   l.prefix + name,
+				Name:   l.prefix + name + suffix,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard", TenantLabel: name},
 			},
 			Data: map[string]string{claimsKey: string(raw)},
@@ -100,15 +113,18 @@ func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name
 	return err
 }
 
-// write stores a page with c added; a write that lost a race is ErrStale.
-func (l *StrictLedger) write(ctx context.Context, p *page, c Claim) error {
-	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e entry) bool { return e.claim() == c })
-	entries = append(entries, entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Expires: l.now().Add(l.ttl).UTC()})
+// write stores a page with e added (its time set); a write that lost a
+// race is ErrStale.
+func (l *StrictLedger) write(ctx context.Context, p *page, e entry) error {
+	c := e.claim()
+	entries := slices.DeleteFunc(slices.Clone(p.entries), func(x entry) bool { return x.claim() == c })
+	e.Expires = l.now().Add(l.ttl).UTC()
+	entries = append(entries, e)
 	raw, err := json.Marshal(entries)
 	if err != nil {
 		return err
 	}
-	if err = l.put(ctx, p.cm, p.tenant, raw); err != nil && !errors.Is(err, ErrStale) {
+	if err = l.put(ctx, p.cm, p.tenant, p.suffix, raw); err != nil && !errors.Is(err, ErrStale) {
 		return fmt.Errorf("writing the quota ledger of tenant %q: %w", p.tenant, err)
 	}
 	return err

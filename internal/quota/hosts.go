@@ -120,7 +120,7 @@ func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostCl
 	if err != nil {
 		return err
 	}
-	if err = l.put(ctx, p.cm, hostsLedger, raw); err != nil && !errors.Is(err, ErrStale) {
+	if err = l.put(ctx, p.cm, hostsLedger, "", raw); err != nil && !errors.Is(err, ErrStale) {
 		return fmt.Errorf("writing the ledger of hosts: %w", err)
 	}
 	return err

@@ -3,6 +3,8 @@ package quota
 import (
 	"context"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // Reserver is what the local ledger needs of the cluster view
@@ -11,6 +13,7 @@ import (
 // seen and as held, nor left out of both.
 type Reserver interface {
 	Reserve(c Claim, tenants []string, ttl time.Duration) (map[string]int, *Reservation)
+	ReserveUsage(c Claim, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *Reservation)
 }
 
 // LocalLedger reserves in the view's Table: exact within one replica, with
@@ -26,6 +29,13 @@ type LocalLedger struct {
 func (l LocalLedger) Reserve(_ context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
 	counts, r := l.View.Reserve(c, tenants, ttlOr(l.TTL))
 	return counts, localHold{r}, nil
+}
+
+// ReserveUsage holds what a request adds to its tenant's sums in the view's
+// Table, as Reserve holds a create's place in the counts.
+func (l LocalLedger) ReserveUsage(_ context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
+	used, r := l.View.ReserveUsage(c, tenant, adds, expect, ttlOr(l.TTL))
+	return used, localHold{r}, nil
 }
 
 // localHold is a Reservation as a Hold: keeping it never finds the counts

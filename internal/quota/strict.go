@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // Counter is what the strict ledger needs of the cluster view
@@ -14,6 +16,10 @@ import (
 type Counter interface {
 	Count(tenant, key string) int
 	Seen(c Claim) bool
+	// Used is a tenant's sum of a quota resource; SeenUsage the usage of
+	// the object a claim names as seen, and whether it is.
+	Used(tenant, key string) int64
+	SeenUsage(c Claim) (usage.List, bool)
 }
 
 // StrictLedger implements Ledger on the API server: one ledger ConfigMap per
@@ -64,7 +70,7 @@ func (l *StrictLedger) lock(tenant string) *sync.Mutex {
 // objects seen plus the admitted creates not seen yet.
 func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
 	tenants = slices.Sorted(slices.Values(tenants))
-	h := &strictHold{ledger: l, claim: c}
+	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name}}
 	for _, t := range tenants {
 		m := l.lock(t)
 		m.Lock()
@@ -73,7 +79,7 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 	counts := make(map[string]int, len(tenants))
 	now := l.now()
 	for _, t := range tenants {
-		p, err := l.read(ctx, t)
+		p, err := l.read(ctx, t, "")
 		if err != nil {
 			h.Release()
 			return nil, nil, err
@@ -91,11 +97,48 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 	return counts, h, nil
 }
 
+// ReserveUsage implements the strict mode for sums of resources: it reads
+// the tenant's ledger of usage (its ledger's name with usageSuffix) and
+// returns the tenant's sum of each key of adds: the objects seen plus the
+// requests admitted (by any replica) whose objects are not seen yet with
+// the usage they expect. c names the object under a UsageClaim key. Keep
+// writes the request into the ledger, conditional on it being unchanged.
+func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
+	m := l.lock(tenant + usageSuffix)
+	m.Lock()
+	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Adds: adds, Expect: expect}, locked: []*sync.Mutex{m}}
+	p, err := l.read(ctx, tenant, usageSuffix)
+	if err != nil {
+		h.Release()
+		return nil, nil, err
+	}
+	used := make(map[string]int64, len(adds))
+	for _, a := range adds {
+		used[a.Key] = l.view.Used(tenant, a.Key)
+	}
+	now := l.now()
+	p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
+	for _, e := range p.entries {
+		x := e.claim()
+		if x == c {
+			continue
+		}
+		if seen, ok := l.view.SeenUsage(CountClaim(x)); ok && seen.Covers(e.Expect) {
+			continue
+		}
+		for _, a := range adds {
+			used[a.Key] += e.Adds.Get(a.Key)
+		}
+	}
+	h.pages = []*page{p}
+	return used, h, nil
+}
+
 // strictHold is a create's place while it is decided: the tenants' locks
 // and the ledgers as read.
 type strictHold struct {
 	ledger *StrictLedger
-	claim  Claim
+	entry  entry
 	locked []*sync.Mutex
 	pages  []*page
 	once   sync.Once
@@ -105,7 +148,7 @@ type strictHold struct {
 // on the ledger being unchanged since it was read.
 func (h *strictHold) Keep(ctx context.Context) error {
 	for _, p := range h.pages {
-		if err := h.ledger.write(ctx, p, h.claim); err != nil {
+		if err := h.ledger.write(ctx, p, h.entry); err != nil {
 			return err
 		}
 	}

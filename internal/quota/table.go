@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // Table holds the places of the creates being decided or admitted and not
@@ -38,6 +40,11 @@ type place struct {
 	// kept is set once a decision admitted the create.
 	kept    bool
 	expires time.Time
+	// adds, set for a hold on resources (PrepareUsage), is what the
+	// object adds to its tenant's sums; a place without it counts one
+	// object under its claim's key. expect is the usage the object is seen
+	// with once stored, which ends the hold.
+	adds, expect usage.List
 }
 
 // NewTable returns an empty table.
@@ -82,22 +89,13 @@ func (t *Table) Prepare(c Claim, tenants []string, ttl time.Duration) *Reservati
 // the ones that took theirs before it. The caller keeps seen's counts from
 // changing until Take returns (the view's readers' lock).
 func (r *Reservation) Take(seen func(tenant, key string) int) map[string]int {
-	fresh, counts := r.fresh, r.counts
-	r.fresh, r.counts = nil, nil
+	counts := r.counts
+	r.counts = nil
 	t := r.table
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	t.expire(now)
-	p := t.held[r.claim]
-	if p == nil {
-		p = fresh
-		t.held[r.claim] = p
-		t.count(r.claim.Key, p.tenants, 1)
-	}
-	p.deciding++
-	p.expires = now.Add(r.ttl)
-	for _, tenant := range fresh.tenants {
+	tenants, p := r.hold()
+	for _, tenant := range tenants {
 		n := seen(tenant, r.claim.Key) + t.pending[tenantKey{tenant, r.claim.Key}]
 		if slices.Contains(p.tenants, tenant) {
 			n-- // this create itself
@@ -105,6 +103,26 @@ func (r *Reservation) Take(seen func(tenant, key string) int) map[string]int {
 		counts[tenant] = n
 	}
 	return counts
+}
+
+// hold puts the reservation's place in the table, or finds the place of
+// the same claim taken before (a retried create), and returns the tenants
+// it was prepared for and the place; the caller holds t.mu.
+func (r *Reservation) hold() ([]string, *place) {
+	fresh := r.fresh
+	r.fresh = nil
+	t := r.table
+	now := t.now()
+	t.expire(now)
+	p := t.held[r.claim]
+	if p == nil {
+		p = fresh
+		t.held[r.claim] = p
+		t.add(r.claim, p, 1)
+	}
+	p.deciding++
+	p.expires = now.Add(r.ttl)
+	return fresh.tenants, p
 }
 
 // Keep marks the create admitted: its place is held until the object is
@@ -158,7 +176,19 @@ func (t *Table) drop(c Claim) {
 		return
 	}
 	delete(t.held, c)
-	t.count(c.Key, p.tenants, -1)
+	t.add(c, p, -1)
+}
+
+// add counts a place in its tenants' pending counts (n = 1) or takes it
+// out (n = -1); the caller holds t.mu.
+func (t *Table) add(c Claim, p *place, n int) {
+	if p.adds == nil {
+		t.count(c.Key, p.tenants, n)
+		return
+	}
+	for _, a := range p.adds {
+		t.count(a.Key, p.tenants, n*int(a.N))
+	}
 }
 
 // count adds n to each tenant's pending count of key; the caller holds
@@ -187,5 +217,52 @@ func (t *Table) expire(now time.Time) {
 		if now.After(p.expires) {
 			t.drop(c)
 		}
+	}
+}
+
+// PrepareUsage makes a hold on what a create or update adds to its tenant's
+// sums of quota resources (adds, by key), not taken yet, as Prepare does
+// for counts; c names the object under UsageKey. expect is the usage the
+// object will be seen with once stored: the hold lasts until the view sees
+// it so (TakeOverUsage) or the hold expires.
+func (t *Table) PrepareUsage(c Claim, tenant string, adds, expect usage.List, ttl time.Duration) *Reservation {
+	r := t.Prepare(c, []string{tenant}, ttl)
+	r.fresh.adds, r.fresh.expect = slices.Clip(adds), expect
+	if r.fresh.adds == nil {
+		r.fresh.adds = usage.List{}
+	}
+	return r
+}
+
+// TakeUsage counts a hold made by PrepareUsage in its tenant's sums and
+// returns the tenant's sum of each key the hold adds to, as the decision
+// must see it: the objects seen (seen's sums) plus the holds of the
+// requests being decided or admitted and not seen yet, this one left out.
+// The caller keeps seen's sums from changing until it returns.
+func (r *Reservation) TakeUsage(seen func(tenant, key string) int) map[string]int64 {
+	adds := r.fresh.adds
+	r.counts = nil
+	used := make(map[string]int64, len(adds))
+	t := r.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tenants, p := r.hold()
+	for _, a := range adds {
+		// this request's own place left out
+		used[a.Key] = int64(seen(tenants[0], a.Key)+t.pending[tenantKey{tenants[0], a.Key}]) - p.adds.Get(a.Key)
+	}
+	return used
+}
+
+// TakeOverUsage drops the resources hold of an object seen with usage
+// seen, once seen reaches what the hold expects: the view's sums now hold
+// it. An older version of the object (an informer event from before the
+// request) leaves the hold in place. The caller holds the view's writer's
+// lock, as for TakeOver.
+func (t *Table) TakeOverUsage(c Claim, seen usage.List) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.held[c]; ok && seen.Covers(p.expect) {
+		t.drop(c)
 	}
 }

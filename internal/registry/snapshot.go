@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // DefaultProtectedNamespaces apply when settings.protectedNamespaces is omitted.
@@ -180,6 +182,17 @@ func (s *Snapshot) Revision() string { return s.revision }
 
 // TenantLabel is the namespace label naming a namespace's tenant.
 func (s *Snapshot) TenantLabel() string { return s.registry.Settings.TenantLabel }
+
+// ResourceQuotas reports whether some tenant has a tenant-wide resource
+// quota.
+func (s *Snapshot) ResourceQuotas() bool {
+	for _, t := range s.registry.Tenants {
+		if t.ResourceQuota != nil && len(t.ResourceQuota.Hard) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // Tenant returns a tenant by name.
 func (s *Snapshot) Tenant(name string) (*Tenant, bool) {
@@ -369,8 +382,9 @@ func union(a, b []string) []string {
 	return out
 }
 
-// QuotaResources are the resources that some tenant's quotas count, sorted,
-// each as {Group, Resource}; the core group is "".
+// QuotaResources are the resources that some tenant's quotas count, or whose
+// resources some tenant's resourceQuota sums (pods, claims), sorted, each as
+// {Group, Resource}; the core group is "".
 func (s *Snapshot) QuotaResources() []schema.GroupResource {
 	seen := map[schema.GroupResource]bool{}
 	for _, t := range s.registry.Tenants {
@@ -379,6 +393,16 @@ func (s *Snapshot) QuotaResources() []schema.GroupResource {
 			rest := strings.TrimPrefix(canonical, "count/")
 			resource, group, _ := strings.Cut(rest, ".")
 			seen[schema.GroupResource{Group: group, Resource: resource}] = true
+		}
+		if t.ResourceQuota != nil {
+			for key := range t.ResourceQuota.Hard {
+				// The objects whose resources the quota sums.
+				if usage.OfClaims(key) {
+					seen[schema.GroupResource{Resource: "persistentvolumeclaims"}] = true
+				} else {
+					seen[schema.GroupResource{Resource: "pods"}] = true
+				}
+			}
 		}
 	}
 	out := slices.Collect(maps.Keys(seen))

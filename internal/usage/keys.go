@@ -59,3 +59,9 @@ func extended(name string) bool {
 	}
 	return len(validation.IsQualifiedName(name)) == 0
 }
+
+// OfClaims reports whether a quota resource sums PersistentVolumeClaims
+// (requests.storage, and per StorageClass); the others sum pods.
+func OfClaims(key string) bool {
+	return key == string(corev1.ResourceRequestsStorage) || strings.Contains(key, storageClassSuffix)
+}

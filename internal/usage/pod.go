@@ -30,6 +30,7 @@ func Pod(pod *corev1.Pod) corev1.ResourceList {
 	if Finished(pod) {
 		return corev1.ResourceList{}
 	}
+	pod = defaulted(pod)
 	return compute(resourcehelper.PodRequests(pod, podOptions), resourcehelper.PodLimits(pod, podOptions))
 }
 
@@ -89,6 +90,7 @@ func Missing(pod *corev1.Pod, hard corev1.ResourceList) []Unnamed {
 	if len(required) == 0 {
 		return nil
 	}
+	pod = defaulted(pod)
 	byResource := map[corev1.ResourceName][]string{}
 	for _, containers := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range containers {
@@ -145,4 +147,47 @@ func claimClass(pvc *corev1.PersistentVolumeClaim) string {
 		return *pvc.Spec.StorageClassName
 	}
 	return ""
+}
+
+// defaulted is pod as the API server stores it: a container's request that
+// is not given defaults to its limit. Admission sees pods defaulted
+// already; a manifest read offline (review, audit) may not be.
+func defaulted(pod *corev1.Pod) *corev1.Pod {
+	if !needsDefaults(pod.Spec.Containers) && !needsDefaults(pod.Spec.InitContainers) {
+		return pod
+	}
+	out := *pod
+	out.Spec.Containers = withDefaults(pod.Spec.Containers)
+	out.Spec.InitContainers = withDefaults(pod.Spec.InitContainers)
+	return &out
+}
+
+func needsDefaults(containers []corev1.Container) bool {
+	for i := range containers {
+		r := &containers[i].Resources
+		for name := range r.Limits {
+			if _, ok := r.Requests[name]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func withDefaults(containers []corev1.Container) []corev1.Container {
+	out := slices.Clone(containers)
+	for i := range out {
+		r := &out[i].Resources
+		requests := r.Requests.DeepCopy()
+		for name, q := range r.Limits {
+			if _, ok := requests[name]; !ok {
+				if requests == nil {
+					requests = corev1.ResourceList{}
+				}
+				requests[name] = q
+			}
+		}
+		r.Requests = requests
+	}
+	return out
 }

@@ -108,7 +108,7 @@ func TestMissing(t *testing.T) {
 	}{
 		{"cpu requests must be named by every container", list("requests.cpu", "10"), "requests.cpu for init,log"},
 		{"a memory limit named is enough for limits.memory", list("limits.memory", "10Gi"), "limits.memory for init,log"},
-		{"requests.memory is missing wherever only a limit is named", list("requests.memory", "10Gi"), "requests.memory for app,init,log"},
+		{"a memory limit named is a memory request too, as the API server defaults it", list("requests.memory", "10Gi"), "requests.memory for init,log"},
 		{"extended resources and storage need naming by no container", list("requests.nvidia.com/gpu", "4", "requests.storage", "1Ti"), ""},
 	}
 	for _, tt := range tests {
@@ -187,5 +187,44 @@ func TestCheckKey(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestListsAddUp(t *testing.T) {
+	l := Of(list("requests.cpu", "1500m", "requests.memory", "1Gi", "limits.cpu", "0"))
+	if got := l.Key(); got != "requests.cpu=1500;requests.memory=1073741824;" {
+		t.Errorf("Key() = %q; a zero amount is left out and CPU is in thousandths", got)
+	}
+	grown := Of(list("requests.cpu", "2", "requests.memory", "512Mi"))
+	if inc := grown.Increase(l); len(inc) != 1 || inc[0] != (Amount{"requests.cpu", 500}) {
+		t.Errorf("Increase = %v, want only requests.cpu 500", inc)
+	}
+	if l.Covers(grown) || !grown.Covers(Of(list("requests.cpu", "2"))) {
+		t.Error("Covers must compare every amount of the other list")
+	}
+	for _, tt := range []struct {
+		key  string
+		n    int64
+		want string
+	}{
+		{"requests.cpu", 2100, "2100m"}, {"limits.cpu", 2000, "2"}, {"requests.memory", 1536 << 20, "1536Mi"},
+		{"requests.storage", 10 << 30, "10Gi"}, {"requests.nvidia.com/gpu", 3, "3"},
+	} {
+		if got := Format(tt.key, tt.n); got != tt.want {
+			t.Errorf("Format(%s, %d) = %q, want %q", tt.key, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestRequestsDefaultToLimits(t *testing.T) {
+	pod := corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", nil, list("cpu", "1", "memory", "1Gi"))}}}
+	if got := Pod(&pod); !equal(got, list("cpu", "1", "requests.cpu", "1", "limits.cpu", "1", "memory", "1Gi", "requests.memory", "1Gi", "limits.memory", "1Gi")) {
+		t.Errorf("a pod giving limits only counts them as requests too, as the API server defaults them; got %v", got)
+	}
+	if m := Missing(&pod, list("requests.cpu", "2")); len(m) != 0 {
+		t.Errorf("a pod giving limits only names its requests: Missing = %v", m)
+	}
+	if pod.Spec.Containers[0].Resources.Requests != nil {
+		t.Error("the pod given must not be changed")
 	}
 }

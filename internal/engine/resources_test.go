@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/usage"
+	"github.com/tenantguard/tenantguard/tests/scale"
+	"github.com/tenantguard/tenantguard/webhook/admission"
+)
+
+// cpuQuota is tenant t0 with 2 CPUs of requests tenant-wide, and a view of
+// its namespaces t0-ns0..9 with 10 pods of 100m in t0-ns0.
+func cpuQuota(t *testing.T) (*Engine, *clusterview.View) {
+	t.Helper()
+	reg, err := registry.Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: t0\n    owners: [{kind: User, name: u0}]\n    resourceQuota: {hard: {requests.cpu: \"2\", requests.memory: 8Gi}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := clusterview.New(registry.DefaultTenantLabel)
+	scale.Fill(v, 1, 10, 0)
+	for i := range 10 {
+		v.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: "t0-ns0", Name: fmt.Sprintf("busy-%d", i), Usage: usage.List{{Key: "requests.cpu", N: 100}}})
+	}
+	return e, v
+}
+
+const smallPod = `{"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]}`
+
+func TestABurstOfFiftyPodsAgainstRoomForTenCPUsAdmitsExactlyTen(t *testing.T) {
+	e, view := cpuQuota(t)
+	ledger := quota.LocalLedger{View: view}
+	var wg sync.WaitGroup
+	decisions := make([]*admission.Decision, 50)
+	errs := make([]error, 50)
+	for i := range decisions {
+		wg.Go(func() {
+			req := podCreate(t, 0, smallPod)
+			req.Name = fmt.Sprintf("burst-%d", i)
+			decisions[i], errs[i] = e.Admit(t.Context(), req, view, ledger)
+		})
+	}
+	wg.Wait()
+	admitted := 0
+	for i, d := range decisions {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if d.Allowed {
+			admitted++
+			continue
+		}
+		if len(d.Deny) != 1 || d.Deny[0].ID != "tenant-resource-quota" {
+			t.Fatalf("pod %d refused with %v, want only tenant-resource-quota", i, d.Deny)
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d of 50 pods admitted, want 10", admitted)
+	}
+	if got := view.Used("t0", "requests.cpu"); got != 2000 {
+		t.Fatalf("t0 uses %dm of CPU with the admitted pods held, want 2000m", got)
+	}
+}
+
+func TestResourceQuotaRefusalsSayWhatIsUsedAndWhatIsLeft(t *testing.T) {
+	e, view := cpuQuota(t)
+	tests := []struct {
+		name string
+		spec string
+		want string
+	}{
+		{"a pod over the sum", strings.Replace(smallPod, `"100m"`, `"1500m"`, 1),
+			`tenant "t0" would use requests.cpu 2500m of its 2; Pod "web" asks for 1500m and 1 is in use across 10 namespaces; it may ask for at most 1, or the tenant's quota must be raised`},
+		{"a pod whose init container asks for more than its containers", `{"initContainers":[{"name":"migrate","image":"nginx","resources":{"requests":{"cpu":"1200m","memory":"1Gi"}}}],"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]}`,
+			`tenant "t0" would use requests.cpu 2200m of its 2; Pod "web" asks for 1200m and 1 is in use across 10 namespaces; it may ask for at most 1, or the tenant's quota must be raised`},
+		{"a pod leaving its memory request unnamed", `{"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":"100m"}}}]}`,
+			`Pod "web" must name requests.memory for its containers "web": tenant "t0" has a quota on requests.memory, which counts only what containers name; set resources.requests.memory in each`},
+		{"a pod giving limits only, which the API server copies to its requests", `{"containers":[{"name":"web","image":"nginx","resources":{"limits":{"cpu":"1100m","memory":"64Mi"}}}]}`,
+			`tenant "t0" would use requests.cpu 2100m of its 2; Pod "web" asks for 1100m and 1 is in use across 10 namespaces; it may ask for at most 1, or the tenant's quota must be raised`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := e.Validate(t.Context(), podCreate(t, 0, tt.spec), view)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed || len(d.Deny) != 1 || d.Deny[0].Msg != tt.want {
+				t.Fatalf("decision %+v\nwant the refusal %q", d.Deny, tt.want)
+			}
+		})
+	}
+}
+
+// update is an AdmissionReview of u0 updating (or, with sub, updating the
+// subresource of) an object of t0-ns3 from old to new.
+func update(t *testing.T, kind, resource, sub, old, new string) *admission.Request {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":%q},"resource":{"group":"","version":"v1","resource":%q},"subResource":%q,"namespace":"t0-ns3","name":"web","operation":"UPDATE","userInfo":{"username":"u0"},"object":%s,"oldObject":%s}}`, kind, resource, sub, new, old)
+	req, err := admission.Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
+	e, view := cpuQuota(t)
+	pod := func(cpu string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t0-ns3"},"spec":{"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":%q,"memory":"64Mi"}}}]}}`, cpu)
+	}
+	claim := func(size string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"web","namespace":"t0-ns3"},"spec":{"resources":{"requests":{"storage":%q}}}}`, size)
+	}
+	tests := []struct {
+		name string
+		req  *admission.Request
+		want string // "" admitted
+	}{
+		{"a resize within the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("1")), ""},
+		{"a resize past the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("2")),
+			`tenant "t0" would use requests.cpu 2500m of its 2; Pod "web" asks for 1500m more and 1 is in use across 10 namespaces; it may ask for at most 1, or the tenant's quota must be raised`},
+		{"a resize down", update(t, "Pod", "pods", "resize", pod("2"), pod("100m")), ""},
+		{"an expansion of a claim under an unlimited key", update(t, "PersistentVolumeClaim", "persistentvolumeclaims", "", claim("1Gi"), claim("1Ti")), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := e.Admit(t.Context(), tt.req, view, quota.LocalLedger{View: view})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == "" && !d.Allowed:
+				t.Fatalf("refused: %+v", d.Deny)
+			case tt.want != "" && (d.Allowed || d.Deny[0].Msg != tt.want):
+				t.Fatalf("decision %+v\nwant the refusal %q", d.Deny, tt.want)
+			}
+		})
+	}
+	if got := view.Used("t0", "requests.cpu"); got != 1500 {
+		t.Fatalf("t0 uses %dm with the admitted resize held, want 1000m seen and 500m held", got)
+	}
+}

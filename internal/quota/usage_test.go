@@ -1,0 +1,145 @@
+package quota_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/usage"
+)
+
+// cpu is a usage of n thousandths of requests.cpu.
+func cpu(n int64) usage.List { return usage.List{{Key: "requests.cpu", N: n}} }
+
+// busyView is namespace "a" of tenant oil with n pods of 100m each.
+func busyView(n int) *clusterview.View {
+	v := clusterview.New(label)
+	v.Upsert(namespace("a", "oil"))
+	for i := range n {
+		o := pod(fmt.Sprintf("busy-%d", i))
+		o.Usage = cpu(100)
+		v.Upsert(o)
+	}
+	return v
+}
+
+// usageLedger is the part of both ledgers that holds what requests add.
+type usageLedger interface {
+	ReserveUsage(ctx context.Context, c quota.Claim, tenant string, adds, expect usage.List) (map[string]int64, quota.Hold, error)
+}
+
+// burstOfPods decides 50 creates of 100m against a limit of 2000m with
+// 1000m in use, spread over ledgers as Admit decides them, and returns how
+// many were admitted.
+func burstOfPods(t *testing.T, ledgers []usageLedger) int64 {
+	const limit, burst = 2000, 50
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			ledger := ledgers[i%len(ledgers)]
+			c := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("burst-%d", i)})
+			for {
+				used, hold, err := ledger.ReserveUsage(t.Context(), c, "oil", cpu(100), cpu(100))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if used["requests.cpu"]+100 > limit {
+					hold.Release()
+					return
+				}
+				switch err := hold.Keep(t.Context()); {
+				case errors.Is(err, quota.ErrStale):
+					hold.Release()
+				case err != nil:
+					t.Error(err)
+					return
+				default:
+					admitted.Add(1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return admitted.Load()
+}
+
+func TestABurstOfPodsTakesNoMoreThanTheRoomOfASum(t *testing.T) {
+	t.Run("one replica", func(t *testing.T) {
+		view := busyView(10)
+		if got := burstOfPods(t, []usageLedger{quota.LocalLedger{View: view}}); got != 10 {
+			t.Fatalf("%d of 50 pods of 100m admitted against 1000m of room, want 10", got)
+		}
+		if got := view.Used("oil", "requests.cpu"); got != 2000 {
+			t.Fatalf("the tenant's sum with the admitted holds is %dm, want 2000m", got)
+		}
+	})
+	t.Run("two strict replicas", func(t *testing.T) {
+		server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+		replicas := []usageLedger{
+			quota.NewStrictLedger(server, busyView(10), time.Minute),
+			quota.NewStrictLedger(server, busyView(10), time.Minute),
+		}
+		if got := burstOfPods(t, replicas); got != 10 {
+			t.Fatalf("%d of 50 pods of 100m admitted against 1000m of room by two replicas, want 10", got)
+		}
+		if server.stored[quota.NamePrefix+"oil.usage"] == nil {
+			t.Fatal("no ledger of usage was written")
+		}
+	})
+}
+
+func TestAHoldOnASumEndsWhenTheObjectIsSeenWithWhatItExpects(t *testing.T) {
+	view := busyView(0)
+	c := quota.Claim{Key: "pods", Namespace: "a", Name: "web"}
+	used, hold, err := quota.LocalLedger{View: view}.ReserveUsage(t.Context(), quota.UsageClaim(c), "oil", cpu(300), cpu(500))
+	if err != nil || used["requests.cpu"] != 0 {
+		t.Fatalf("ReserveUsage = %v, %v; want nothing in use", used, err)
+	}
+	if err := hold.Keep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := view.Used("oil", "requests.cpu"); got != 300 {
+		t.Fatalf("sum %dm with the hold, want 300m", got)
+	}
+	older := pod("web")
+	older.Usage = cpu(200) // an informer event from before the resize
+	view.Upsert(older)
+	if got := view.Used("oil", "requests.cpu"); got != 500 {
+		t.Fatalf("sum %dm after the object was seen as it was before the request, want 200m seen and 300m held", got)
+	}
+	resized := pod("web")
+	resized.Usage = cpu(500)
+	view.Upsert(resized)
+	if got := view.Used("oil", "requests.cpu"); got != 500 {
+		t.Fatalf("sum %dm once the object was seen resized, want its 500m alone", got)
+	}
+	view.Delete(resized)
+	if got := view.Used("oil", "requests.cpu"); got != 0 {
+		t.Fatalf("sum %dm after the delete, want 0", got)
+	}
+}
+
+func TestSumsFollowTheirNamespacesBetweenTenants(t *testing.T) {
+	view := busyView(3)
+	view.Upsert(namespace("a", "gas"))
+	if oil, gas := view.Used("oil", "requests.cpu"), view.Used("gas", "requests.cpu"); oil != 0 || gas != 300 {
+		t.Fatalf("after relabelling: oil %dm, gas %dm; want 0 and 300m", oil, gas)
+	}
+	finished := pod("busy-0")
+	finished.Usage = usage.List{}
+	view.Upsert(finished)
+	if got := view.Used("gas", "requests.cpu"); got != 200 {
+		t.Fatalf("a finished pod still counts: %dm, want 200m", got)
+	}
+}
