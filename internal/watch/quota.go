@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/informers"
@@ -27,8 +28,9 @@ var activePods = fields.AndSelectors(
 // quotaInformer is the informer of one counted resource in the manager's cache.
 type quotaInformer struct {
 	gr schema.GroupResource
-	// key is the informer's key in the cache, a metadata-only object.
-	key      *metav1.PartialObjectMetadata
+	// key is the informer's key in the cache: a metadata-only object, or
+	// the typed object of a kind that adds to sums (usageKinds).
+	key      client.Object
 	informer crcache.Informer
 	// reg is the view's handler; it has synced once the view holds the
 	// resource's initial list.
@@ -102,15 +104,19 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 	return nil
 }
 
-// startQuotaInformer adds the metadata informer of one resource to the
-// cache, which starts it at once (the cache runs), and the view's handler.
+// startQuotaInformer adds the metadata informer of one resource (the typed
+// one of a kind that adds to sums) to the cache, which starts it at once (the cache runs), and the view's handler.
 func (w *Watcher) startQuotaInformer(gr schema.GroupResource, gvk schema.GroupVersionKind) (*quotaInformer, error) {
-	key := informers.Metadata(gvk)
+	var key client.Object = informers.Metadata(gvk)
+	handler := viewHandler(w.store.View(), countedObject(gr))
+	if typed, ok := usageKinds[gr]; ok {
+		key, handler = typed.DeepCopyObject().(client.Object), viewHandler(w.store.View(), usageCounted(gr))
+	}
 	informer, err := w.cache.GetInformer(w.ctx, key, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", gr, err)
 	}
-	reg, err := addHandler(informer, viewHandler(w.store.View(), countedObject(gr)))
+	reg, err := addHandler(informer, handler)
 	if err != nil {
 		_ = w.cache.RemoveInformer(w.ctx, key)
 		return nil, fmt.Errorf("watching %s: %w", gr, err)
@@ -136,8 +142,11 @@ func (w *Watcher) dropQuotaInformer(qi *quotaInformer) {
 	}
 	view := w.store.View()
 	for _, obj := range stored.GetStore().List() {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		switch m := obj.(type) {
+		case *metav1.PartialObjectMetadata:
 			view.Delete(countedObject(qi.gr)(m))
+		case *usageObject:
+			view.Delete(usageCounted(qi.gr)(m))
 		}
 	}
 }

@@ -82,7 +82,6 @@ type Watcher struct {
 
 var (
 	namespaceKind = corev1.SchemeGroupVersion.WithKind("Namespace")
-	podKind       = corev1.SchemeGroupVersion.WithKind("Pod")
 )
 
 // CacheLayout is what the watcher needs of the manager's cache: namespaces
@@ -93,7 +92,6 @@ func CacheLayout(opts Options) informers.Layout {
 	return informers.Layout{
 		Metadata: map[client.Object]crcache.ByObject{
 			informers.Metadata(namespaceKind): {Transform: slim(true)},
-			informers.Metadata(podKind):       {Field: activePods},
 		},
 		MetadataTransform: slim(false),
 		// Ingresses and routes, watched unstructured once their kinds are
@@ -105,6 +103,9 @@ func CacheLayout(opts Options) informers.Layout {
 			&corev1.ConfigMap{}: {Field: fields.SelectorFromSet(fields.Set{
 				"metadata.namespace": opts.RegistryNamespace, "metadata.name": opts.RegistryName,
 			})},
+			// Pods and claims, counted and summed, keep their usage alone.
+			&corev1.Pod{}:                   {Field: activePods, Transform: usageTransform},
+			&corev1.PersistentVolumeClaim{}: {Transform: usageTransform},
 		},
 	}
 }

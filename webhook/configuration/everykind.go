@@ -30,37 +30,42 @@ var UnjudgedByEveryKind = []string{"events", "events.events.k8s.io", "leases.coo
 // "pods", "deployments.apps".
 const resourceExpression = `(request.resource.group == "" ? request.resource.resource : request.resource.resource + "." + request.resource.group)`
 
+// sentExpression is a request's resource and subresource as Sent names
+// them: "pods", "deployments.apps", "pods/resize".
+const sentExpression = `(` + resourceExpression + ` + (request.?subResource.orValue("") == "" ? "" : "/" + request.subResource))`
+
 // EveryKindConditions are the catch-all webhook's own match conditions:
-// the resources it never sends, and, by operation, those the workloads
-// webhook already sends (sent), so that no request is decided twice.
+// the resources it never sends, and, by operation, the resources and
+// subresources the workloads webhook already sends (sent), so that no
+// request is decided twice.
 func EveryKindConditions(ops []string, sent map[string][]string) []admissionregistrationv1.MatchCondition {
 	unjudged, _ := json.Marshal(UnjudgedByEveryKind)
 	var parts []string
 	for _, op := range ops {
 		if names := sent[op]; len(names) > 0 {
 			list, _ := json.Marshal(names) // a JSON list of strings is a CEL list
-			parts = append(parts, fmt.Sprintf(`!(request.operation == %q && %s in %s)`, op, resourceExpression, list))
+			parts = append(parts, fmt.Sprintf(`!(request.operation == %q && %s in %s)`, op, sentExpression, list))
 		}
 	}
 	out := []admissionregistrationv1.MatchCondition{{Name: "not-events-or-leases", Expression: fmt.Sprintf("!(%s in %s)", resourceExpression, unjudged)}}
 	if len(parts) > 0 {
-		// Subresources (a scale, a resize) are the catch-all's to send.
-		out = append(out, admissionregistrationv1.MatchCondition{Name: "not-sent-by-the-workloads-webhook", Expression: `request.?subResource.orValue("") != "" || ` + strings.Join(parts, " && ")})
+		out = append(out, admissionregistrationv1.MatchCondition{Name: "not-sent-by-the-workloads-webhook", Expression: strings.Join(parts, " && ")})
 	}
 	return out
 }
 
-// Sent are the resources ("pods", "deployments.apps") that routes send, by
-// operation; subresources are left out (the catch-all sends none).
+// Sent are the resources and subresources ("pods", "deployments.apps",
+// "pods/resize") that routes send, by operation.
 func Sent(routes []catalog.Route) map[string][]string {
 	out := map[string][]string{}
 	for _, r := range routes {
-		if strings.Contains(r.Resource, "/") {
-			continue
-		}
-		name := r.Resource
+		resource, sub, _ := strings.Cut(r.Resource, "/")
+		name := resource
 		if r.Group != "" {
 			name += "." + r.Group
+		}
+		if sub != "" {
+			name += "/" + sub
 		}
 		for _, op := range r.Operations {
 			if !slices.Contains(out[op], name) {
