@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -111,4 +112,102 @@ func storedPods(t *testing.T, client kubernetes.Interface, namespace string) int
 		t.Fatal(err)
 	}
 	return len(pods.Items)
+}
+
+// TestTheRoutesAroundATenantResourceQuota tries the ways a tenant could
+// take more than its resource quota through a real API server: pods made by
+// a controller (a ReplicaSet's, as its controller creates them when a
+// Deployment is scaled up: this control plane runs no controller manager),
+// an init container asking for more than the containers, requests given as
+// limits only, an in-place resize, and a claim's expansion.
+func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
+	ctx := t.Context()
+	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	addTenants(t, c, "  - name: capped\n    owners: [{kind: User, name: capper}]\n    resourceQuota: {hard: {requests.cpu: \"1\", requests.storage: 10Gi}}\n")
+	admin := fastClient(t, c.Admin)
+	const ns = "capped-apps"
+	eventually(t, "namespace "+ns, func(ctx context.Context) error {
+		_, err := admin.CoreV1().Namespaces().Create(ctx, namespace(ns, map[string]string{tenantLabel: "capped"}), metav1.CreateOptions{})
+		return err
+	})
+	eventually(t, "a pod of 600m", func(ctx context.Context) error {
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, pod("base", asking("600m")), metav1.CreateOptions{})
+		return err
+	})
+	controller := c.AsOnly("system:serviceaccount:kube-system:replicaset-controller", "system:serviceaccounts", "system:serviceaccounts:kube-system")
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "[tenant-resource-quota]") {
+			t.Fatalf("want a refusal by tenant-resource-quota, got %v", err)
+		}
+		t.Log(err)
+	}
+	t.Run("a ReplicaSet's pods count when its Deployment is scaled up", func(t *testing.T) {
+		made := pod("web-7d9f-abcde", asking("300m"))
+		made.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "0d6f8c1e-0000-4000-8000-000000000001"}}
+		if _, err := controller.CoreV1().Pods(ns).Create(ctx, made, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the first replica fits: %v", err)
+		}
+		second := made.DeepCopy()
+		second.Name = "web-7d9f-fghij"
+		_, err := controller.CoreV1().Pods(ns).Create(ctx, second, metav1.CreateOptions{})
+		refused(t, err)
+	})
+	t.Run("an init container asking for more than the containers", func(t *testing.T) {
+		p := pod("migrate", asking("50m"))
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/app:1", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		refused(t, err)
+	})
+	t.Run("requests given as limits only", func(t *testing.T) {
+		p := pod("limited", func(s *corev1.PodSpec) {
+			s.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+		})
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		refused(t, err)
+	})
+	t.Run("an in-place resize past the room", func(t *testing.T) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "base", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("900m")
+		_, err = admin.CoreV1().Pods(ns).UpdateResize(ctx, "base", p, metav1.UpdateOptions{})
+		refused(t, err)
+	})
+	t.Run("a claim's expansion past the room", func(t *testing.T) {
+		expand := true
+		class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "expandable"}, Provisioner: "example.com/none", AllowVolumeExpansion: &expand}
+		if _, err := admin.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		claim := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &class.Name,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Gi")}},
+			},
+		}
+		claim, err := admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("8Gi fits in 10Gi: %v", err)
+		}
+		second := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "more"}, Spec: *claim.Spec.DeepCopy()}
+		_, err = admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, second, metav1.CreateOptions{})
+		refused(t, err)
+		// Bound, as the volume controller would bind it, so that the API
+		// server lets its request grow.
+		claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: claim.Spec.Resources.Requests}
+		if claim, err = admin.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		claim.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("12Gi")
+		_, err = admin.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
+		refused(t, err)
+	})
 }

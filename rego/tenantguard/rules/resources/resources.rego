@@ -38,12 +38,16 @@ violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	used := _facts.used[key]
 	hard := units.parse(_hard[key])
 	used + adds > hard
-	msg := sprintf("tenant %q would use %s %s of its %s; %s %s and %s is in use across %d namespaces; %s", [
+	msg := sprintf("tenant %q would use %s %s of its %s; %s %s and %s is in use across %s; %s", [
 		tenancy.namespace_tenant, key, quantity(key, used + adds), _hard[key],
-		tenancy.object_text, _asks(quantity(key, adds)), quantity(key, used), object.get(_facts, "namespaces", 0),
+		tenancy.object_text, _asks(quantity(key, adds)), quantity(key, used), _namespaces(object.get(_facts, "namespaces", 0)),
 		_room(key, hard - used),
 	])
 }
+
+_namespaces(1) := "1 namespace"
+
+_namespaces(n) := sprintf("%d namespaces", [n]) if n != 1
 
 _asks(amount) := sprintf("asks for %s more", [amount]) if input.request.operation == "UPDATE"
 
