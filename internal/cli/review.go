@@ -124,6 +124,7 @@ func (o *reviewOptions) runManifest(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	o.request.defaults = func(namespace string, obj map[string]any) { limitRangeDefaults(in.reg, in.view, namespace, obj) }
 	built, err := o.request.requests(cmd.InOrStdin())
 	if err != nil {
 		return err

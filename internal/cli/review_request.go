@@ -21,6 +21,9 @@ type requestOptions struct {
 	groups    []string
 	operation string
 	namespace string
+	// defaults, when set, changes a created object as the API server does
+	// before admission (limitRangeDefaults), given its namespace.
+	defaults func(namespace string, obj map[string]any)
 }
 
 func (r *requestOptions) register(f *pflag.FlagSet) {
@@ -139,6 +142,9 @@ func (r *requestOptions) namespaceOf(o *manifestObject) string {
 
 // review is the AdmissionReview v1 the API server would send.
 func (r *requestOptions) review(o, old *manifestObject) ([]byte, error) {
+	if r.defaults != nil && r.operation == "CREATE" {
+		r.defaults(r.namespaceOf(o), o.object)
+	}
 	namespace := r.namespaceOf(o)
 	if namespace != "" {
 		// The API server sets the request's namespace on an object that

@@ -57,7 +57,7 @@ func NewRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	root.AddCommand(newReviewCommand(), newAuditCommand(), newRulesCommand(), newRegistryCommand(), newGenerateCommand(), newExportCommand(), newServeCommand(), newVersionCommand(), newWebhookCheckCommand())
+	root.AddCommand(newReviewCommand(), newAuditCommand(), newStatusCommand(), newRulesCommand(), newRegistryCommand(), newGenerateCommand(), newExportCommand(), newServeCommand(), newVersionCommand(), newWebhookCheckCommand())
 	return root
 }
 

@@ -8,15 +8,15 @@ import (
 // with what is used of it: resource is the quota key (namespaces, pods,
 // count/deployments.apps).
 type QuotaSource interface {
-	Quotas(yield func(tenant, resource string, used, limit int64))
+	Quotas(yield func(tenant, resource string, used, limit float64))
 }
 
 var (
 	quotaUsedDesc = prometheus.NewDesc("tenantguard_tenant_quota_used",
-		"Objects a tenant holds, summed over its namespaces, for each tenant-wide limit in force (namespaceQuota as resource namespaces, quotas by key); creates being decided or admitted and not seen yet included.",
+		"What a tenant holds, summed over its namespaces, for each tenant-wide limit in force: objects (namespaceQuota as resource namespaces, quotas by key) and resources (resourceQuota.hard by key, CPU in cores, memory and storage in bytes); requests being decided or admitted and not seen yet included.",
 		[]string{"tenant", "resource"}, nil)
 	quotaLimitDesc = prometheus.NewDesc("tenantguard_tenant_quota_limit",
-		"A tenant's limit in force, by resource (namespaces, pods, count/deployments.apps ...).",
+		"A tenant's limit in force, by resource (namespaces, pods, count/deployments.apps, requests.cpu in cores, limits.memory in bytes ...).",
 		[]string{"tenant", "resource"}, nil)
 )
 
@@ -30,9 +30,9 @@ func (c quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
-	c.source.Quotas(func(tenant, resource string, used, limit int64) {
-		ch <- prometheus.MustNewConstMetric(quotaUsedDesc, prometheus.GaugeValue, float64(used), tenant, resource)
-		ch <- prometheus.MustNewConstMetric(quotaLimitDesc, prometheus.GaugeValue, float64(limit), tenant, resource)
+	c.source.Quotas(func(tenant, resource string, used, limit float64) {
+		ch <- prometheus.MustNewConstMetric(quotaUsedDesc, prometheus.GaugeValue, used, tenant, resource)
+		ch <- prometheus.MustNewConstMetric(quotaLimitDesc, prometheus.GaugeValue, limit, tenant, resource)
 	})
 }
 

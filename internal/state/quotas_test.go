@@ -13,7 +13,7 @@ import (
 func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 	store, _ := newStore(t)
 	var before []string
-	store.Quotas(func(tenant, resource string, used, limit int64) { before = append(before, tenant) })
+	store.Quotas(func(tenant, resource string, used, limit float64) { before = append(before, tenant) })
 	if len(before) != 0 {
 		t.Fatalf("limits reported before any registry: %v", before)
 	}
@@ -28,8 +28,8 @@ func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	store.Quotas(func(tenant, resource string, used, limit int64) {
-		got = append(got, fmt.Sprintf("%s %s %d/%d", tenant, resource, used, limit))
+	store.Quotas(func(tenant, resource string, used, limit float64) {
+		got = append(got, fmt.Sprintf("%s %s %v/%v", tenant, resource, used, limit))
 	})
 	// cluster.yaml: oil holds 2 of 3 namespaces, 19 of 20 pods and 4 of 5
 	// claims; gas 2 of 2 namespaces and 4 of 4 services.

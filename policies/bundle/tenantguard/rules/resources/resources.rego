@@ -1,0 +1,141 @@
+# METADATA
+# title: Tenant-wide resource quotas
+# description: |
+#   tenant-resource-quota: ResourceQuota's hard limits summed over all of a
+#   tenant's namespaces (resourceQuota.hard). A pod or claim created, a pod
+#   resized or a claim expanded is refused when what it adds would take its
+#   tenant's sum over the limit; the sums and what the request adds are
+#   cluster facts (input.cluster.resources), computed as the API server's
+#   quota evaluators compute a pod's and a claim's usage. A pod created with
+#   a container that names no request (or, for limits.*, no limit) of CPU or
+#   memory under a limited key is refused, as ResourceQuota refuses it.
+package tenantguard.rules.resources
+
+import data.tenantguard.lib.tenancy
+
+_hard := object.get(tenancy.tenant, ["resourceQuota", "hard"], {})
+
+_facts := object.get(input, ["cluster", "resources"], {})
+
+# METADATA
+# title: Tenant-wide resource quotas
+# description: |
+#   A pod or claim created, a pod resized or a claim expanded is refused when
+#   its tenant's sum of a resource over all of its namespaces, with what the
+#   request adds, would exceed resourceQuota.hard; and a pod whose
+#   containers leave a limited CPU or memory request unnamed.
+# custom:
+#   id: tenant-resource-quota
+#   kinds: [Pod, PersistentVolumeClaim]
+#   subresources: [pods/resize]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa, gatekeeper]
+#   notExpressible: summing a tenant's resources across its namespaces needs the other objects, and an admission policy sees only the request's object
+violations contains {"id": "tenant-resource-quota", "msg": msg} if {
+	tenancy.in_tenant_namespace
+	some key, adds in object.get(_facts, "adds", {})
+	adds > 0
+	used := _facts.used[key]
+	hard := units.parse(_hard[key])
+	used + adds > hard
+	msg := sprintf("tenant %q would use %s %s of its %s; %s %s and %s is in use across %s; %s", [
+		tenancy.namespace_tenant, key, quantity(key, used + adds), _hard[key],
+		tenancy.object_text, _asks(quantity(key, adds)), quantity(key, used), _namespaces(object.get(_facts, "namespaces", 0)),
+		_room(key, hard - used),
+	])
+}
+
+_namespaces(1) := "1 namespace"
+
+_namespaces(n) := sprintf("%d namespaces", [n]) if n != 1
+
+_asks(amount) := sprintf("asks for %s more", [amount]) if input.request.operation == "UPDATE"
+
+_asks(amount) := sprintf("asks for %s", [amount]) if input.request.operation == "CREATE"
+
+_room(key, left) := sprintf("it may ask for at most %s, or the tenant's quota must be raised", [quantity(key, left)]) if left > 0
+
+_room(_, left) := "nothing is left: free some or ask for a higher quota" if left <= 0
+
+violations contains {"id": "tenant-resource-quota", "msg": msg} if {
+	tenancy.in_tenant_namespace
+	input.request.operation == "CREATE"
+	object.get(input.request, "subResource", "") == ""
+	tenancy.kind_key == "Pod"
+	some key, resource in _must_name
+	_hard[key]
+	unnamed := sort({c.name |
+		some field in ["initContainers", "containers"]
+		some c in object.get(tenancy.new_object, ["spec", field], [])
+		not _names(c, key, resource)
+	})
+	count(unnamed) > 0
+	msg := sprintf("%s must name %s for its containers %s: tenant %q has a quota on %s, which counts only what containers name; set resources.%s in each", [
+		tenancy.object_text, key, concat(", ", [sprintf("%q", [n]) | some n in unnamed]),
+		tenancy.namespace_tenant, key, _field(key, resource),
+	])
+}
+
+# The keys for which every container must name a value, as ResourceQuota
+# requires for CPU and memory, with the resource they name.
+_must_name := {
+	"cpu": "cpu", "requests.cpu": "cpu", "limits.cpu": "cpu",
+	"memory": "memory", "requests.memory": "memory", "limits.memory": "memory",
+}
+
+# A container names a limit for limits.*; a request or a limit (which the
+# API server copies into the request) for the others.
+_names(c, key, resource) if {
+	startswith(key, "limits.")
+	c.resources.limits[resource]
+}
+
+_names(c, key, resource) if {
+	not startswith(key, "limits.")
+	some kind in ["requests", "limits"]
+	c.resources[kind][resource]
+}
+
+_field(key, resource) := sprintf("limits.%s", [resource]) if startswith(key, "limits.")
+
+_field(key, resource) := sprintf("requests.%s", [resource]) if not startswith(key, "limits.")
+
+# METADATA
+# description: |
+#   An amount of a quota resource as people read it: CPU in cores or
+#   millicores (2, 1500m), bytes in the largest binary unit dividing them
+#   (512Mi, 2Gi), anything else as a number.
+quantity(key, n) := _cpu(round(n * 1000)) if _is_cpu(key)
+
+quantity(key, n) := _bytes(n) if {
+	not _is_cpu(key)
+	_is_bytes(key)
+}
+
+quantity(key, n) := sprintf("%v", [n]) if {
+	not _is_cpu(key)
+	not _is_bytes(key)
+}
+
+_is_cpu(key) if key == "cpu"
+
+_is_cpu(key) if endswith(key, ".cpu")
+
+_is_bytes(key) if endswith(key, "memory")
+
+_is_bytes(key) if endswith(key, "storage")
+
+_is_bytes(key) if contains(key, "hugepages-")
+
+_cpu(milli) := sprintf("%d", [milli / 1000]) if milli % 1000 == 0
+
+_cpu(milli) := sprintf("%dm", [milli]) if milli % 1000 != 0
+
+_units := [["Ti", 1099511627776], ["Gi", 1073741824], ["Mi", 1048576], ["Ki", 1024]]
+
+_bytes(n) := sprintf("%d%s", [n / unit, suffix]) if {
+	n != 0
+	divisors := [i | some i, [_, size] in _units; n % size == 0]
+	count(divisors) > 0
+	[suffix, unit] := _units[min(divisors)]
+} else := sprintf("%d", [n])
