@@ -21,7 +21,9 @@ import (
 // otherwise.
 type resourcing struct {
 	tenant string
-	claim  quota.Claim
+	// hard are the tenant's limits, by the names the registry gives them.
+	hard  map[string]string
+	claim quota.Claim
 	// adds are the amounts the request adds; expect is the object's usage
 	// once stored, which ends its hold.
 	adds, expect usage.List
@@ -72,7 +74,7 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if objectName == "" {
 		objectName = "uid:" + string(req.UID) // not named yet, as a counted create
 	}
-	return &resourcing{tenant: name, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
+	return &resourcing{tenant: name, hard: tenant.ResourceQuota.Hard, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
 }
 
 // usageOfRaw is the usage of a pod's or claim's JSON.
@@ -91,30 +93,39 @@ func usageOfRaw(pod bool, raw []byte) (usage.List, error) {
 	return clusterview.ClaimUsage(&c), nil
 }
 
-// limited keeps the amounts of the keys hard limits.
+// limited keeps the amounts of the resources hard limits, under any of
+// their names (cpu or requests.cpu).
 func limited(l usage.List, hard map[string]string) usage.List {
 	var out usage.List
 	for _, a := range l {
-		if _, ok := hard[a.Key]; ok {
-			out = append(out, a)
+		for key := range hard {
+			if usage.Canonical(key) == a.Key {
+				out = append(out, a)
+				break
+			}
 		}
 	}
 	return out
 }
 
 // resourceFacts is cluster.resources: what the request adds and the sums of
-// its tenant, by key, in the units units.parse reads (cores, bytes), and
-// how many namespaces the tenant has.
+// its tenant, by the keys of its resourceQuota.hard, in the units
+// units.parse reads (cores, bytes), and how many namespaces the tenant has.
 func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
 	adds := make([][2]*ast.Term, 0, len(r.adds))
 	used := make([][2]*ast.Term, 0, len(r.adds))
-	for _, a := range r.adds {
-		n, ok := r.used[a.Key]
-		if !ok {
-			n = view.Used(r.tenant, a.Key)
+	for key := range r.hard {
+		c := usage.Canonical(key)
+		a := r.adds.Get(c)
+		if a == 0 {
+			continue
 		}
-		adds = append(adds, ast.Item(ast.InternedTerm(a.Key), amountTerm(a.Key, a.N)))
-		used = append(used, ast.Item(ast.InternedTerm(a.Key), amountTerm(a.Key, n)))
+		n, ok := r.used[c]
+		if !ok {
+			n = view.Used(r.tenant, c)
+		}
+		adds = append(adds, ast.Item(ast.InternedTerm(key), amountTerm(key, a)))
+		used = append(used, ast.Item(ast.InternedTerm(key), amountTerm(key, n)))
 	}
 	return ast.ObjectTerm(
 		ast.Item(ast.InternedTerm("adds"), ast.ObjectTerm(adds...)),

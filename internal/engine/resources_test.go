@@ -149,3 +149,23 @@ func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
 		t.Fatalf("t0 uses %dm with the admitted resize held, want 1000m seen and 500m held", got)
 	}
 }
+
+func TestAQuotaOnCPUByItsShortNameCountsRequests(t *testing.T) {
+	reg, err := registry.Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: t0\n    owners: [{kind: User, name: u0}]\n    resourceQuota: {hard: {cpu: \"1\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, view := cpuQuota(t)
+	d, err := e.Validate(t.Context(), podCreate(t, 0, smallPod), view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `tenant "t0" would use cpu 1100m of its 1; Pod "web" asks for 100m and 1 is in use across 10 namespaces; nothing is left: free some or ask for a higher quota`
+	if d.Allowed || d.Deny[0].Msg != want {
+		t.Fatalf("decision %+v\nwant %q", d.Deny, want)
+	}
+}

@@ -57,7 +57,7 @@ func Limits(reg *registry.Snapshot, view *clusterview.View, yield func(Limit)) {
 			if err != nil {
 				continue // a registry in force has none such
 			}
-			yield(Limit{Tenant: t.Name, Resource: key, Used: view.Used(t.Name, key), Hard: usage.Scaled(key, hard), Sum: true})
+			yield(Limit{Tenant: t.Name, Resource: key, Used: view.Used(t.Name, usage.Canonical(key)), Hard: usage.Scaled(key, hard), Sum: true})
 		}
 	}
 }

@@ -22,10 +22,11 @@ func Finished(pod *corev1.Pod) bool {
 }
 
 // Pod is what a pod counts against a resource quota: nothing once it has
-// finished; else its compute resources, as requests.* and limits.* (and
-// cpu, memory and ephemeral-storage, ResourceQuota's names for their
-// requests), its hugepages and the extended resources it requests (as
-// requests.NAME only: extended resources are not overcommitted).
+// finished; else its compute resources, as requests.* and limits.*, its
+// hugepages and the extended resources it requests (as requests.NAME only:
+// extended resources are not overcommitted). ResourceQuota's other names
+// for requests (cpu, memory, hugepages-2Mi) are not repeated: Canonical
+// maps them.
 func Pod(pod *corev1.Pod) corev1.ResourceList {
 	if Finished(pod) {
 		return corev1.ResourceList{}
@@ -40,7 +41,6 @@ func compute(requests, limits corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		if q, ok := requests[name]; ok {
-			out[name] = q
 			out[corev1.DefaultResourceRequestsPrefix+name] = q
 		}
 		if q, ok := limits[name]; ok {
@@ -50,7 +50,6 @@ func compute(requests, limits corev1.ResourceList) corev1.ResourceList {
 	for name, q := range requests {
 		switch {
 		case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
-			out[name] = q
 			out[corev1.DefaultResourceRequestsPrefix+name] = q
 		case extended(string(name)):
 			out[corev1.DefaultResourceRequestsPrefix+name] = q
@@ -60,58 +59,6 @@ func compute(requests, limits corev1.ResourceList) corev1.ResourceList {
 }
 
 const limitsPrefix = "limits."
-
-// mustName are the quota resources for which every container of a pod must
-// name a request or limit, or ResourceQuota refuses the pod (a
-// compatibility rule it keeps for CPU and memory only).
-var mustName = []corev1.ResourceName{
-	corev1.ResourceCPU, corev1.ResourceMemory,
-	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
-	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
-}
-
-// Unnamed is a quota resource some containers of a pod leave unnamed.
-type Unnamed struct {
-	Resource   corev1.ResourceName
-	Containers []string
-}
-
-// Missing returns, for the quota resources hard constrains, those that
-// containers (and init containers) of pod name no value for, with those
-// containers, by resource: what ResourceQuota refuses the pod for ("must
-// specify requests.cpu for: app").
-func Missing(pod *corev1.Pod, hard corev1.ResourceList) []Unnamed {
-	var required []corev1.ResourceName
-	for _, name := range mustName {
-		if _, ok := hard[name]; ok {
-			required = append(required, name)
-		}
-	}
-	if len(required) == 0 {
-		return nil
-	}
-	pod = defaulted(pod)
-	byResource := map[corev1.ResourceName][]string{}
-	for _, containers := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range containers {
-			c := &containers[i]
-			named := compute(c.Resources.Requests, c.Resources.Limits)
-			for _, name := range required {
-				if _, ok := named[name]; !ok {
-					byResource[name] = append(byResource[name], c.Name)
-				}
-			}
-		}
-	}
-	out := make([]Unnamed, 0, len(byResource))
-	for _, name := range required {
-		if containers := byResource[name]; len(containers) > 0 {
-			slices.Sort(containers)
-			out = append(out, Unnamed{Resource: name, Containers: slices.Compact(containers)})
-		}
-	}
-	return out
-}
 
 // Claim is what a PersistentVolumeClaim counts against a resource quota:
 // its storage request (or the capacity allocated to it, when larger: an
@@ -190,4 +137,17 @@ func withDefaults(containers []corev1.Container) []corev1.Container {
 		r.Requests = requests
 	}
 	return out
+}
+
+// Canonical is the name under which Pod and Claim count a quota resource:
+// requests.cpu for ResourceQuota's cpu, requests.memory for memory,
+// requests.ephemeral-storage and requests.hugepages-SIZE likewise; any other
+// name is its own.
+func Canonical(key string) string {
+	switch {
+	case key == string(corev1.ResourceCPU) || key == string(corev1.ResourceMemory) || key == string(corev1.ResourceEphemeralStorage),
+		strings.HasPrefix(key, corev1.ResourceHugePagesPrefix):
+		return corev1.DefaultResourceRequestsPrefix + key
+	}
+	return key
 }

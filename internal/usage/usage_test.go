@@ -46,13 +46,13 @@ func TestPod(t *testing.T) {
 				ctr("a", list("cpu", "100m", "memory", "64Mi"), list("cpu", "200m")),
 				ctr("b", list("cpu", "300m", "memory", "64Mi"), list("cpu", "1")),
 			}}},
-			list("cpu", "400m", "requests.cpu", "400m", "limits.cpu", "1200m", "memory", "128Mi", "requests.memory", "128Mi")},
+			list("requests.cpu", "400m", "limits.cpu", "1200m", "requests.memory", "128Mi")},
 		{"an init container asking for more than the containers sets the request",
 			corev1.Pod{Spec: corev1.PodSpec{
 				InitContainers: []corev1.Container{ctr("migrate", list("cpu", "2"), nil)},
 				Containers:     []corev1.Container{ctr("app", list("cpu", "500m"), nil)},
 			}},
-			list("cpu", "2", "requests.cpu", "2")},
+			list("requests.cpu", "2")},
 		{"a native sidecar is counted with the containers, and beside a later init container",
 			corev1.Pod{Spec: corev1.PodSpec{
 				InitContainers: []corev1.Container{
@@ -62,27 +62,27 @@ func TestPod(t *testing.T) {
 				Containers: []corev1.Container{ctr("app", list("cpu", "500m"), nil)},
 			}},
 			// max(100m + 1, 100m + 500m)
-			list("cpu", "1100m", "requests.cpu", "1100m")},
+			list("requests.cpu", "1100m")},
 		{"pod overhead is added",
 			corev1.Pod{Spec: corev1.PodSpec{Overhead: list("memory", "64Mi"), Containers: []corev1.Container{ctr("app", list("memory", "1Gi"), list("memory", "1Gi"))}}},
-			list("memory", "1088Mi", "requests.memory", "1088Mi", "limits.memory", "1088Mi")},
-		{"extended resources count as requests only, hugepages under both names",
+			list("requests.memory", "1088Mi", "limits.memory", "1088Mi")},
+		{"extended resources and hugepages count as requests",
 			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
 				ctr("train", list("nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi"), list("nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi")),
 			}}},
-			list("requests.nvidia.com/gpu", "2", "hugepages-2Mi", "4Mi", "requests.hugepages-2Mi", "4Mi")},
+			list("requests.nvidia.com/gpu", "2", "requests.hugepages-2Mi", "4Mi")},
 		{"a resize counts as soon as it is asked for",
 			corev1.Pod{
 				Spec:   corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "2"), nil)}},
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "1")}}},
 			},
-			list("cpu", "2", "requests.cpu", "2")},
+			list("requests.cpu", "2")},
 		{"a shrink counts once it is done",
 			corev1.Pod{
 				Spec:   corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "1"), nil)}},
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "2"), Resources: &corev1.ResourceRequirements{Requests: list("cpu", "2")}}}},
 			},
-			list("cpu", "2", "requests.cpu", "2")},
+			list("requests.cpu", "2")},
 		{"a finished pod counts nothing",
 			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "1"), nil)}}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
 			list()},
@@ -96,31 +96,14 @@ func TestPod(t *testing.T) {
 	}
 }
 
-func TestMissing(t *testing.T) {
-	pod := corev1.Pod{Spec: corev1.PodSpec{
-		InitContainers: []corev1.Container{ctr("init", nil, nil)},
-		Containers:     []corev1.Container{ctr("app", list("cpu", "1"), list("memory", "1Gi")), ctr("log", nil, nil)},
-	}}
-	tests := []struct {
-		name string
-		hard corev1.ResourceList
-		want string
-	}{
-		{"cpu requests must be named by every container", list("requests.cpu", "10"), "requests.cpu for init,log"},
-		{"a memory limit named is enough for limits.memory", list("limits.memory", "10Gi"), "limits.memory for init,log"},
-		{"a memory limit named is a memory request too, as the API server defaults it", list("requests.memory", "10Gi"), "requests.memory for init,log"},
-		{"extended resources and storage need naming by no container", list("requests.nvidia.com/gpu", "4", "requests.storage", "1Ti"), ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var parts []string
-			for _, u := range Missing(&pod, tt.hard) {
-				parts = append(parts, string(u.Resource)+" for "+strings.Join(u.Containers, ","))
-			}
-			if got := strings.Join(parts, "; "); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
+func TestCanonicalNamesAreThoseOfRequests(t *testing.T) {
+	for key, want := range map[string]string{
+		"cpu": "requests.cpu", "memory": "requests.memory", "ephemeral-storage": "requests.ephemeral-storage",
+		"hugepages-2Mi": "requests.hugepages-2Mi", "limits.cpu": "limits.cpu", "requests.nvidia.com/gpu": "requests.nvidia.com/gpu",
+	} {
+		if got := Canonical(key); got != want {
+			t.Errorf("Canonical(%q) = %q, want %q", key, got, want)
+		}
 	}
 }
 
@@ -218,11 +201,8 @@ func TestListsAddUp(t *testing.T) {
 
 func TestRequestsDefaultToLimits(t *testing.T) {
 	pod := corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", nil, list("cpu", "1", "memory", "1Gi"))}}}
-	if got := Pod(&pod); !equal(got, list("cpu", "1", "requests.cpu", "1", "limits.cpu", "1", "memory", "1Gi", "requests.memory", "1Gi", "limits.memory", "1Gi")) {
+	if got := Pod(&pod); !equal(got, list("requests.cpu", "1", "limits.cpu", "1", "requests.memory", "1Gi", "limits.memory", "1Gi")) {
 		t.Errorf("a pod giving limits only counts them as requests too, as the API server defaults them; got %v", got)
-	}
-	if m := Missing(&pod, list("requests.cpu", "2")); len(m) != 0 {
-		t.Errorf("a pod giving limits only names its requests: Missing = %v", m)
 	}
 	if pod.Spec.Containers[0].Resources.Requests != nil {
 		t.Error("the pod given must not be changed")
