@@ -10,14 +10,15 @@ import (
 
 // ReviewExisting decides the CREATE of an object the cluster already has, as
 // if it were created now (the audit): Review, except that the tenant counts
-// leave out the object's own place. The view already counts the object, so
-// that a tenant exactly at its quota is not refused the objects it holds.
-// (The hosts an Ingress or route serves are read as for any request: their
-// holders other than the object itself.)
+// and sums leave out the object's own place and usage. The view already
+// counts the object, so that a tenant exactly at its quota is not refused
+// the objects it holds. (The hosts an Ingress or route serves are read as
+// for any request: their holders other than the object itself.)
 func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
+	h := &held{resources: e.resourcedExisting(req, view), resourcesKnown: true}
 	key, tenants := e.counted(req, view)
 	if key == "" {
-		return e.review(ctx, req, view, nil)
+		return e.review(ctx, req, view, h)
 	}
 	own := e.countedUnder(req, view, key, tenants)
 	counts := make(map[string]int, len(tenants))
@@ -28,7 +29,23 @@ func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, vie
 		}
 		counts[t] = n
 	}
-	return e.review(ctx, req, view, &held{counts: &counting{key: key, tenants: tenants, counts: counts}})
+	h.counts = &counting{key: key, tenants: tenants, counts: counts}
+	return e.review(ctx, req, view, h)
+}
+
+// resourcedExisting is resourced for an object the view has seen: its
+// tenant's sums leave out the object's own usage as the view holds it.
+func (e *Engine) resourcedExisting(req *admission.Request, view *clusterview.View) *resourcing {
+	r := e.resourced(req, view)
+	if r == nil {
+		return nil
+	}
+	own, _ := view.SeenUsage(quota.CountClaim(r.claim))
+	r.used = make(map[string]int64, len(r.adds))
+	for _, a := range r.adds {
+		r.used[a.Key] = view.Used(r.tenant, a.Key) - own.Get(a.Key)
+	}
+	return r
 }
 
 // countedUnder is the tenant whose count of key the view counts the

@@ -169,3 +169,24 @@ func TestAQuotaOnCPUByItsShortNameCountsRequests(t *testing.T) {
 		t.Fatalf("decision %+v\nwant %q", d.Deny, want)
 	}
 }
+
+func TestAnExistingPodIsNotSummedAgainstItself(t *testing.T) {
+	reg, err := registry.Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: t0\n    owners: [{kind: User, name: u0}]\n    resourceQuota: {hard: {requests.cpu: \"1\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, view := cpuQuota(t) // t0 at exactly 1 CPU: 10 pods of 100m
+	held := podCreate(t, 0, smallPod)
+	held.Namespace, held.Name = "t0-ns0", "busy-3"
+	if d, err := e.ReviewExisting(t.Context(), held, view); err != nil || !d.Allowed {
+		t.Fatalf("a pod the tenant holds at its sum: %+v, %v; want admitted", d, err)
+	}
+	fresh := podCreate(t, 0, smallPod)
+	if d, err := e.ReviewExisting(t.Context(), fresh, view); err != nil || d.Allowed {
+		t.Fatalf("a pod the view has not seen, at the sum: %+v, %v; want refused", d, err)
+	}
+}

@@ -58,7 +58,7 @@ var shapes = []shape{
 // tenant's default PriorityClass, RuntimeClass and node pool.
 func mutatedPodSpec(i int, image string) string {
 	// in the order of the API server's fields, as it sends them
-	return fmt.Sprintf(`{"volumes":[{"name":"tmp","emptyDir":{}}],"containers":[{"name":"web","image":%[2]q,"ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m"}},"imagePullPolicy":"Always"}],"nodeSelector":{"pool":"t%[1]d"},"tolerations":[{"key":"pool","operator":"Equal","value":"t%[1]d","effect":"NoSchedule"}],"priorityClassName":"tenant-low","runtimeClassName":"gvisor"}`, i, image)
+	return fmt.Sprintf(`{"volumes":[{"name":"tmp","emptyDir":{}}],"containers":[{"name":"web","image":%[2]q,"ports":[{"containerPort":80}],"resources":%[3]s,"imagePullPolicy":"Always"}],"nodeSelector":{"pool":"t%[1]d"},"tolerations":[{"key":"pool","operator":"Equal","value":"t%[1]d","effect":"NoSchedule"}],"priorityClassName":"tenant-low","runtimeClassName":"gvisor"}`, i, image, PodResources)
 }
 
 // review wraps a namespaced object (API version v1 of its group) created by tenant i's owner in namespace

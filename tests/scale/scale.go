@@ -1,15 +1,21 @@
 package scale
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // Registry is the bare registry document of n tenants t0..t(n-1), owned by
-// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods,
+// users u0.. and groups g0.., each allowed 10 namespaces and 200 pods, a
+// tenant-wide resource quota (30 CPUs and 40Gi of memory requested, 120 CPUs
+// and 160Gi in limits, 100Gi of claims: room for its 200 pods),
 // images of docker.io/library and registry.example.com pulled Always,
 // RuntimeClass gvisor and its own node pool (pool=t<i>), with a
 // ResourceQuota and a LimitRange as companions.
@@ -20,6 +26,7 @@ func Registry(n int) []byte {
 		fmt.Fprintf(&b, "  - name: t%d\n    owners: [{kind: User, name: u%d}, {kind: Group, name: g%d}]\n    namespaceQuota: 10\n", i, i, i)
 		b.WriteString("    priorityClasses: {allowed: [tenant-low, tenant-high], default: tenant-low}\n")
 		b.WriteString("    storageClasses: {allowed: [standard], default: standard}\n    quotas: {pods: 200, persistentvolumeclaims: 10}\n")
+		b.WriteString("    resourceQuota: {hard: {requests.cpu: \"30\", requests.memory: 40Gi, limits.cpu: \"120\", limits.memory: 160Gi, requests.storage: 100Gi}}\n")
 		b.WriteString("    images: {allowedRegistries: [docker.io/library, registry.example.com], allowedPullPolicies: [Always]}\n")
 		b.WriteString("    runtimeClasses: {allowed: [gvisor], default: gvisor}\n")
 		b.WriteString("    ingress: {hostnameCollision: cluster}\n")
@@ -53,12 +60,26 @@ func Objects(tenants, namespaces, pods int, yield func(clusterview.Object)) {
 			ns := fmt.Sprintf("t%d-ns%d", i, j)
 			yield(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
 			for k := range pods {
-				yield(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k)})
+				yield(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: ns, Name: fmt.Sprintf("p%d", k), Usage: PodUsage})
 			}
 			EdgeObjects(i, j, yield)
 		}
 	}
 }
+
+// PodResources are the resources of the containers of the scale
+// cluster's pods and of the corpus's, as JSON.
+const PodResources = `{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"500m","memory":"512Mi"}}`
+
+// PodUsage is what each pod of the scale cluster adds to its tenant's
+// sums: one container with PodResources.
+var PodUsage = func() usage.List {
+	var r corev1.ResourceRequirements
+	if err := json.Unmarshal([]byte(PodResources), &r); err != nil {
+		panic(err)
+	}
+	return clusterview.PodUsage(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Resources: r}}}})
+}()
 
 // EdgeObjects calls yield with the Ingress and the HTTPRoute of tenant i's
 // namespace t<i>-ns<j>, each serving its own host under the tenant's domain
@@ -97,7 +118,7 @@ func Namespaces(tenants, namespaces int) []struct{ Name, Tenant string } {
 }
 
 // PodSpec is an ordinary pod spec that every rule admits.
-const PodSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}]}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
+const PodSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}],"resources":` + PodResources + `}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
 
 // PodCreate is an AdmissionReview of tenant's owner creating a pod with spec
 // in the tenant's namespace ns3.
