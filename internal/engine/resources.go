@@ -6,7 +6,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
@@ -55,13 +54,13 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if !known || tenant.ResourceQuota == nil || len(tenant.ResourceQuota.Hard) == 0 {
 		return nil
 	}
-	now, err := usageOfRaw(pod, req.AdmissionRequest.Object.Raw)
+	now, err := usageOf(pod, req.Object)
 	if err != nil {
-		return nil // the rules refuse what the API server would not store
+		return nil // the API server stores no such object
 	}
 	var before usage.List
 	if req.Operation == admissionv1.Update {
-		if before, err = usageOfRaw(pod, req.AdmissionRequest.OldObject.Raw); err != nil {
+		if before, err = usageOf(pod, req.OldObject); err != nil {
 			return nil
 		}
 	}
@@ -77,20 +76,23 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	return &resourcing{tenant: name, hard: tenant.ResourceQuota.Hard, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
 }
 
-// usageOfRaw is the usage of a pod's or claim's JSON.
-func usageOfRaw(pod bool, raw []byte) (usage.List, error) {
+// usageOf is the usage of a decoded pod or claim.
+func usageOf(pod bool, obj ast.Object) (usage.List, error) {
+	if obj == nil {
+		return nil, nil
+	}
 	if pod {
-		var p podResources
-		if err := json.Unmarshal(raw, &p); err != nil {
+		p, err := podOf(obj)
+		if err != nil {
 			return nil, err
 		}
-		return clusterview.PodUsage(p.pod()), nil
+		return clusterview.PodUsage(p), nil
 	}
-	var c corev1.PersistentVolumeClaim
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, err := claimOf(obj)
+	if err != nil {
 		return nil, err
 	}
-	return clusterview.ClaimUsage(&c), nil
+	return clusterview.ClaimUsage(c), nil
 }
 
 // limited keeps the amounts of the resources hard limits, under any of
@@ -152,40 +154,4 @@ func amountTerm(key string, n int64) *ast.Term {
 		frac = frac[:len(frac)-1]
 	}
 	return ast.NumberTerm(json.Number(sign + strconv.FormatInt(n/1000, 10) + "." + frac))
-}
-
-// podResources is the part of a pod its usage depends on: decoding only
-// it leaves the rest of the pod (env, volumes, probes) unallocated.
-type podResources struct {
-	Spec struct {
-		Containers     []containerResources         `json:"containers"`
-		InitContainers []containerResources         `json:"initContainers"`
-		Overhead       corev1.ResourceList          `json:"overhead"`
-		Resources      *corev1.ResourceRequirements `json:"resources"`
-	} `json:"spec"`
-	// Status holds what a resize has allocated already, which counts.
-	Status corev1.PodStatus `json:"status"`
-}
-
-type containerResources struct {
-	Name          string                         `json:"name"`
-	Resources     corev1.ResourceRequirements    `json:"resources"`
-	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
-}
-
-func (p *podResources) pod() *corev1.Pod {
-	out := &corev1.Pod{}
-	out.Spec.Containers = containers(p.Spec.Containers)
-	out.Spec.InitContainers = containers(p.Spec.InitContainers)
-	out.Spec.Overhead, out.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
-	out.Status = p.Status
-	return out
-}
-
-func containers(in []containerResources) []corev1.Container {
-	out := make([]corev1.Container, len(in))
-	for i, c := range in {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
-	}
-	return out
 }

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// podOf reads, of a decoded pod, what its usage depends on, straight from
+// the request's values: the containers' and init containers' names,
+// resources and restart policies, the pod's overhead and resources, its
+// phase and what its status holds allocated. The rest of the pod is not
+// read.
+func podOf(obj ast.Object) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	spec := astObject(obj, "spec")
+	var err error
+	if p.Spec.Containers, err = containersOf(spec, "containers"); err != nil {
+		return nil, err
+	}
+	if p.Spec.InitContainers, err = containersOf(spec, "initContainers"); err != nil {
+		return nil, err
+	}
+	if p.Spec.Overhead, err = resourceList(spec, "overhead"); err != nil {
+		return nil, err
+	}
+	if r := astObject(spec, "resources"); r != nil {
+		if p.Spec.Resources, err = requirements(r); err != nil {
+			return nil, err
+		}
+	}
+	status := astObject(obj, "status")
+	p.Status.Phase = corev1.PodPhase(astString(status, "phase"))
+	if p.Status.ContainerStatuses, err = statusesOf(status, "containerStatuses"); err != nil {
+		return nil, err
+	}
+	if p.Status.InitContainerStatuses, err = statusesOf(status, "initContainerStatuses"); err != nil {
+		return nil, err
+	}
+	if p.Status.AllocatedResources, err = resourceList(status, "allocatedResources"); err != nil {
+		return nil, err
+	}
+	if r := astObject(status, "resources"); r != nil {
+		if p.Status.Resources, err = requirements(r); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// claimOf reads, of a decoded claim, what its usage depends on.
+func claimOf(obj ast.Object) (*corev1.PersistentVolumeClaim, error) {
+	c := &corev1.PersistentVolumeClaim{}
+	if class := astString(astObject(astObject(obj, "metadata"), "annotations"), "volume.beta.kubernetes.io/storage-class"); class != "" {
+		c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": class}
+	}
+	spec := astObject(obj, "spec")
+	if t := astField(spec, "storageClassName"); t != nil {
+		if s, ok := t.Value.(ast.String); ok {
+			class := string(s)
+			c.Spec.StorageClassName = &class
+		}
+	}
+	var err error
+	if c.Spec.Resources.Requests, err = resourceList(astObject(spec, "resources"), "requests"); err != nil {
+		return nil, err
+	}
+	if c.Status.AllocatedResources, err = resourceList(astObject(obj, "status"), "allocatedResources"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func containersOf(spec ast.Object, key string) ([]corev1.Container, error) {
+	list, _ := astValue(spec, key).(*ast.Array)
+	if list == nil {
+		return nil, nil
+	}
+	out := make([]corev1.Container, 0, list.Len())
+	for i := range list.Len() {
+		c, _ := list.Elem(i).Value.(ast.Object)
+		container := corev1.Container{Name: astString(c, "name")}
+		if policy := astString(c, "restartPolicy"); policy != "" {
+			p := corev1.ContainerRestartPolicy(policy)
+			container.RestartPolicy = &p
+		}
+		if r := astObject(c, "resources"); r != nil {
+			req, err := requirements(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
+			}
+			container.Resources = *req
+		}
+		out = append(out, container)
+	}
+	return out, nil
+}
+
+func statusesOf(status ast.Object, key string) ([]corev1.ContainerStatus, error) {
+	list, _ := astValue(status, key).(*ast.Array)
+	if list == nil {
+		return nil, nil
+	}
+	out := make([]corev1.ContainerStatus, 0, list.Len())
+	for i := range list.Len() {
+		s, _ := list.Elem(i).Value.(ast.Object)
+		cs := corev1.ContainerStatus{Name: astString(s, "name")}
+		var err error
+		if cs.AllocatedResources, err = resourceList(s, "allocatedResources"); err != nil {
+			return nil, err
+		}
+		if r := astObject(s, "resources"); r != nil {
+			if cs.Resources, err = requirements(r); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, cs)
+	}
+	return out, nil
+}
+
+func requirements(r ast.Object) (*corev1.ResourceRequirements, error) {
+	requests, err := resourceList(r, "requests")
+	if err != nil {
+		return nil, err
+	}
+	limits, err := resourceList(r, "limits")
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ResourceRequirements{Requests: requests, Limits: limits}, nil
+}
+
+// resourceList reads a resource list; quantities may be strings or
+// numbers, as the API server accepts them.
+func resourceList(obj ast.Object, key string) (corev1.ResourceList, error) {
+	m, _ := astValue(obj, key).(ast.Object)
+	if m == nil || m.Len() == 0 {
+		return nil, nil
+	}
+	out := make(corev1.ResourceList, m.Len())
+	var err error
+	m.Foreach(func(k, v *ast.Term) {
+		name, _ := k.Value.(ast.String)
+		var text string
+		switch q := v.Value.(type) {
+		case ast.String:
+			text = string(q)
+		case ast.Number:
+			text = string(q)
+		default:
+			err = fmt.Errorf("%s: %s is not a quantity", name, v)
+			return
+		}
+		parsed, perr := resource.ParseQuantity(text)
+		if perr != nil {
+			err = fmt.Errorf("%s: %w", name, perr)
+			return
+		}
+		out[corev1.ResourceName(name)] = parsed
+	})
+	return out, err
+}
+
+// astField, astValue, astObject and astString read key of obj, which may
+// be nil: nil, or "", when either is absent or of another type.
+func astField(obj ast.Object, key string) *ast.Term {
+	if obj == nil {
+		return nil
+	}
+	return obj.Get(ast.InternedTerm(key))
+}
+
+func astValue(obj ast.Object, key string) ast.Value {
+	if t := astField(obj, key); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+func astObject(obj ast.Object, key string) ast.Object {
+	o, _ := astValue(obj, key).(ast.Object)
+	return o
+}
+
+func astString(obj ast.Object, key string) string {
+	s, _ := astValue(obj, key).(ast.String)
+	return string(s)
+}

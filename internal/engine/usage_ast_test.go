@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/webhook/admission"
+)
+
+// TestUsageReadFromTheRequestIsTheDecodedObjects holds podOf and claimOf,
+// which read the request's values, to the usage of the object decoded
+// whole as the API server's types.
+func TestUsageReadFromTheRequestIsTheDecodedObjects(t *testing.T) {
+	pods := map[string]string{
+		"containers and an init container":         `{"spec":{"initContainers":[{"name":"i","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}],"containers":[{"name":"a","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":1,"memory":"512Mi"}}},{"name":"b","resources":{"limits":{"ephemeral-storage":"1Gi","nvidia.com/gpu":"1"}}}]}}`,
+		"a native sidecar, overhead and pod-level": `{"spec":{"overhead":{"cpu":"250m"},"resources":{"requests":{"memory":"2Gi"}},"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"50m"}}}],"containers":[{"name":"a","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}`,
+		"a resize allocated":                       `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Running","containerStatuses":[{"name":"a","allocatedResources":{"cpu":"2"},"resources":{"requests":{"cpu":"2"},"limits":{"cpu":"3"}}}]}}`,
+		"finished":                                 `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Failed"}}`,
+		"nothing named":                            `{"spec":{"containers":[{"name":"a"}]}}`,
+	}
+	for name, raw := range pods {
+		t.Run(name, func(t *testing.T) {
+			var typed corev1.Pod
+			if err := json.Unmarshal([]byte(raw), &typed); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := admission.ParseObject([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := podOf(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := clusterview.PodUsage(read), clusterview.PodUsage(&typed); !slices.Equal(got, want) {
+				t.Errorf("read %v, decoded %v", got, want)
+			}
+		})
+	}
+	claims := []string{
+		`{"spec":{"storageClassName":"fast","resources":{"requests":{"storage":"10Gi"}}},"status":{"allocatedResources":{"storage":"12Gi"}}}`,
+		`{"metadata":{"annotations":{"volume.beta.kubernetes.io/storage-class":"old"}},"spec":{"storageClassName":"new","resources":{"requests":{"storage":"1Gi"}}}}`,
+	}
+	for _, raw := range claims {
+		var typed corev1.PersistentVolumeClaim
+		if err := json.Unmarshal([]byte(raw), &typed); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := admission.ParseObject([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := claimOf(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := clusterview.ClaimUsage(read), clusterview.ClaimUsage(&typed); !slices.Equal(got, want) {
+			t.Errorf("claim %s: read %v, decoded %v", raw, got, want)
+		}
+	}
+	if _, err := podOf(mustParse(t, `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"lots"}}}]}}`)); err == nil {
+		t.Error("a quantity the API server would refuse must be an error")
+	}
+}
+
+func mustParse(t *testing.T, raw string) ast.Object {
+	t.Helper()
+	obj, err := admission.ParseObject([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
