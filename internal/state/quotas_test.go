@@ -33,7 +33,8 @@ func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 	})
 	// cluster.yaml: oil holds 2 of 3 namespaces, 19 of 20 pods and 4 of 5
 	// claims; gas 2 of 2 namespaces and 4 of 4 services.
-	for _, want := range []string{"oil namespaces 2/3", "oil pods 19/20", "oil persistentvolumeclaims 4/5", "gas namespaces 2/2", "gas services 4/4"} {
+	// ore sums 1000m of 1500m requested CPU, 2Gi of 4Gi of memory limits.
+	for _, want := range []string{"oil namespaces 2/3", "oil pods 19/20", "oil persistentvolumeclaims 4/5", "gas namespaces 2/2", "gas services 4/4", "ore requests.cpu 1/1.5", "ore limits.memory 2.147483648e+09/4.294967296e+09"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("no %q in %v", want, got)
 		}
@@ -60,6 +61,8 @@ func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 		"tenantguard_tenant_quota_limit{oil pods}":       20,
 		"tenantguard_tenant_quota_used{gas namespaces}":  2,
 		"tenantguard_tenant_quota_limit{gas namespaces}": 2,
+		"tenantguard_tenant_quota_used{ore requests.cpu}":  1,
+		"tenantguard_tenant_quota_limit{ore requests.cpu}": 1.5,
 	} {
 		if got, ok := gauges[name]; !ok || got != want {
 			t.Errorf("%s = %v (reported: %v), want %v", name, got, ok, want)

@@ -1,0 +1,242 @@
+# METADATA
+# title: What pods and claims add to resource quotas
+# description: |
+#   The usage of a pod or claim as ResourceQuota counts it, for the engines
+#   that compute tenant-wide sums themselves from replicated objects (the
+#   OPA bundle's kube-mgmt adapter, Gatekeeper's synced inventory); the
+#   admission server computes the same with Kubernetes' own helpers (Go
+#   package usage), and the shared corpus holds the two equal. Amounts are
+#   integers in thousandths of a CPU for CPU keys and in whole units
+#   (bytes, devices), rounded up, otherwise; keys are canonical
+#   (requests.cpu, limits.memory, requests.storage,
+#   CLASS.storageclass.storage.k8s.io/requests.storage ...).
+package tenantguard.lib.usage
+
+# METADATA
+# description: A quota key's canonical name (cpu counts as requests.cpu).
+canonical(key) := concat("", ["requests.", key]) if {
+	_short(key)
+} else := key
+
+_short(key) if key in {"cpu", "memory", "ephemeral-storage"}
+
+_short(key) if startswith(key, "hugepages-")
+
+# METADATA
+# description: A quantity as an amount of key (thousandths for CPU).
+amount(key, q) := ceil(units.parse(sprintf("%v", [q])) * 1000) if _milli(key)
+
+amount(key, q) := ceil(units.parse(sprintf("%v", [q]))) if not _milli(key)
+
+_milli(key) if endswith(key, "cpu")
+
+# METADATA
+# description: |
+#   A pod's usage: nothing once finished; else requests.* and limits.* of
+#   cpu, memory and ephemeral-storage, requests of hugepages and extended
+#   resources, each the larger of the sum of the containers (with native
+#   sidecars) and of every init container beside the sidecars started
+#   before it, plus overhead; pod-level resources replace the containers'
+#   for cpu and memory; a resize counts as soon as asked for, a shrink once
+#   done (the larger of spec and status).
+pod(p) := {} if {
+	object.get(p, ["status", "phase"], "") in {"Succeeded", "Failed"}
+} else := object.union(_named("requests.", _pod_side(p, "requests")), _limits(p))
+
+_limits(p) := {k: n |
+	some k, n in _named("limits.", _pod_side(p, "limits"))
+	_compute(trim_prefix(k, "limits."))
+}
+
+# Only compute resources have limits counted; extended resources and
+# hugepages count as requests.
+_compute(r) if r in {"cpu", "memory", "ephemeral-storage"}
+
+_named(prefix, side) := {k: n |
+	some r, n in side
+	n != 0
+	_counted(prefix, r)
+	k := concat("", [prefix, r])
+}
+
+_counted(_, r) if _compute(r)
+
+_counted("requests.", r) if startswith(r, "hugepages-")
+
+_counted("requests.", r) if {
+	contains(r, "/")
+	not startswith(r, "requests.")
+	[domain, _] := split(r, "/")
+	domain != "kubernetes.io"
+	not endswith(domain, ".kubernetes.io")
+}
+
+# One side (requests or limits) of a pod, by resource, in amounts.
+_pod_side(p, side) := {r: n |
+	some r in _resources(p, side)
+	n := _pod_amount(p, side, r)
+}
+
+_resources(p, side) := {r |
+	some field in ["containers", "initContainers"]
+	some c in object.get(p, ["spec", field], [])
+	some r, _ in _container(p, c, side)
+} | {r | some r, _ in object.get(p, ["spec", "resources", side], {})}
+
+_pod_amount(p, side, r) := n + _overhead(p, r) if {
+	r in {"cpu", "memory"}
+	q := p.spec.resources[side][r]
+	n := amount(r, q)
+} else := max([_main(p, side, r), _init(p, side, r)]) + _overhead(p, r)
+
+_overhead(p, r) := amount(r, q) if {
+	q := p.spec.overhead[r]
+} else := 0
+
+# The containers and the native sidecars (init containers that always
+# restart), which run beside them.
+_main(p, side, r) := sum([n |
+	some c in _running(p)
+	n := _get(p, c, side, r)
+])
+
+_running(p) := array.concat(object.get(p, ["spec", "containers"], []), [c |
+	some c in object.get(p, ["spec", "initContainers"], [])
+	_sidecar(c)
+])
+
+_sidecar(c) if c.restartPolicy == "Always"
+
+# Each init container beside the sidecars started before it: the largest.
+_init(p, side, r) := max({0} | {n |
+	inits := object.get(p, ["spec", "initContainers"], [])
+	some i, c in inits
+	before := sum([_get(p, s, side, r) | some s in array.slice(inits, 0, i); _sidecar(s)])
+	n := before + _get(p, c, side, r)
+})
+
+_get(p, c, side, r) := amount(r, q) if {
+	q := _container(p, c, side)[r]
+} else := 0
+
+# A container's requests or limits as the API server stores them (a
+# request left out takes the limit) and, for what a resize has allocated
+# or actuated already, the larger of spec and status.
+_container(p, c, "limits") := _larger(object.get(c, ["resources", "limits"], {}), _status(p, c, "limits"))
+
+_container(p, c, "requests") := _larger(
+	object.union(object.get(c, ["resources", "limits"], {}), object.get(c, ["resources", "requests"], {})),
+	_status(p, c, "requests"),
+)
+
+_status(p, c, "requests") := object.get(_container_status(p, c.name), "allocatedResources", {})
+
+_status(p, c, "limits") := object.get(_container_status(p, c.name), ["resources", "limits"], {})
+
+_container_status(p, name) := s if {
+	some field in ["containerStatuses", "initContainerStatuses"]
+	some s in object.get(p, ["status", field], [])
+	s.name == name
+} else := {}
+
+# Of two resource lists, each resource's larger quantity.
+_larger(a, b) := {r: q |
+	some r in ({r | some r, _ in a} | {r | some r, _ in b})
+	q := _max_quantity(r, object.get(a, r, "0"), object.get(b, r, "0"))
+}
+
+_max_quantity(r, x, y) := x if amount(r, x) >= amount(r, y)
+
+_max_quantity(r, x, y) := y if amount(r, x) < amount(r, y)
+
+# METADATA
+# description: |
+#   A claim's usage: its storage request (or the capacity allocated to it,
+#   when larger), in total and under its StorageClass, and itself under its
+#   StorageClass.
+claim(c) := object.union({"requests.storage": storage}, _per_class(c, storage)) if {
+	storage := max([
+		amount("requests.storage", object.get(c, ["spec", "resources", "requests", "storage"], "0")),
+		amount("requests.storage", object.get(c, ["status", "allocatedResources", "storage"], "0")),
+	])
+}
+
+_per_class(c, storage) := {
+	concat("", [class, ".storageclass.storage.k8s.io/requests.storage"]): storage,
+	concat("", [class, ".storageclass.storage.k8s.io/persistentvolumeclaims"]): 1,
+} if {
+	class := _class(c)
+	class != ""
+} else := {}
+
+_class(c) := c.metadata.annotations["volume.beta.kubernetes.io/storage-class"]
+
+_class(c) := c.spec.storageClassName if not c.metadata.annotations["volume.beta.kubernetes.io/storage-class"]
+
+# METADATA
+# description: |
+#   What a request on a pod or claim adds, by the keys of hard (the
+#   tenant's resourceQuota.hard, any of a resource's names): a pod or claim
+#   created, a pod's resize, a claim's update; the amounts that grow, by how
+#   much. Empty for any other request.
+adds(request, hard) := {key: n |
+	now := _of(request, request.object)
+	before := _before(request)
+	some key, _ in hard
+	c := canonical(key)
+	n := object.get(now, c, 0) - object.get(before, c, 0)
+	n > 0
+}
+
+_of(request, obj) := pod(obj) if request.kind.kind == "Pod"
+
+_of(request, obj) := claim(obj) if request.kind.kind == "PersistentVolumeClaim"
+
+_before(request) := {} if request.operation == "CREATE"
+
+_before(request) := _of(request, request.oldObject) if request.operation == "UPDATE"
+
+# METADATA
+# description: Whether the request is one whose usage counts (adds).
+counted(request) if {
+	object.get(request.kind, "group", "") == ""
+	_counted_request(request.kind.kind, request.operation, object.get(request, "subResource", ""))
+}
+
+_counted_request("Pod", "CREATE", "")
+
+_counted_request("PersistentVolumeClaim", "CREATE", "")
+
+_counted_request("Pod", "UPDATE", "resize")
+
+_counted_request("PersistentVolumeClaim", "UPDATE", "")
+
+# METADATA
+# description: |
+#   The cluster facts of the tenant-wide resource quota rule (as the server
+#   gives them, input.cluster.resources), from the tenant's pods and claims
+#   (lists of them; finished pods count nothing): by key of hard, what the
+#   request adds and what the tenant uses, in the units units.parse reads
+#   (cores, bytes), and the tenant's count of namespaces.
+facts(request, hard, pods, claims, namespaces) := {"adds": {k: _unit(k, n) | some k, n in added}, "used": used, "namespaces": namespaces} if {
+	added := adds(request, hard)
+	used := {k: _unit(k, total) |
+		some k, _ in added
+		c := canonical(k)
+		total := _sum(c, pods, claims)
+	}
+}
+
+_sum(c, _, claims) := sum([n | some o in claims; n := object.get(claim(o), c, 0)]) if of_claims(c)
+
+_sum(c, pods, _) := sum([n | some o in pods; n := object.get(pod(o), c, 0)]) if not of_claims(c)
+
+# METADATA
+# description: Whether a quota key sums claims (storage); the others sum pods.
+of_claims(key) if key == "requests.storage"
+
+of_claims(key) if contains(key, ".storageclass.storage.k8s.io/")
+
+_unit(k, n) := n / 1000 if _milli(k)
+
+_unit(k, n) := n if not _milli(k)

@@ -1,0 +1,96 @@
+package tenantguard.lib.usage_test
+
+import data.tenantguard.lib.usage
+
+_ctr(name, requests, limits) := {"name": name, "resources": {"requests": requests, "limits": limits}}
+
+test_containers_are_summed_requests_and_limits_apart if {
+	usage.pod({"spec": {"containers": [
+		_ctr("a", {"cpu": "100m", "memory": "64Mi"}, {"cpu": "200m"}),
+		_ctr("b", {"cpu": "300m", "memory": "64Mi"}, {"cpu": "1"}),
+	]}}) == {"requests.cpu": 400, "limits.cpu": 1200, "requests.memory": 134217728}
+}
+
+test_an_init_container_asking_for_more_sets_the_request if {
+	usage.pod({"spec": {
+		"initContainers": [_ctr("migrate", {"cpu": "2"}, {})],
+		"containers": [_ctr("app", {"cpu": "500m"}, {})],
+	}}) == {"requests.cpu": 2000}
+}
+
+test_a_native_sidecar_counts_with_the_containers_and_beside_a_later_init_container if {
+	usage.pod({"spec": {
+		"initContainers": [
+			object.union(_ctr("proxy", {"cpu": "100m"}, {}), {"restartPolicy": "Always"}),
+			_ctr("migrate", {"cpu": "1"}, {}),
+		],
+		"containers": [_ctr("app", {"cpu": "500m"}, {})],
+	}}) == {"requests.cpu": 1100}
+}
+
+test_overhead_is_added if {
+	usage.pod({"spec": {"overhead": {"memory": "64Mi"}, "containers": [_ctr("app", {"memory": "1Gi"}, {"memory": "1Gi"})]}}) == {"requests.memory": 1140850688, "limits.memory": 1140850688}
+}
+
+test_extended_resources_and_hugepages_count_as_requests if {
+	usage.pod({"spec": {"containers": [_ctr("gpu", {"nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi"}, {"nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi"})]}}) == {"requests.nvidia.com/gpu": 2, "requests.hugepages-2Mi": 4194304}
+}
+
+test_limits_only_count_as_requests_too if {
+	usage.pod({"spec": {"containers": [_ctr("app", {}, {"cpu": "1"})]}}) == {"requests.cpu": 1000, "limits.cpu": 1000}
+}
+
+test_a_resize_counts_as_soon_as_asked_and_a_shrink_once_done if {
+	usage.pod({
+		"spec": {"containers": [_ctr("app", {"cpu": "2"}, {})]},
+		"status": {"containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "1"}}]},
+	}) == {"requests.cpu": 2000}
+	usage.pod({
+		"spec": {"containers": [_ctr("app", {"cpu": "1"}, {})]},
+		"status": {"containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "2"}}]},
+	}) == {"requests.cpu": 2000}
+}
+
+test_pod_level_resources_replace_the_containers if {
+	usage.pod({"spec": {"resources": {"requests": {"cpu": "3"}}, "containers": [_ctr("app", {"cpu": "1"}, {})]}}) == {"requests.cpu": 3000}
+}
+
+test_a_finished_pod_counts_nothing if {
+	usage.pod({"spec": {"containers": [_ctr("app", {"cpu": "1"}, {})]}, "status": {"phase": "Succeeded"}}) == {}
+}
+
+test_a_claim_counts_its_storage_in_total_and_per_class if {
+	usage.claim({"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "10Gi"}}}}) == {
+		"requests.storage": 10737418240,
+		"fast.storageclass.storage.k8s.io/requests.storage": 10737418240,
+		"fast.storageclass.storage.k8s.io/persistentvolumeclaims": 1,
+	}
+	usage.claim({
+		"metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
+		"spec": {"resources": {"requests": {"storage": "1Gi"}}},
+		"status": {"allocatedResources": {"storage": "2Gi"}},
+	})["old.storageclass.storage.k8s.io/requests.storage"] == 2147483648
+}
+
+test_adds_are_the_amounts_that_grow_by_the_quota_names if {
+	old := {"spec": {"containers": [_ctr("app", {"cpu": "500m", "memory": "1Gi"}, {})]}}
+	new := {"spec": {"containers": [_ctr("app", {"cpu": "800m", "memory": "512Mi"}, {})]}}
+	request := {"kind": {"kind": "Pod"}, "operation": "UPDATE", "subResource": "resize", "object": new, "oldObject": old}
+	usage.counted(request)
+	usage.adds(request, {"cpu": "2", "requests.memory": "4Gi"}) == {"cpu": 300}
+}
+
+test_facts_sum_the_tenants_pods_and_claims if {
+	request := {"kind": {"kind": "Pod"}, "operation": "CREATE", "object": {"spec": {"containers": [_ctr("app", {"cpu": "600m"}, {})]}}}
+	pods := [
+		{"spec": {"containers": [_ctr("a", {"cpu": "1"}, {})]}},
+		{"spec": {"containers": [_ctr("b", {"cpu": "500m"}, {})]}},
+		{"spec": {"containers": [_ctr("c", {"cpu": "9"}, {})]}, "status": {"phase": "Failed"}},
+	]
+	usage.facts(request, {"requests.cpu": "2", "requests.storage": "1Gi"}, pods, [], 2) == {"adds": {"requests.cpu": 0.6}, "used": {"requests.cpu": 1.5}, "namespaces": 2}
+}
+
+test_other_requests_are_not_counted if {
+	not usage.counted({"kind": {"kind": "Pod"}, "operation": "UPDATE", "object": {}})
+	not usage.counted({"kind": {"group": "apps", "kind": "Deployment"}, "operation": "CREATE", "object": {}})
+}
