@@ -48,10 +48,10 @@ func TestReviewBuildsTheRequestFromAManifest(t *testing.T) {
 			stdout: []string{`Pod "plain" in namespace "oil-dev": allowed`},
 		},
 		{
-			name:  "a pod asking for more than its tenant's room across namespaces is refused with the sums",
-			args:  []string{"-f", "MANIFEST", "--as", "alice"},
-			files: map[string]string{"MANIFEST": "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: oil-dev}\nspec:\n  containers: [{name: app, image: registry.example/app:1, imagePullPolicy: Always, resources: {requests: {cpu: '4'}}}]\n"},
-			code:  1,
+			name:   "a pod asking for more than its tenant's room across namespaces is refused with the sums",
+			args:   []string{"-f", "MANIFEST", "--as", "alice"},
+			files:  map[string]string{"MANIFEST": "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: oil-dev}\nspec:\n  containers: [{name: app, image: registry.example/app:1, imagePullPolicy: Always, resources: {requests: {cpu: '4'}}}]\n"},
+			code:   1,
 			stdout: []string{`deny   [tenant-resource-quota] tenant "oil" would use requests.cpu 7 of its 6; Pod "big" asks for 4 and 3 is in use across 2 namespaces; it may ask for at most 3, or the tenant's quota must be raised`},
 		},
 		{

@@ -57,10 +57,10 @@ func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]float64{
-		"tenantguard_tenant_quota_used{oil pods}":        19,
-		"tenantguard_tenant_quota_limit{oil pods}":       20,
-		"tenantguard_tenant_quota_used{gas namespaces}":  2,
-		"tenantguard_tenant_quota_limit{gas namespaces}": 2,
+		"tenantguard_tenant_quota_used{oil pods}":          19,
+		"tenantguard_tenant_quota_limit{oil pods}":         20,
+		"tenantguard_tenant_quota_used{gas namespaces}":    2,
+		"tenantguard_tenant_quota_limit{gas namespaces}":   2,
 		"tenantguard_tenant_quota_used{ore requests.cpu}":  1,
 		"tenantguard_tenant_quota_limit{ore requests.cpu}": 1.5,
 	} {
