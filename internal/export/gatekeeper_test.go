@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -196,5 +198,66 @@ func TestEveryEmbeddedRuleDeclaresWhatItReads(t *testing.T) {
 		if _, ok := u.reads(); !ok {
 			t.Errorf("%s: a rule declares no reads, so its Constraint would carry the whole registry", u.kind())
 		}
+	}
+}
+
+// registryReads are what a reference of a rule family reads of the
+// registry, for the references whose reading is plain from their text:
+// tenancy.tenant.FIELD, tenancy.settings.FIELD, data.tenantguard.registry.KEY
+// and the identity helpers.
+var registryReads = map[string]string{
+	"identity.is_admin":      "registry.administrators",
+	"identity.owned_tenants": "registry.owners",
+	"identity.is_manager":    "runtime.managers",
+	"tenancy.prefix_tenant":  "registry.tenants",
+}
+
+func TestEveryRegistryReadOfAFamilyIsDeclared(t *testing.T) {
+	cat := catalog.MustEmbedded()
+	reads := map[string][]string{}
+	for _, u := range gatekeeperUnits(cat) {
+		r, _ := u.reads()
+		reads[u.family] = append(reads[u.family], r...)
+	}
+	declared := func(family, path string) bool {
+		return slices.ContainsFunc(reads[family], func(r string) bool {
+			return r == path || strings.HasPrefix(r, path+".") || strings.HasPrefix(path, r+".")
+		})
+	}
+	checked := 0
+	for path, src := range cat.Modules() {
+		module, err := catalog.ParseModule(path, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		family, ok := familyOf(module)
+		if !ok || reads[family] == nil {
+			continue
+		}
+		ast.WalkRefs(module, func(ref ast.Ref) bool {
+			text := ref.String()
+			var need string
+			for prefix, read := range registryReads {
+				if text == prefix || strings.HasPrefix(text, prefix+".") || strings.HasPrefix(text, prefix+"[") {
+					need = read
+				}
+			}
+			for prefix, under := range map[string]string{"tenancy.tenant.": "registry.tenants.", "tenancy.settings.": "registry.settings.", "data.tenantguard.registry.": "registry."} {
+				if field, ok := strings.CutPrefix(text, prefix); ok {
+					need = under + strings.FieldsFunc(field, func(r rune) bool { return r == '.' || r == '[' })[0]
+				}
+			}
+			if need == "" {
+				return false
+			}
+			checked++
+			if !declared(family, need) {
+				t.Errorf("%s reads %s (%s) but no rule of family %s declares it in reads", path, need, text, family)
+			}
+			return false
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no registry read was checked")
 	}
 }
