@@ -17,13 +17,15 @@ import (
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
-// BenchmarkDecisionSideBySide is one validating decision per op, cycling
-// through the corpus cases of the main registry (the request as mutated),
-// by the embedded engine (with each evaluator), by Gatekeeper's engine with the exported
-// templates (constraint framework, in-process), and by the exported CEL
-// policies in the API server's validator. Every engine sees the corpus
-// cluster (cluster.yaml) only, loaded once.
-func BenchmarkDecisionSideBySide(b *testing.B) {
+// BenchmarkDecisionCorpusSideBySide is one validating decision per op,
+// cycling through the corpus cases of the main registry (the request as
+// mutated, decoded beforehand), by the embedded engine (with each
+// evaluator), by Gatekeeper's engine with the exported templates
+// (constraint framework, in-process), and by the exported CEL policies in
+// the API server's validator. Every engine sees the corpus cluster
+// (cluster.yaml) only, loaded once. The corpus exercises every rule
+// family; BenchmarkDecisionSideBySide measures at scale.
+func BenchmarkDecisionCorpusSideBySide(b *testing.B) {
 	corpus := benchCorpus(b)
 	b.Logf("%d corpus cases", len(corpus))
 	file := filepath.Join(fixtures.Dir(), "registry.yaml")

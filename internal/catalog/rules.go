@@ -45,6 +45,21 @@ type Rule struct {
 	// changes or deletes: `tenantguard audit` and serve's background audit
 	// leave it out. True unless the METADATA says otherwise.
 	Audit bool
+	// Reads are the parts of data.tenantguard the rule reads (METADATA
+	// custom: reads), as dot-separated paths: registry.tenants.pods is the
+	// pods entry of every tenant (and of the default tenant),
+	// registry.settings.forceTenantPrefix one setting, runtime.managers
+	// tenantguard's own user names, registry.tenants alone the tenants'
+	// names (which tenants exist). The registry's tenant label is read by
+	// every rule and needs no path. The Gatekeeper
+	// export gives a Constraint these parts only; nil when undeclared, and
+	// then it gives the whole registry.
+	Reads []string
+	// GatekeeperTemplate is how the Gatekeeper export writes the rule:
+	// GatekeeperFamily (the default) in one ConstraintTemplate with the rest
+	// of its family, GatekeeperRule in a template of its own, as
+	// gatekeeper-library writes its pod security policies.
+	GatekeeperTemplate string
 	// Location is where the rule is declared, file:line.
 	Location string
 	// CEL is the rule's CEL translation; nil when it has none.
@@ -59,6 +74,12 @@ const (
 	EngineGatekeeper = "gatekeeper"
 	EngineKyverno    = "kyverno"
 	EngineVAP        = "vap"
+)
+
+// How the Gatekeeper export groups rules into ConstraintTemplates.
+const (
+	GatekeeperFamily = "family"
+	GatekeeperRule   = "rule"
 )
 
 // Engines are the exports, in the order they are listed.
@@ -97,6 +118,9 @@ type declaration struct {
 	Engines        []string    `json:"engines"`
 	NotExpressible string      `json:"notExpressible"`
 	Audit          *bool       `json:"audit"`
+	Reads          []string    `json:"reads"`
+	// GatekeeperTemplate is family or rule.
+	GatekeeperTemplate string `json:"gatekeeperTemplate"`
 }
 
 // declare reads the kind sets and every family's rules from the modules'
@@ -267,14 +291,15 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		problems.add(own.Location, "METADATA custom fields: %v; the fields are id, kinds, subresources, operations, mutates, enforcement, engines, notExpressible, audit", err)
+		problems.add(own.Location, "METADATA custom fields: %v; the fields are id, kinds, subresources, operations, mutates, enforcement, engines, notExpressible, audit, reads, gatekeeperTemplate", err)
 		return Rule{}, false
 	}
 	loc := own.Location
 	r := Rule{
 		ID: d.ID, Family: family, Title: own.Title, Description: strings.TrimSpace(own.Description),
 		Operations: d.Operations, Mutates: d.Mutates, Enforcement: cmp.Or(d.Enforcement, registry.ModeDeny),
-		Engines: d.Engines, NotExpressible: d.NotExpressible, Audit: d.Audit == nil || *d.Audit, Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
+		Engines: d.Engines, NotExpressible: d.NotExpressible, Audit: d.Audit == nil || *d.Audit,
+		Reads: d.Reads, GatekeeperTemplate: cmp.Or(d.GatekeeperTemplate, GatekeeperFamily), Location: fmt.Sprintf("%s:%d", loc.File, loc.Row), loc: loc,
 	}
 	if r.Title == "" && pkg != nil {
 		r.Title = pkg.Title
@@ -300,11 +325,22 @@ func (c *Catalog) rule(family string, pkg, own *ast.Annotations, custom map[stri
 			problems.add(loc, "rule %q: engine %q is not one of %s (tenantguard itself decides every rule)", r.ID, e, strings.Join(Engines, ", "))
 		}
 	}
+	if !slices.Contains([]string{GatekeeperFamily, GatekeeperRule}, r.GatekeeperTemplate) {
+		problems.add(loc, "rule %q: gatekeeperTemplate %q is not %s or %s", r.ID, r.GatekeeperTemplate, GatekeeperFamily, GatekeeperRule)
+	}
+	for _, path := range r.Reads {
+		if !readPath.MatchString(path) {
+			problems.add(loc, "rule %q: reads %q is not a dot-separated path under registry or runtime, e.g. registry.tenants.pods", r.ID, path)
+		}
+	}
 	if !r.Claims(EngineOPA) {
 		problems.add(loc, "rule %q must claim opa: the OPA bundle is the library itself, and decides every rule of it", r.ID)
 	}
 	return r, len(problems.list) == before
 }
+
+// readPath is a path of data.tenantguard a rule may read.
+var readPath = regexp.MustCompile(`^(registry|runtime)(\.[A-Za-z][A-Za-z0-9]*)+$`)
 
 // ruleID is lower-case words joined by dashes.
 var ruleID = regexp.MustCompile(`^[a-z]+(-[a-z0-9]+)*$`)

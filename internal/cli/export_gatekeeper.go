@@ -10,13 +10,16 @@ func newExportGatekeeperCommand() *cobra.Command {
 	return newLibraryCommand(
 		"gatekeeper --registry FILE -o DIR|FILE.yaml|-",
 		"Write Gatekeeper ConstraintTemplates, Constraints and the SyncSet they need",
-		`Write the rules for OPA Gatekeeper: one ConstraintTemplate per rule family
-(Rego v1 code, the whole rule library as template libraries), one Constraint
-per rule id named after it, with the registry's enforcement mode as its
-enforcementAction (deny, warn, dryrun) and the compiled registry as its
-parameters, and a SyncSet replicating what the referential rules read
-(namespaces, priority classes, the kinds tenant quotas count) into
-Gatekeeper's inventory. Every rule is covered; messages are tenantguard's own.
+		`Write the rules for OPA Gatekeeper as Gatekeeper users write policy: one
+ConstraintTemplate per rule family (one per rule for the pod security
+checks, as gatekeeper-library writes them), each with a parameters schema
+and the family's Rego v1 as template libraries; one Constraint per template
+(per enforcement mode when a registry puts the family's rules in several),
+whose enforcementAction is the mode (deny, warn, dryrun) and whose
+parameters are only the parts of the compiled registry its rules read; and
+a SyncSet replicating what the counting rules read (namespaces, the kinds
+tenant quotas count, the kinds that serve hosts) into Gatekeeper's
+inventory. Every rule is covered; messages are tenantguard's own.
 
 Defaults (the tenant label on new namespaces, default PriorityClass and
 StorageClass) are mutations, which these validating templates do not make.`,

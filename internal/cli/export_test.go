@@ -19,7 +19,7 @@ func TestExportWritesEachEngineWithItsCoverageTable(t *testing.T) {
 		notCovered  []string
 		firstObject string
 	}{
-		{"gatekeeper", []string{"SyncSet", "ConstraintTemplate", "TenantguardPods"}, nil, "01-syncset-tenantguard.yaml"},
+		{"gatekeeper", []string{"SyncSet", "ConstraintTemplate", "TenantguardStorage", "TenantguardHostNetwork"}, nil, "01-syncset-tenantguard.yaml"},
 		{"kyverno", []string{"ValidatingPolicy"}, []string{"namespace-quota", "tenant-quota", "hostname-collision", "tenant-resource-quota"}, "01-validatingpolicy-tenantguard-image-registry.yaml"},
 		{"vap", []string{"CustomResourceDefinition", "PolicyParameters", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, []string{"namespace-quota", "tenant-quota", "hostname-collision", "tenant-resource-quota"}, "01-customresourcedefinition-policyparameters.policy.tenantguard.io.yaml"},
 	}

@@ -125,7 +125,7 @@ func anyList(s []string) []any {
 var exportFile = regexp.MustCompile(`^[0-9]{2}-[a-z0-9.-]+\.yaml$`)
 
 // WriteDir writes one file per object into dir, named by apply order, kind
-// and name ("03-constrainttemplate-tenantguardpods.yaml"), so that `kubectl
+// and name ("03-constrainttemplate-tenantguardimages.yaml"), so that `kubectl
 // apply -f DIR` applies them in order. Files of an earlier export that this
 // one lacks are removed; a directory holding any other file (a
 // kustomization.yaml, say) is refused, so that nothing of the user's is

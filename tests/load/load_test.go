@@ -207,6 +207,53 @@ func TestChecksCompareTheFiguresWithTheTargets(t *testing.T) {
 	}
 }
 
+func TestTheGatekeeperTargetIsMetAtEveryTenantCountOrNot(t *testing.T) {
+	micro := func(gk10, gk1000 float64) []Micro {
+		ms := []Micro{
+			{Name: "BenchmarkDecisionSideBySide/tenants=10/engine=embedded", Metrics: map[string]float64{"ns/op": 100}},
+			{Name: "BenchmarkDecisionSideBySide/tenants=10/engine=gatekeeper", Metrics: map[string]float64{"ns/op": gk10}},
+			{Name: "BenchmarkDecisionSideBySide/tenants=1000/engine=embedded", Metrics: map[string]float64{"ns/op": 100}},
+		}
+		if gk1000 > 0 {
+			ms = append(ms, Micro{Name: "BenchmarkDecisionSideBySide/tenants=1000/engine=gatekeeper", Metrics: map[string]float64{"ns/op": gk1000}})
+		}
+		return ms
+	}
+	tests := []struct {
+		name          string
+		gk10, gk1000  float64
+		missing, met  bool
+		measuredParts []string
+	}{
+		{"5x at both counts", 600, 50000, false, true, []string{"10 tenants: 100ns vs 600ns: 6.0×", "1,000 tenants: 100ns vs 50µs: 500.0×"}},
+		{"under 5x at one count", 400, 50000, false, false, []string{"10 tenants: 100ns vs 400ns: 4.0×"}},
+		{"one count not measured", 600, 0, true, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{Micro: micro(tt.gk10, tt.gk1000)}
+			for _, c := range r.Checks() {
+				if !strings.Contains(c.Target, "Gatekeeper's engine") {
+					continue
+				}
+				if c.Missing != tt.missing || c.Met != tt.met {
+					t.Errorf("missing %v met %v (%s), want missing %v met %v", c.Missing, c.Met, c.Measured, tt.missing, tt.met)
+				}
+				for _, part := range tt.measuredParts {
+					if !strings.Contains(c.Measured, part) {
+						t.Errorf("measured %q lacks %q", c.Measured, part)
+					}
+				}
+				if !strings.Contains(c.Target, "10 and 1,000 tenants") || !strings.Contains(c.Target, "decoding counted on both sides") {
+					t.Errorf("the target %q does not say what it measures", c.Target)
+				}
+				return
+			}
+			t.Fatal("no Gatekeeper check")
+		})
+	}
+}
+
 func TestUpdateBenchmarksRewritesOnlyItsSection(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	intro := "# Benchmarks\n\nIntro.\n"

@@ -3,16 +3,19 @@
 # description: |
 #   What the ConstraintTemplates of `tenantguard export gatekeeper` call. In a
 #   template the library is renamed under data.lib (Gatekeeper's rule for
-#   libraries), the registry and tenantguard's own user names come from the
-#   Constraint's parameters, and the cluster from Gatekeeper's replicated
-#   inventory (data.inventory, filled by the exported SyncSet) plus
-#   input.review.namespaceObject. The inventory is reshaped as kube-mgmt's
-#   data.kubernetes so that the facts are built by the same rules as for the
-#   OPA bundle.
+#   libraries). The registry comes from the Constraint's parameters, pruned to
+#   the parts the template's rules read (their METADATA's reads), and
+#   tenantguard's own user names from parameters.managers. The cluster comes
+#   from input.review.namespaceObject and, for what looks beyond the request's
+#   namespace (tenant-wide counts, ownership, hostname collisions), from
+#   Gatekeeper's replicated inventory (data.inventory, filled by the exported
+#   SyncSet), read in place: a fact is built only when the parameters hold the
+#   registry entry that makes a rule need it, so a template whose rules count
+#   nothing never reads the inventory.
 package tenantguard.gatekeeper
 
-import data.tenantguard.kubernetes
 import data.tenantguard.lib.identity
+import data.tenantguard.lib.tenancy
 import data.tenantguard.rules
 
 _review := object.get(input, "review", {})
@@ -23,82 +26,198 @@ _request := object.union(_review, {"object": null}) if {
 	_review.operation == "DELETE"
 } else := _review
 
-default _inventory := {}
+_parameters := object.get(input, "parameters", {})
 
-_inventory := data.inventory
+_registry := object.get(_parameters, "registry", {})
 
-_cluster_kinds(group, kind) := {name: obj |
-	some gv, kinds in object.get(_inventory, "cluster", {})
-	_group_of(gv) == group
-	some name, obj in object.get(kinds, kind, {})
-}
+_managers := {name: true | some name in object.get(_parameters, "managers", [])}
+
+_rules := object.get(_parameters, "rules", [])
+
+_label := _registry.settings.tenantLabel
+
+_group := object.get(_request.kind, "group", "")
 
 _group_of(gv) := "" if not contains(gv, "/")
 
 _group_of(gv) := split(gv, "/")[0] if contains(gv, "/")
 
-_namespace_object := {input.review.namespaceObject.metadata.name: input.review.namespaceObject} if {
-	is_object(input.review.namespaceObject)
-} else := {}
-
-# the objects of a kind, by namespace and name, as kube-mgmt replicates
-# them under their resource name
-_namespaced(group, kind) := {namespace: objects |
-	some namespace, versions in object.get(_inventory, "namespace", {})
-	objects := {name: obj |
-		some gv, kinds in versions
-		_group_of(gv) == group
-		some name, obj in object.get(kinds, kind, {})
-	}
+_is_namespace if {
+	_group == ""
+	_request.kind.kind == "Namespace"
 }
 
-_resource := object.get(_request, ["resource", "resource"], "")
-
-# the kinds whose hosts a hostname collision is with, when the request is one
-_host_resources := {
-	"ingresses": ["networking.k8s.io", "Ingress"],
-	"httproutes": ["gateway.networking.k8s.io", "HTTPRoute"],
-	"grpcroutes": ["gateway.networking.k8s.io", "GRPCRoute"],
-	"tlsroutes": ["gateway.networking.k8s.io", "TLSRoute"],
+_creating if {
+	_request.operation == "CREATE"
+	object.get(_request, "subResource", "") == ""
 }
 
-_hosts_cluster := {resource: _namespaced(k[0], k[1]) | some resource, k in _host_resources} if {
-	some k in _host_resources
-	k[0] == object.get(_request.kind, "group", "")
-	k[1] == _request.kind.kind
+_namespace := _request.name if _is_namespace
+
+_namespace := object.get(_request, "namespace", "") if not _is_namespace
+
+# Gatekeeper's inventory is read by path, never whole: its store hands out
+# a copy of what a reference reads, so reading data.inventory would copy
+# every replicated object on every review. The namespaces Gatekeeper
+# replicates, by name, are read whole only to find a tenant's.
+default _inventory_namespaces := {}
+
+_inventory_namespaces := data.inventory.cluster.v1.Namespace
+
+# the request's namespace as Gatekeeper's webhook hands it, fresher than the
+# inventory
+_namespace_object := obj if {
+	obj := _review.namespaceObject
+	is_object(obj)
 } else := {}
 
-_cluster := object.union_n([
-	_hosts_cluster,
-	{_resource: _namespaced(object.get(_request.kind, "group", ""), _request.kind.kind) | not _resource in {"", "namespaces", "priorityclasses"}},
-	{
-		"namespaces": object.union(
-			object.remove(_cluster_kinds("", "Namespace"), object.keys(_namespace_object)),
-			_namespace_object,
-		),
-		"priorityclasses": _cluster_kinds("scheduling.k8s.io", "PriorityClass"),
-	},
-])
+_namespace_object_name := object.get(_namespace_object, ["metadata", "name"], "")
 
-_registry := object.get(input, ["parameters", "registry"], {})
+_namespace_named(name) := _namespace_object if {
+	name != ""
+	name == _namespace_object_name
+} else := data.inventory.cluster.v1.Namespace[name]
 
-_managers := {name: true | some name in object.get(input, ["parameters", "managers"], [])}
+_labels(name) := object.get(_namespace_named(name), ["metadata", "labels"], {})
 
-_facts := facts if {
-	facts := kubernetes.policy_input with input as {"request": _request}
-		with data.kubernetes as _cluster
+_namespace_facts := {"namespace": {"name": _namespace, "labels": _labels(_namespace)}} if {
+	_namespace != ""
+	_namespace_named(_namespace)
+} else := {}
+
+_tenant := _labels(_namespace)[_label]
+
+_tenant_config(name) := config if {
+	config := _registry.tenants[name]
+} else := object.get(_registry, "defaultTenant", {})
+
+# The namespaces of a tenant: one pass over the replicated namespaces, the
+# review's own namespace object standing for its inventory copy. Gatekeeper
+# has no index to find them by, so this is the one cost that grows with the
+# cluster; what the pass compares is bound beforehand, since a rule read in
+# the loop would be looked up for every namespace.
+_namespaces_of(tenant) := names if {
+	label := _label
+	own := _namespace_object_name
+	names := {name |
+		some name, obj in _inventory_namespaces
+		name != own
+		obj.metadata.labels[label] == tenant
+	} | {own | _namespace_object.metadata.labels[label] == tenant}
+}
+
+# the tenants a created namespace could be meant for: the requester's, the
+# labelled and the prefixed one
+_owned := owned if {
+	owned := identity.owned_tenants with input as {"request": _request}
 		with data.tenantguard.registry as _registry
 }
 
-_rules := object.get(input, ["parameters", "rules"], [])
+_candidates contains tenant if some tenant in _owned
+
+_candidates contains tenant if {
+	tenant := _request.object.metadata.labels[_label]
+	is_string(tenant)
+}
+
+_candidates contains tenant if {
+	tenant := tenancy.prefix_tenant(_request.name) with data.tenantguard.registry as _registry
+}
+
+_quota_key := _request.resource.resource if {
+	object.get(_request.resource, "group", "") == ""
+} else := sprintf("count/%s.%s", [_request.resource.resource, _request.resource.group])
+
+# ResourceQuota does not count finished pods, nor does tenantguard's server
+_finished(obj) if obj.status.phase in {"Succeeded", "Failed"}
+
+# the tenant's objects of the request's kind, read namespace by namespace
+_objects_of(tenant) := count({[namespace, name] |
+	some namespace in _namespaces_of(tenant)
+	some gv, kinds in data.inventory.namespace[namespace]
+	_group_of(gv) == _group
+	some name, obj in object.get(kinds, _request.kind.kind, {})
+	not _finished(obj)
+})
+
+# counts only for a tenant whose parameters hold the limit they are for
+_count_facts := {"counts": {tenant: {"namespaces": count(_namespaces_of(tenant))} |
+	some tenant in _candidates
+	object.get(_tenant_config(tenant), "namespaceQuota", null) != null
+}} if {
+	_is_namespace
+	_creating
+} else := {"counts": {_tenant: {_quota_key: _objects_of(_tenant)}}} if {
+	not _is_namespace
+	_creating
+	_quota_key in object.keys(object.get(_tenant_config(_tenant), "quotas", {}))
+} else := {}
+
+# the kinds that serve hosts, by kind, and their group; a Gateway binds hosts
+# and serves none
+_host_kinds := {
+	"Ingress": "networking.k8s.io",
+	"HTTPRoute": "gateway.networking.k8s.io",
+	"GRPCRoute": "gateway.networking.k8s.io",
+	"TLSRoute": "gateway.networking.k8s.io",
+}
+
+_served_hosts("Ingress", obj) := {lower(host) |
+	some host in array.concat(
+		[rule.host | some rule in object.get(obj, ["spec", "rules"], []); is_string(rule.host)],
+		[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
+	)
+	host != ""
+}
+
+_served_hosts(kind, obj) := {lower(host) |
+	some host in object.get(obj, ["spec", "hostnames"], [])
+	host != ""
+} if kind != "Ingress"
+
+_is_self(kind, namespace, name) if {
+	kind == _request.kind.kind
+	_host_kinds[kind] == _group
+	namespace == _request.namespace
+	name == _request.name
+}
+
+# the objects serving a host, but the request's own, sorted as the server
+# sorts them (namespace, name, kind)
+_holders(host) := [holder |
+	some entry in sort({[namespace, name, kind, group] |
+		some namespace, _ in _inventory_namespaces
+		some gv, kinds in data.inventory.namespace[namespace]
+		some kind, group in _host_kinds
+		_group_of(gv) == group
+		some name, obj in object.get(kinds, kind, {})
+		host in _served_hosts(kind, obj)
+		not _is_self(kind, namespace, name)
+	})
+	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": object.get(_labels(entry[0]), _label, "")}
+]
+
+_host_facts := {"hosts": {host: holders |
+	some host in _served_hosts(_request.kind.kind, _request.object)
+	holders := _holders(host)
+	count(holders) > 0
+}} if {
+	_request.operation in {"CREATE", "UPDATE"}
+	object.get(_request, "subResource", "") == ""
+	_host_kinds[_request.kind.kind] == _group
+	object.get(_tenant_config(_tenant), ["ingress", "hostnameCollision"], "off") != "off"
+} else := {}
+
+_facts := {"request": _request, "cluster": object.union_n([_namespace_facts, _count_facts, _host_facts])}
 
 # METADATA
 # description: |
 #   The violations of one rule family ("namespaces", "pods", ...) whose rule
-#   ids the Constraint names in parameters.rules, each "[rule-id] sentence".
+#   ids the Constraint names in parameters.rules, each as {"rule": id, "msg":
+#   "[rule-id] sentence"}.
 violations(family) := _library(family) | _unlabelled(family)
 
-_library(family) := {sprintf("[%s] %s", [v.id, v.msg]) |
+_library(family) := {{"rule": v.id, "msg": sprintf("[%s] %s", [v.id, v.msg])} |
 	some v in rules[family].violations with input as _facts
 		with data.tenantguard.registry as _registry
 		with data.tenantguard.runtime.managers as _managers
@@ -108,15 +227,13 @@ _library(family) := {sprintf("[%s] %s", [v.id, v.msg]) |
 # tenantguard's mutating webhook labels a namespace an owner creates for
 # their tenant; Gatekeeper validates only, so the label must be set, or the
 # namespace would be outside every workload rule
-_unlabelled("namespaces") := {msg |
+_unlabelled("namespaces") := {{"rule": "namespace-ownership", "msg": msg} |
 	"namespace-ownership" in _rules
 	_request.operation == "CREATE"
-	label := _registry.settings.tenantLabel
-	not _request.object.metadata.labels[label]
+	not _request.object.metadata.labels[_label]
 	tenant := rules.namespaces.target with input as _facts with data.tenantguard.registry as _registry
-	owned := identity.owned_tenants with input as _facts with data.tenantguard.registry as _registry
-	tenant in owned
-	msg := sprintf("[namespace-ownership] namespace %q is for tenant %q and must say so: set the label \"%s: %s\" (no tenantguard webhook adds it here)", [_request.name, tenant, label, tenant])
+	tenant in _owned
+	msg := sprintf("[namespace-ownership] namespace %q is for tenant %q and must say so: set the label \"%s: %s\" (no tenantguard webhook adds it here)", [_request.name, tenant, _label, tenant])
 }
 
 _unlabelled(family) := set() if family != "namespaces"

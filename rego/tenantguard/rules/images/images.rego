@@ -8,6 +8,7 @@
 #   whose image or pull policy changed (so kubectl debug's ephemeral container
 #   is judged by itself). Tenants without an images entry are unrestricted.
 # custom:
+#   reads: [registry.tenants.images]
 #   kinds: [pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]

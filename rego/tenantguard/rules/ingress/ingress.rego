@@ -11,6 +11,7 @@
 #   judged: a class changed, a host added. Tenants without an ingress entry
 #   are unrestricted.
 # custom:
+#   reads: [registry.tenants.ingress.classes, registry.tenants.ingress.gatewayClasses, registry.tenants.ingress.hostnames]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.ingress

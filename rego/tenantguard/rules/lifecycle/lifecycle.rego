@@ -7,6 +7,7 @@
 #   control plane (whose controllers keep the tenant's running workloads
 #   healthy) are exempt.
 # custom:
+#   reads: [registry.administrators, registry.tenants.cordoned, registry.tenants.preventNamespaceDeletion, runtime.managers]
 #   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.lifecycle
 

@@ -22,6 +22,7 @@ key := input.request.resource.resource if {
 #   summed over all of its namespaces, already reach quotas[KEY].
 # custom:
 #   id: tenant-quota
+#   reads: [registry.tenants.quotas]
 #   kinds: [counted]
 #   operations: [CREATE]
 #   engines: [opa, gatekeeper]

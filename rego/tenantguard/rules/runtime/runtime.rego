@@ -6,6 +6,7 @@
 #   template; a pod or template created without one gets the tenant default.
 #   Tenants without a runtimeClasses entry are unrestricted.
 # custom:
+#   reads: [registry.tenants.runtimeClasses]
 #   kinds: [pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]

@@ -10,6 +10,7 @@
 #   make a LoadBalancer open node ports it did not open before; a
 #   LoadBalancer that already opened node ports is not re-judged.
 # custom:
+#   reads: [registry.tenants.services]
 #   kinds: [Service]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]

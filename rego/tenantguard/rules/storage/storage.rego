@@ -11,6 +11,7 @@
 #   added by an update), since it would bind to a volume
 #   without a class or, later, take the cluster default whatever it is.
 # custom:
+#   reads: [registry.tenants.storageClasses]
 #   kinds: [PersistentVolumeClaim, pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]

@@ -50,6 +50,7 @@ _holder_text(holder) := sprintf("%s %q in namespace %q", [holder.kind, holder.na
 #   tenant, namespace; off by default).
 # custom:
 #   id: hostname-collision
+#   reads: [registry.administrators, registry.tenants.ingress.hostnameCollision]
 #   kinds: [networking.k8s.io/Ingress, gateway.networking.k8s.io/HTTPRoute, gateway.networking.k8s.io/GRPCRoute, gateway.networking.k8s.io/TLSRoute]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper]

@@ -35,6 +35,7 @@ _trusted if identity.is_control_plane
 #   tenantguard neither keeps nor prunes other kinds.
 # custom:
 #   id: managed-resource
+#   reads: [registry.administrators, runtime.managers]
 #   kinds: [ResourceQuota, LimitRange, networking.k8s.io/NetworkPolicy, rbac.authorization.k8s.io/RoleBinding]
 #   subresources: [resourcequotas/status]
 #   operations: [CREATE, UPDATE, DELETE]

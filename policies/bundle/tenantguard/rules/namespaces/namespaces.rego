@@ -7,6 +7,7 @@
 #   all of them but namespace-quota. A namespace created without the tenant label
 #   gets it, so every tenant namespace is labelled.
 # custom:
+#   reads: [registry.tenants, registry.administrators, registry.owners, registry.serviceAccountNamespaces, registry.administratorNamespaces, registry.settings.forceTenantPrefix, registry.settings.protectedNamespaces, registry.tenants.namespaceQuota, registry.tenants.protectedLabels, registry.tenants.protectedAnnotations]
 #   kinds: [Namespace]
 #   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.namespaces

@@ -9,6 +9,7 @@
 #   placement is immutable), templates on CREATE and on UPDATE. Tenants
 #   without a nodePlacement entry are unrestricted.
 # custom:
+#   reads: [registry.tenants.nodePlacement]
 #   kinds: [pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]

@@ -6,6 +6,8 @@
 #   to every kind that carries a pod spec, to every container sort, on CREATE and
 #   on any UPDATE that changes the pod spec, whoever sends it.
 # custom:
+#   reads: [registry.tenants.pods]
+#   gatekeeperTemplate: rule
 #   kinds: [pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]
@@ -31,6 +33,7 @@ _tenant := tenancy.namespace_tenant
 #   pods.allowHostNetwork.
 # custom:
 #   id: host-network
+#   reads: [registry.tenants.pods.allowHostNetwork]
 violations contains {"id": "host-network", "msg": msg} if {
 	_applies
 	podspec.spec.hostNetwork == true
@@ -45,6 +48,7 @@ violations contains {"id": "host-network", "msg": msg} if {
 #   sets pods.allowHostPID or pods.allowHostIPC.
 # custom:
 #   id: host-namespaces
+#   reads: [registry.tenants.pods.allowHostPID, registry.tenants.pods.allowHostIPC]
 violations contains {"id": "host-namespaces", "msg": msg} if {
 	_applies
 	some field, allowed in {"hostPID": "allowHostPID", "hostIPC": "allowHostIPC"}
@@ -60,6 +64,7 @@ violations contains {"id": "host-namespaces", "msg": msg} if {
 #   tenant sets pods.allowHostPorts.
 # custom:
 #   id: host-ports
+#   reads: [registry.tenants.pods.allowHostPorts]
 violations contains {"id": "host-ports", "msg": msg} if {
 	_applies
 	not _allow.allowHostPorts
@@ -76,6 +81,7 @@ violations contains {"id": "host-ports", "msg": msg} if {
 #   Windows hostProcess pods, unless the tenant sets pods.allowPrivileged.
 # custom:
 #   id: privileged
+#   reads: [registry.tenants.pods.allowPrivileged]
 violations contains {"id": "privileged", "msg": msg} if {
 	_applies
 	not _allow.allowPrivileged
@@ -99,6 +105,7 @@ violations contains {"id": "privileged", "msg": msg} if {
 #   pods.allowedHostPaths (read-only grants only for read-only mounts).
 # custom:
 #   id: host-path
+#   reads: [registry.tenants.pods.allowHostPath, registry.tenants.pods.allowedHostPaths]
 violations contains {"id": "host-path", "msg": msg} if {
 	_applies
 	not _allow.allowHostPath

@@ -5,6 +5,7 @@
 #   in Pods and in every pod template; a pod or template created without one gets
 #   the tenant default. Tenants without a priorityClasses entry are unrestricted.
 # custom:
+#   reads: [registry.tenants.priorityClasses]
 #   kinds: [pod-carriers]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper, kyverno, vap]
