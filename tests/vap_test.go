@@ -108,6 +108,7 @@ func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 			"dot-dot escape from a granted hostPath is denied",             // a path with "..", which API validation refuses
 			"a custom resource kind named Deployment is not a pod carrier", // no such CRD here
 			"resizing a claim is not re-judged",                            // a claim's spec is immutable
+			"a claim's expansion past its tenant's storage is refused",     // likewise, unless bound
 		},
 		refuses: func(c *corpusCase) string {
 			if why := refusesDeleteWithoutOld(c); why != "" {

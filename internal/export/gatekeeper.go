@@ -408,8 +408,9 @@ func mergeAnnotations(a any, b map[string]any) map[string]any {
 // syncNeeds are the entries of the SyncSet the unit's rules read from the
 // inventory: every one for rules that declare no reads; else Namespaces
 // for a rule that counts, owns or collides beyond the request's namespace,
-// the counted kinds for one reading quotas and the kinds that serve hosts
-// for one reading hostnameCollision. A rule reading its own namespace only
+// the counted kinds for one reading quotas, pods and claims for one reading
+// resourceQuota and the kinds that serve hosts for one reading
+// hostnameCollision. A rule reading its own namespace only
 // has it from the review's namespaceObject and needs nothing replicated.
 func (u *gatekeeperUnit) syncNeeds(sync []any, reg *registry.Snapshot) []any {
 	reads, ok := u.reads()
@@ -429,6 +430,8 @@ func (u *gatekeeperUnit) syncNeeds(sync []any, reg *registry.Snapshot) []any {
 					gvks = append(gvks, gvk)
 				}
 			}
+		case "registry.tenants.resourceQuota":
+			gvks = append(gvks, namespace, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"})
 		case "registry.tenants.ingress.hostnameCollision":
 			gvks = append(gvks, namespace)
 			for _, k := range clusterview.HostKinds() {

@@ -16,6 +16,7 @@ package tenantguard.gatekeeper
 
 import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
+import data.tenantguard.lib.usage
 import data.tenantguard.rules
 
 _review := object.get(input, "review", {})
@@ -153,6 +154,20 @@ _count_facts := {"counts": {tenant: {"namespaces": count(_namespaces_of(tenant))
 	_quota_key in object.keys(object.get(_tenant_config(_tenant), "quotas", {}))
 } else := {}
 
+# the tenant's pods or claims, read namespace by namespace
+_tenant_objects(kind) := [obj |
+	some namespace in _namespaces_of(_tenant)
+	some obj in object.get(data.inventory.namespace, [namespace, "v1", kind], {})
+]
+
+# the sums of a tenant whose parameters hold a resource quota, for a request
+# that adds to them
+_resource_facts := {"resources": usage.facts(_request, hard, _tenant_objects("Pod"), _tenant_objects("PersistentVolumeClaim"), count(_namespaces_of(_tenant)))} if {
+	usage.counted(_request)
+	hard := object.get(_tenant_config(_tenant), ["resourceQuota", "hard"], {})
+	count(hard) > 0
+} else := {}
+
 # the kinds that serve hosts, by kind, and their group; a Gateway binds hosts
 # and serves none
 _host_kinds := {
@@ -208,7 +223,7 @@ _host_facts := {"hosts": {host: holders |
 	object.get(_tenant_config(_tenant), ["ingress", "hostnameCollision"], "off") != "off"
 } else := {}
 
-_facts := {"request": _request, "cluster": object.union_n([_namespace_facts, _count_facts, _host_facts])}
+_facts := {"request": _request, "cluster": object.union_n([_namespace_facts, _count_facts, _host_facts, _resource_facts])}
 
 # METADATA
 # description: |

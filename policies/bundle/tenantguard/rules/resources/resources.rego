@@ -30,6 +30,7 @@ _facts := object.get(input, ["cluster", "resources"], {})
 #   subresources: [pods/resize]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper]
+#   reads: [registry.tenants.resourceQuota]
 #   notExpressible: summing a tenant's resources across its namespaces needs the other objects, and an admission policy sees only the request's object
 violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	tenancy.in_tenant_namespace
