@@ -109,6 +109,7 @@ func bench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfg := load.Config{Log: os.Stderr}
 	fs.StringVar(&cfg.OPA, "opa", "", "opa binary for the classic OPA setup (empty: leave it out)")
+	growth := fs.String("opa-growth", "10,100", "smaller clusters, in tenants of -namespaces namespaces and -pods pods each, at which the classic OPA setup also answers the requests that need a tenant-wide count (the growth table; the full scale is always in it; empty: none)")
 	loadFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
 	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run and at each open-loop rate but the latency target's (-latency-rounds), alternating, each for duration/rounds and step/rounds")
@@ -127,6 +128,16 @@ func bench(args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Saturate.Mode = load.Saturated
+	for f := range strings.SplitSeq(*growth, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		tenants, err := strconv.Atoi(f)
+		if err != nil || tenants <= 0 || tenants >= cfg.Scale.Tenants {
+			return fmt.Errorf("bad -opa-growth %q: a number of tenants under -tenants (%d)", f, cfg.Scale.Tenants)
+		}
+		cfg.OPAGrowth = append(cfg.OPAGrowth, tenants)
+	}
 	for f := range strings.SplitSeq(*rates, ",") {
 		rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || rate <= 0 {
