@@ -66,7 +66,7 @@ count_of(tenant, "namespaces") := count(_namespaces_of(tenant))
 count_of(tenant, key) := n if {
 	key != "namespaces"
 	resource := _resource_of(key)
-	n := sum([_in_namespace(resource, namespace) | some namespace in _namespaces_of(tenant)])
+	n := sum([_in_namespace(resource, namespace) | some namespace in _holding(tenant, resource)])
 }
 
 # The namespaces labelled for a tenant: the one scan of the replicated
@@ -77,6 +77,23 @@ _namespaces_of(tenant) := names if {
 	replicated := data.kubernetes.namespaces
 	names := {name | some name, namespace in replicated; namespace.metadata.labels[label] == tenant}
 } else := set()
+
+# The tenant's namespaces that may hold objects of a resource, found by
+# scanning the smaller of the two maps: the namespaces that hold objects of
+# the resource (kube-mgmt keeps a namespace's entry while it holds one),
+# checking the tenant label of each, or every namespace. A resource that
+# few namespaces use (claims, say) is counted without reading every
+# namespace; pods, which nearly every namespace holds, scan the namespaces.
+_holding(tenant, resource) := set() if {
+	not data.kubernetes[resource]
+} else := {namespace |
+	some namespace, _ in holders
+	data.kubernetes.namespaces[namespace].metadata.labels[label] == tenant
+} if {
+	holders := data.kubernetes[resource]
+	count(holders) < count(data.kubernetes.namespaces)
+	label := tenancy.tenant_label
+} else := _namespaces_of(tenant)
 
 # the resource kube-mgmt replicates a quota key's objects under: pods for
 # "pods", deployments for "count/deployments.apps"
