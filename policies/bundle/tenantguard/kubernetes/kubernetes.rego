@@ -149,11 +149,15 @@ _served_hosts(kind, obj) := {lower(host) |
 	host != ""
 }
 
-_serves_hosts if {
-	some k in _host_kinds
-	k.group == object.get(_request.kind, "group", "")
-	k.kind == _request.kind.kind
+# the same kinds as tenancy.kind_key names them
+_host_kind_keys := {
+	"networking.k8s.io/Ingress",
+	"gateway.networking.k8s.io/HTTPRoute",
+	"gateway.networking.k8s.io/GRPCRoute",
+	"gateway.networking.k8s.io/TLSRoute",
 }
+
+_serves_hosts if tenancy.kind_key in _host_kind_keys
 
 _is_self(k, namespace, name) if {
 	k.group == object.get(_request.kind, "group", "")
@@ -191,9 +195,9 @@ _holders(host) := [holder |
 ]
 
 _host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host] in _serving}} if {
+	_serves_hosts
 	_request.operation in {"CREATE", "UPDATE"}
 	object.get(_request, "subResource", "") == ""
-	_serves_hosts
 	object.get(_tenant_config, ["ingress", "hostnameCollision"], "off") != "off"
 } else := {}
 
@@ -249,7 +253,7 @@ mutate := {
 }
 
 _patch := {"patchType": "JSONPatch", "patch": base64.encode(json.marshal(operations))} if {
-	operations := main.mutations with input as policy_input with tenancy.count_of as count_of
+	operations := main.mutations with input as _input with tenancy.count_of as count_of
 	count(operations) > 0
 } else := {}
 
@@ -271,7 +275,7 @@ validate := {
 }
 
 _decision := decision if {
-	decision := main.decision with input as policy_input with tenancy.count_of as count_of
+	decision := main.decision with input as _input with tenancy.count_of as count_of
 }
 
 _status := {"status": {

@@ -194,3 +194,27 @@ test_a_collision_is_denied_through_the_validating_entrypoint if {
 		with data.kubernetes as _edge_cluster
 	response.status.message == `[hostname-collision] host "shop.oil.example.com" of HTTPRoute "api" is already served by Ingress "shop" in namespace "gas-apps"; choose another host`
 }
+
+# the entrypoints count when a rule asks, and only what it asks: carol
+# owns gas and oil, and a namespace labelled for oil has only oil's
+# namespaces counted (counting another tenant's is a conflict, an error)
+_count_only_oil("oil", "namespaces") := 2
+
+_count_only_oil(tenant, _) := 1 if tenant != "oil"
+
+_count_only_oil(tenant, _) := 2 if tenant != "oil"
+
+test_the_entrypoints_count_only_what_a_rule_asks if {
+	ns := {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "oil-new", "labels": {"tenantguard.io/tenant": "oil"}}}
+	inp := f.as_user(f.request_for("", "Namespace", "namespaces", "CREATE", ns), f.user("carol"))
+	response := kubernetes.validate.response with input as _review(inp)
+		with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as f.catalog
+		with data.kubernetes as _cluster
+		with kubernetes.count_of as _count_only_oil
+	response.allowed
+}
+
+test_the_host_kinds_are_named_as_requests_name_them if {
+	kubernetes._host_kind_keys == {concat("/", [k.group, k.kind]) | some k in kubernetes._host_kinds}
+}
