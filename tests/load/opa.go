@@ -176,3 +176,35 @@ func hostsSpec(o clusterview.Object) map[string]any {
 	}
 	return map[string]any{"rules": rules}
 }
+
+// WriteOPAFiles writes what `opa bench` and `opa eval --profile` need to
+// measure the bundle on the scale cluster in-process, without the server:
+// bundle.tar.gz (the bundle of the scale registry), data.json (the cluster
+// as kube-mgmt replicates it, under "kubernetes") and, for each kind of
+// request of the corpus, KIND.json, its first AdmissionReview (the input).
+func WriteOPAFiles(dir string, s Scale) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if err := writeBundle(filepath.Join(dir, "bundle.tar.gz"), s.Tenants); err != nil {
+		return err
+	}
+	data, err := json.Marshal(map[string]any{"kubernetes": KubeMgmt(s)})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.json"), data, 0o600); err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for _, r := range scale.Corpus(s.Tenants, 100) {
+		if written[r.Kind] {
+			continue
+		}
+		written[r.Kind] = true
+		if err := os.WriteFile(filepath.Join(dir, r.Kind+".json"), r.Body, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

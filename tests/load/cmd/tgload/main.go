@@ -32,7 +32,7 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tgload run|compare|soak|serve [flags]")
+		return errors.New("usage: tgload run|compare|soak|serve|opa-files [flags]")
 	}
 	switch args[0] {
 	case "serve":
@@ -43,8 +43,10 @@ func run(args []string, stdout io.Writer) error {
 		return compare(args[1:], stdout)
 	case "soak":
 		return soak(args[1:], stdout)
+	case "opa-files":
+		return opaFiles(args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q: run, compare, soak or serve", args[0])
+	return fmt.Errorf("unknown command %q: run, compare, soak, serve or opa-files", args[0])
 }
 
 // soak is `tgload soak`: it fails when the soak misses its bar.
@@ -92,6 +94,29 @@ func soak(args []string, stdout io.Writer) error {
 		return fmt.Errorf("soak failed: %s", strings.Join(problems, "; "))
 	}
 	_, _ = fmt.Fprintln(stdout, "soak passed")
+	return nil
+}
+
+// opaFiles is `tgload opa-files`: the bundle, the replicated cluster and
+// one request of each kind of the corpus, for `opa bench` (see
+// docs/policy-library.md).
+func opaFiles(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("opa-files", flag.ContinueOnError)
+	var s load.Scale
+	fs.IntVar(&s.Tenants, "tenants", 1000, "tenants")
+	fs.IntVar(&s.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
+	dir := fs.String("dir", "", "directory to write bundle.tar.gz, data.json and KIND.json into (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("opa-files: -dir is required")
+	}
+	if err := load.WriteOPAFiles(*dir, s); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stdout, "wrote %s: bundle.tar.gz, data.json (%d namespaces, %d pods) and one AdmissionReview per kind of request\n", *dir, s.Tenants*s.Namespaces, s.Tenants*s.Namespaces*s.Pods)
 	return nil
 }
 
