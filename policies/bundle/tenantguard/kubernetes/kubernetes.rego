@@ -79,9 +79,9 @@ _namespaces_of(tenant) := names if {
 } else := set()
 
 # The tenant's namespaces that may hold objects of a resource, found by
-# scanning the smaller of the two maps: the namespaces that hold objects of
-# the resource (kube-mgmt keeps a namespace's entry while it holds one),
-# checking the tenant label of each, or every namespace. A resource that
+# scanning the smaller of the two maps: the namespaces that hold (or held)
+# objects of the resource, kube-mgmt's map of the resource, checking the
+# tenant label of each, or every namespace. A resource that
 # few namespaces use (claims, say) is counted without reading every
 # namespace; pods, which nearly every namespace holds, scan the namespaces.
 _holding(tenant, resource) := set() if {
