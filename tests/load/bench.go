@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/tenantguard/tenantguard/tests/scale"
@@ -43,6 +45,11 @@ type Config struct {
 	// it; over 60,000 requests in 30 turns it no longer does.
 	LatencyStep   time.Duration
 	LatencyRounds int
+	// OPAGrowth are the smaller clusters, in tenants (each with
+	// Scale.Namespaces and Scale.Pods), at which the classic OPA setup
+	// also answers the requests that need a tenant-wide count: with the
+	// full scale, the growth table of their cost.
+	OPAGrowth []int
 	// ProfileDir, when set, receives a CPU profile of each served target
 	// (TARGET.pprof).
 	ProfileDir string
@@ -76,12 +83,19 @@ const (
 	TargetNull        = "null"
 	TargetTenantguard = "tenantguard"
 	TargetOPA         = "opa"
+	// TargetOPAUncounted and TargetOPACounted are the classic OPA setup's
+	// process again, sent only the requests of the corpus that need no
+	// tenant-wide count, then only those that need one (scale.Split).
+	TargetOPAUncounted = "opa, no count"
+	TargetOPACounted   = "opa, counted"
 )
 
 // Bench starts the null webhook and tenantguard, warms each up, runs them
 // saturated in turns (Interleave), then at each open-loop rate in turns
 // too, and records their memory; then does the same for the classic OPA
-// setup on its own, when it is configured.
+// setup on its own, when it is configured, and runs it saturated again on
+// the requests that need no tenant-wide count and on those that need one
+// apart, then on the latter at each smaller cluster of OPAGrowth.
 func Bench(ctx context.Context, cfg Config) (*Report, error) {
 	f, err := newFleet(cfg)
 	if err != nil {
@@ -122,10 +136,67 @@ func Bench(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	s.results = loadTarget(ctx, cfg, s.target, f.corpus, func() { s.info.SaturatedRSS, _, _ = s.process.Memory() }, logResult)
+	uncounted, counted := scale.Split(f.corpus)
+	for _, part := range []struct {
+		name   string
+		corpus []scale.Request
+	}{{TargetOPAUncounted, uncounted}, {TargetOPACounted, counted}} {
+		t := *s.target
+		t.Name = part.name
+		res := Drive(ctx, &t, part.corpus, cfg.Saturate)
+		logResult(res)
+		s.results = append(s.results, res)
+		if part.name == TargetOPACounted {
+			report.OPAGrowth = append(report.OPAGrowth, Growth{Scale: cfg.Scale, Result: res})
+		}
+	}
 	if err := f.finish(report); err != nil {
 		return nil, err
 	}
+	for _, tenants := range cfg.OPAGrowth {
+		g, err := f.growth(ctx, tenants)
+		if err != nil {
+			return nil, err
+		}
+		logResult(g.Result)
+		report.OPAGrowth = append(report.OPAGrowth, g)
+	}
+	slices.SortFunc(report.OPAGrowth, func(a, b Growth) int { return cmp.Compare(a.Scale.Tenants, b.Scale.Tenants) })
 	return report, nil
+}
+
+// Growth is the classic OPA setup answering only the requests that need a
+// tenant-wide count, saturated, at one cluster size.
+type Growth struct {
+	Scale  Scale  `json:"scale"`
+	Result Result `json:"result"`
+	// PeakRSS is the OPA process's, in MiB; 0 at the full scale, whose
+	// memory is the opa target's.
+	PeakRSS float64 `json:"peakRssMiB,omitempty"`
+}
+
+// growth starts the classic OPA setup on a cluster of tenants tenants, each
+// with the configured namespaces and pods, warms it up and runs it
+// saturated on the counted requests of a corpus for that registry; it is
+// stopped before growth returns, so that one OPA runs at a time.
+func (f *fleet) growth(ctx context.Context, tenants int) (Growth, error) {
+	cfg := f.cfg
+	cfg.Scale.Tenants = tenants
+	g := Growth{Scale: cfg.Scale}
+	_, counted := scale.Split(scale.Corpus(tenants, cfg.Corpus))
+	client := newClient(f.pool, cfg.Saturate.Workers)
+	p, base, err := StartOPA(ctx, cfg.OPA, f.dir, f.certFile, f.keyFile, client, cfg.Scale)
+	if err != nil {
+		return g, err
+	}
+	defer p.Stop()
+	t := &Target{Name: fmt.Sprintf("%s (%d namespaces)", TargetOPACounted, tenants*cfg.Scale.Namespaces), URL: base + OPAPath, Client: client, Decides: true, CPU: p.CPU}
+	if w := Drive(ctx, t, counted, Run{Mode: Saturated, Workers: cfg.Saturate.Workers, Duration: cfg.Warmup}); w.Errors+w.Wrong > 0 {
+		return g, fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, w.Errors, w.Wrong, w.FirstError)
+	}
+	g.Result = Drive(ctx, t, counted, cfg.Saturate)
+	_, g.PeakRSS, err = p.Memory()
+	return g, err
 }
 
 // openRun is the open-loop run at rate.

@@ -37,14 +37,26 @@ func TestBenchLoadsEveryTargetAndReportsTheTargets(t *testing.T) {
 		Warmup:   200 * time.Millisecond,
 		Saturate: Run{Mode: Saturated, Workers: 4, Duration: time.Second},
 		Rates:    []float64{50}, Step: time.Second, OpenWorkers: 16,
-		Log: io.Discard,
+		OPAGrowth: []int{2},
+		Log:       io.Discard,
 	}
 	report, err := Bench(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(report.Results) != 6 {
-		t.Fatalf("%d results, want a saturated and an open-loop run for each of 3 targets", len(report.Results))
+	if len(report.Results) != 8 {
+		t.Fatalf("%d results, want a saturated and an open-loop run for each of 3 targets, and OPA's saturated on the uncounted and the counted requests", len(report.Results))
+	}
+	if len(report.OPAGrowth) != 2 || report.OPAGrowth[0].Scale.Tenants != 2 || report.OPAGrowth[1].Scale != cfg.Scale {
+		t.Fatalf("growth %+v, want OPA's counted requests at 2 tenants, then at the full scale", report.OPAGrowth)
+	}
+	for _, g := range report.OPAGrowth {
+		if res := g.Result; res.Errors+res.Wrong > 0 || res.Requests == 0 || res.Throughput <= 0 {
+			t.Errorf("growth at %d tenants: %s", g.Scale.Tenants, res.Summary())
+		}
+	}
+	if report.OPAGrowth[0].PeakRSS <= 0 {
+		t.Errorf("the smaller OPA's memory was not measured: %+v", report.OPAGrowth[0])
 	}
 	for _, res := range report.Results {
 		if res.Errors+res.Wrong > 0 || res.Requests == 0 || res.Throughput <= 0 || res.Latency.P99 <= 0 {
@@ -74,7 +86,8 @@ func TestBenchLoadsEveryTargetAndReportsTheTargets(t *testing.T) {
 		t.Errorf("plot: %v", err)
 	}
 	md := report.Markdown("latency.png")
-	for _, want := range []string{"| null | saturated", "| tenantguard | open-loop 50/s", "| opa |", "![latency percentiles", "≥ 3× the throughput"} {
+	for _, want := range []string{"| null | saturated", "| tenantguard | open-loop 50/s", "| opa |", "| opa, no count | saturated", "| opa, counted | saturated", "![latency percentiles", "≥ 3× the throughput",
+		"on the requests that need no tenant-wide count", "| 20 | 40 |", "| 200 | 400 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
 		}

@@ -17,6 +17,8 @@
 // the repository root leaves it out, and `make test` runs its tests. `make
 // tgload` builds the command, cmd/tgload, into bench-out/tgload, the binary
 // that `make bench`, `bench-load`, `bench-compare` and `soak` run; by hand,
-// `go -C tests/load run ./cmd/tgload run|compare|soak [flags]`, which runs
-// it in tests/load, so relative paths among its flags start there.
+// `go -C tests/load run ./cmd/tgload run|compare|soak|opa-files [flags]`,
+// which runs it in tests/load, so relative paths among its flags start
+// there. `tgload opa-files` writes the OPA bundle, the replicated cluster
+// and one request of each kind for `opa bench` (docs/policy-library.md).
 package load

@@ -22,10 +22,20 @@ import (
 // webhook: the exported bundle's kube-mgmt entrypoint.
 const OPAPath = "/v0/data/tenantguard/kubernetes/validate"
 
+// OPAServerFlags are the settings of `opa run --server` the harness uses,
+// those docs/policy-library.md gives for the bundle at scale: the store
+// keeps data.kubernetes as Rego values (--optimize-store-for-read-speed),
+// so that reading a replicated object does not convert it anew for every
+// request, and OPA logs errors only (at info it logs every request). No
+// decision log is configured, which is OPA's default: a console decision
+// log writes every decision, the whole AdmissionReview with it.
+var OPAServerFlags = []string{"--optimize-store-for-read-speed", "--log-level", "error"}
+
 // StartOPA runs the classic OPA admission setup for the scale: `opa run
-// --server` over TLS with tenantguard's exported bundle (the same Rego, the
-// registry as data) and the scale cluster replicated into data.kubernetes
-// as kube-mgmt lays it out. It returns once the data is loaded.
+// --server` over TLS with OPAServerFlags and tenantguard's exported bundle
+// (the same Rego, the registry as data), and the scale cluster replicated
+// into data.kubernetes as kube-mgmt lays it out. It returns once the data
+// is loaded.
 func StartOPA(ctx context.Context, bin, dir, certFile, keyFile string, client *http.Client, s Scale) (*Process, string, error) {
 	bundleFile := filepath.Join(dir, "bundle.tar.gz")
 	if err := writeBundle(bundleFile, s.Tenants); err != nil {
@@ -36,8 +46,8 @@ func StartOPA(ctx context.Context, bin, dir, certFile, keyFile string, client *h
 		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := start(ctx, "opa", nil, bin, "run", "--server", "--addr", addr, "--log-level", "error",
-		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile, "--bundle", bundleFile)
+	args := append([]string{"run", "--server", "--addr", addr}, OPAServerFlags...)
+	p, err := start(ctx, "opa", nil, bin, append(args, "--tls-cert-file", certFile, "--tls-private-key-file", keyFile, "--bundle", bundleFile)...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -165,4 +175,36 @@ func hostsSpec(o clusterview.Object) map[string]any {
 		rules[i] = map[string]any{"host": h}
 	}
 	return map[string]any{"rules": rules}
+}
+
+// WriteOPAFiles writes what `opa bench` and `opa eval --profile` need to
+// measure the bundle on the scale cluster in-process, without the server:
+// bundle.tar.gz (the bundle of the scale registry), data.json (the cluster
+// as kube-mgmt replicates it, under "kubernetes") and, for each kind of
+// request of the corpus, KIND.json, its first AdmissionReview (the input).
+func WriteOPAFiles(dir string, s Scale) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if err := writeBundle(filepath.Join(dir, "bundle.tar.gz"), s.Tenants); err != nil {
+		return err
+	}
+	data, err := json.Marshal(map[string]any{"kubernetes": KubeMgmt(s)})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.json"), data, 0o600); err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for _, r := range scale.Corpus(s.Tenants, 100) {
+		if written[r.Kind] {
+			continue
+		}
+		written[r.Kind] = true
+		if err := os.WriteFile(filepath.Join(dir, r.Kind+".json"), r.Body, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -14,6 +14,13 @@ type Request struct {
 	Body []byte
 	// Allowed is the expected answer.
 	Allowed bool
+	// Counted says the decision needs a tenant-wide count under the scale
+	// registry (Registry): the request creates a namespace (namespaceQuota)
+	// or an object of a resource its tenant has a quota for (pods,
+	// persistentvolumeclaims). An engine that counts by reading the cluster,
+	// as the OPA bundle does, pays for these; the others need only the
+	// request's own namespace.
+	Counted bool
 }
 
 // shape is one kind of request of the mixed corpus: how many of every
@@ -22,33 +29,35 @@ type shape struct {
 	kind    string
 	share   int
 	allowed bool
+	counted bool
 	body    func(uid string, tenant int) []byte
 }
 
 // The mixed corpus, per 20 requests: 7 pods, 4 Deployments, 2 claims, 2
 // Services, 2 namespace creates (refused: every tenant's 10 namespaces
 // exist), 2 pods asking for a host path and 1 pulling from a registry its
-// tenant does not allow (refused).
+// tenant does not allow (refused). The Deployments and Services (6 of 20)
+// need no tenant-wide count; the others do (Request.Counted).
 var shapes = []shape{
-	{"pod", 7, true, func(uid string, i int) []byte {
+	{"pod", 7, true, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
 	}},
-	{"deployment", 4, true, func(uid string, i int) []byte {
+	{"deployment", 4, true, false, func(uid string, i int) []byte {
 		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, mutatedPodSpec(i, "registry.example.com/web:1.4")))
 	}},
-	{"persistentvolumeclaim", 2, true, func(uid string, i int) []byte {
+	{"persistentvolumeclaim", 2, true, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
 	}},
-	{"service", 2, true, func(uid string, i int) []byte {
+	{"service", 2, true, false, func(uid string, i int) []byte {
 		return review(uid, i, "", "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i))
 	}},
-	{"namespace", 2, false, func(uid string, i int) []byte {
+	{"namespace", 2, false, true, func(uid string, i int) []byte {
 		return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"name":"t%[2]d-extra","operation":"CREATE","userInfo":{"username":"u%[2]d","groups":["g%[2]d","system:authenticated"]},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t%[2]d-extra","labels":{"tenantguard.io/tenant":"t%[2]d"}}}}}`, uid, i)
 	}},
-	{"pod-image", 1, false, func(uid string, i int) []byte {
+	{"pod-image", 1, false, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns3"},"spec":%s}`, i, mutatedPodSpec(i, "quay.io/evil/miner:1")))
 	}},
-	{"pod-hostpath", 2, false, func(uid string, i int) []byte {
+	{"pod-hostpath", 2, false, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
 	}},
 }
@@ -81,7 +90,20 @@ func Corpus(tenants, n int) []Request {
 		s := cycle[k%len(cycle)]
 		tenant := (k * 7919) % tenants
 		uid := fmt.Sprintf("req-%d", k)
-		out[k] = Request{Kind: s.kind, UID: uid, Body: s.body(uid, tenant), Allowed: s.allowed}
+		out[k] = Request{Kind: s.kind, UID: uid, Body: s.body(uid, tenant), Allowed: s.allowed, Counted: s.counted}
 	}
 	return out
+}
+
+// Split parts a corpus into the requests that need no tenant-wide count
+// and those that need one (Request.Counted), each in the corpus's order.
+func Split(corpus []Request) (uncounted, counted []Request) {
+	for _, r := range corpus {
+		if r.Counted {
+			counted = append(counted, r)
+		} else {
+			uncounted = append(uncounted, r)
+		}
+	}
+	return uncounted, counted
 }

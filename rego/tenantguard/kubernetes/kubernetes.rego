@@ -17,12 +17,6 @@ import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
 import data.tenantguard.main
 
-default _cluster := {}
-
-_cluster := data.kubernetes
-
-_registry := data.tenantguard.registry
-
 _request := input.request
 
 _is_namespace if {
@@ -39,16 +33,175 @@ _namespace := _request.name if _is_namespace
 
 _namespace := object.get(_request, "namespace", "") if not _is_namespace
 
-_exists(name) if _cluster.namespaces[name]
-
-_labels(name) := object.get(_cluster.namespaces[name], ["metadata", "labels"], {})
+# Every read of data.kubernetes below names its path down to one object, or
+# to one namespace's objects of a resource, but for the tenant-wide counts
+# and the hostname collisions, which read every namespace or every Ingress
+# and route: a rule of data.kubernetes as a whole would have OPA read (and,
+# without --optimize-store-for-read-speed, convert) the whole replicated
+# cluster for every request. (A collection is bound to a variable before
+# `some ... in` iterates it: the Gatekeeper export moves data.kubernetes
+# references, and does not see those written in a `some ... in`.)
+_labels(name) := object.get(data.kubernetes.namespaces[name], ["metadata", "labels"], {})
 
 _namespace_facts := {"namespace": {"name": _namespace, "labels": _labels(_namespace)}} if {
 	_namespace != ""
-	_exists(_namespace)
 } else := {}
 
-_tenant := _labels(_namespace)[tenancy.tenant_label] if _exists(_namespace)
+_tenant := _labels(_namespace)[tenancy.tenant_label]
+
+_tenant_config := tenancy.config(_tenant)
+
+# METADATA
+# description: |
+#   How many objects of a quota key ("pods", "count/deployments.apps",
+#   "namespaces") a tenant has in data.kubernetes, as tenantguard's server
+#   counts them. The entrypoints put it in place of tenancy.count_of while
+#   the rules decide, so that a count is made only when a rule asks for one
+#   (tenant-quota, for a created object of a resource its tenant has a quota
+#   for; namespace-quota, for a created namespace whose tenant has a
+#   namespaceQuota), and only for the tenant it asks about: every other
+#   request reads its own namespace, and no other.
+count_of(tenant, "namespaces") := count(_namespaces_of(tenant))
+
+count_of(tenant, key) := n if {
+	key != "namespaces"
+	resource := _resource_of(key)
+	n := sum([_in_namespace(resource, namespace) | some namespace in _holding(tenant, resource)])
+}
+
+# The namespaces labelled for a tenant: the one scan of the replicated
+# namespaces a count makes. kube-mgmt keeps them by name only, so that
+# finding a tenant's namespaces reads every namespace's labels.
+_namespaces_of(tenant) := names if {
+	label := tenancy.tenant_label
+	replicated := data.kubernetes.namespaces
+	names := {name | some name, namespace in replicated; namespace.metadata.labels[label] == tenant}
+} else := set()
+
+# The tenant's namespaces that may hold objects of a resource, found by
+# scanning the smaller of the two maps: the namespaces that hold (or held)
+# objects of the resource, kube-mgmt's map of the resource, checking the
+# tenant label of each, or every namespace. A resource that
+# few namespaces use (claims, say) is counted without reading every
+# namespace; pods, which nearly every namespace holds, scan the namespaces.
+_holding(tenant, resource) := set() if {
+	not data.kubernetes[resource]
+} else := {namespace |
+	some namespace, _ in holders
+	data.kubernetes.namespaces[namespace].metadata.labels[label] == tenant
+} if {
+	holders := data.kubernetes[resource]
+	count(holders) < count(data.kubernetes.namespaces)
+	label := tenancy.tenant_label
+} else := _namespaces_of(tenant)
+
+# the resource kube-mgmt replicates a quota key's objects under: pods for
+# "pods", deployments for "count/deployments.apps"
+_resource_of(key) := split(trim_prefix(key, "count/"), ".")[0]
+
+# A namespace's objects are counted with count() on their map, but pods:
+# ResourceQuota does not count finished pods, nor does tenantguard's server
+# (its pod informer leaves them out), and kube-mgmt replicates them all, so
+# that the finished ones are found by reading the tenant's pods one by one
+# (a pod without a phase counts).
+_in_namespace("pods", namespace) := count(pods) - count([name |
+	some name, pod in pods
+	pod.status.phase in {"Succeeded", "Failed"}
+]) if {
+	pods := data.kubernetes.pods[namespace]
+}
+
+_in_namespace(resource, namespace) := count(data.kubernetes[resource][namespace]) if resource != "pods"
+
+_priority_facts := {"priorityClasses": {name: object.union(
+	{"priority": class.value},
+	{"preemptionPolicy": policy | policy := class.preemptionPolicy; policy != ""},
+)}} if {
+	not _is_namespace
+	_creating
+	object.get(_request.kind, "group", "") == ""
+	_request.kind.kind == "Pod"
+	name := _tenant_config.priorityClasses.default
+	name != ""
+	class := data.kubernetes.priorityclasses[name]
+} else := {}
+
+# the kinds that serve hosts, by the resource kube-mgmt replicates them
+# under, and where they keep their hosts; a Gateway binds hosts and serves
+# none
+_host_kinds := {
+	"ingresses": {"group": "networking.k8s.io", "kind": "Ingress"},
+	"httproutes": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
+	"grpcroutes": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
+	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
+}
+
+_raw_hosts("Ingress", obj) := array.concat(
+	[rule.host | some rule in object.get(obj, ["spec", "rules"], [])],
+	[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
+)
+
+_raw_hosts(kind, obj) := object.get(obj, ["spec", "hostnames"], []) if kind != "Ingress"
+
+_served_hosts(kind, obj) := {lower(host) |
+	some host in _raw_hosts(kind, obj)
+	is_string(host)
+	host != ""
+}
+
+# the same kinds as tenancy.kind_key names them
+_host_kind_keys := {
+	"networking.k8s.io/Ingress",
+	"gateway.networking.k8s.io/HTTPRoute",
+	"gateway.networking.k8s.io/GRPCRoute",
+	"gateway.networking.k8s.io/TLSRoute",
+}
+
+_serves_hosts if tenancy.kind_key in _host_kind_keys
+
+_is_self(k, namespace, name) if {
+	k.group == object.get(_request.kind, "group", "")
+	k.kind == _request.kind.kind
+	namespace == _request.namespace
+	name == _request.name
+}
+
+_request_hosts := _served_hosts(_request.kind.kind, _request.object)
+
+# The replicated objects serving one of the request's hosts, but the
+# request's own, as [namespace, name, kind, group, host]: one pass over
+# every Ingress and route, whatever the number of hosts asked about.
+_serving contains [namespace, name, k.kind, k.group, host] if {
+	some resource, k in _host_kinds
+	replicated := data.kubernetes[resource]
+	some namespace, objects in replicated
+	some name, obj in objects
+	some raw in _raw_hosts(k.kind, obj)
+	is_string(raw)
+	host := lower(raw)
+	host in _request_hosts
+	not _is_self(k, namespace, name)
+}
+
+_tenant_of(namespace) := object.get(_labels(namespace), tenancy.tenant_label, "") if {
+	data.kubernetes.namespaces[namespace]
+} else := ""
+
+# the holders of a host, sorted as the server sorts them (namespace, name,
+# kind)
+_holders(host) := [holder |
+	some entry in sort([[namespace, name, kind, group] | some [namespace, name, kind, group, h] in _serving; h == host])
+	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])}
+]
+
+_host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host] in _serving}} if {
+	_serves_hosts
+	_request.operation in {"CREATE", "UPDATE"}
+	object.get(_request, "subResource", "") == ""
+	object.get(_tenant_config, ["ingress", "hostnameCollision"], "off") != "off"
+} else := {}
+
+_facts := object.union_n([_namespace_facts, _priority_facts, _host_facts])
 
 # the tenants a created namespace could be meant for: the requester's, the
 # labelled and the prefixed one
@@ -61,113 +214,32 @@ _candidates contains tenant if {
 
 _candidates contains tenant if tenant := tenancy.prefix_tenant(_request.name)
 
-_namespaces_of(tenant) := count([name |
-	some name, _ in _cluster.namespaces
-	_labels(name)[tenancy.tenant_label] == tenant
-])
-
 _quota_key := _request.resource.resource if {
 	object.get(_request.resource, "group", "") == ""
 } else := sprintf("count/%s.%s", [_request.resource.resource, _request.resource.group])
 
-# ResourceQuota does not count finished pods, nor does tenantguard's server
-_finished(obj) if obj.status.phase in {"Succeeded", "Failed"}
-
-_objects_of(tenant, resource) := count([name |
-	some namespace, objects in object.get(_cluster, resource, {})
-	_labels(namespace)[tenancy.tenant_label] == tenant
-	some name, obj in objects
-	not _finished(obj)
-])
-
-_count_facts := {"counts": {tenant: {"namespaces": _namespaces_of(tenant)} | some tenant in _candidates}} if {
+_count_facts := {"counts": {tenant: {"namespaces": count_of(tenant, "namespaces")} | some tenant in _candidates}} if {
 	_is_namespace
 	_creating
-} else := {"counts": {_tenant: {_quota_key: _objects_of(_tenant, _request.resource.resource)}}} if {
+} else := {"counts": {_tenant: {_quota_key: count_of(_tenant, _quota_key)}}} if {
 	not _is_namespace
 	_creating
-	_quota_key in object.keys(_registry.tenants[_tenant].quotas)
+	_quota_key in object.keys(_tenant_config.quotas)
 } else := {}
-
-_priority_facts := {"priorityClasses": {name: object.union(
-	{"priority": class.value},
-	{"preemptionPolicy": policy | policy := class.preemptionPolicy; policy != ""},
-)}} if {
-	not _is_namespace
-	_creating
-	object.get(_request.kind, "group", "") == ""
-	_request.kind.kind == "Pod"
-	name := _registry.tenants[_tenant].priorityClasses.default
-	name != ""
-	class := _cluster.priorityclasses[name]
-} else := {}
-
-# the kinds that serve hosts, by the resource kube-mgmt replicates them
-# under, and where they keep their hosts; a Gateway binds hosts and serves none
-_host_kinds := {
-	"ingresses": {"group": "networking.k8s.io", "kind": "Ingress"},
-	"httproutes": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
-	"grpcroutes": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
-	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
-}
-
-_served_hosts("Ingress", obj) := {lower(host) |
-	some host in array.concat(
-		[rule.host | some rule in object.get(obj, ["spec", "rules"], []); is_string(rule.host)],
-		[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
-	)
-	host != ""
-}
-
-_served_hosts(kind, obj) := {lower(host) |
-	some host in object.get(obj, ["spec", "hostnames"], [])
-	host != ""
-} if kind != "Ingress"
-
-_serves_hosts if {
-	some k in _host_kinds
-	k.group == object.get(_request.kind, "group", "")
-	k.kind == _request.kind.kind
-}
-
-_tenant_of(namespace) := object.get(object.get(_cluster, ["namespaces", namespace, "metadata", "labels"], {}), tenancy.tenant_label, "")
-
-# the objects serving a host, but the request's own, sorted as the server
-# sorts them (namespace, name, kind)
-_holders(host) := [holder |
-	some entry in sort([[namespace, name, k.kind, k.group] |
-		some resource, k in _host_kinds
-		some namespace, objects in object.get(_cluster, resource, {})
-		some name, obj in objects
-		host in _served_hosts(k.kind, obj)
-		not _is_self(k, namespace, name)
-	])
-	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])}
-]
-
-_is_self(k, namespace, name) if {
-	k.group == object.get(_request.kind, "group", "")
-	k.kind == _request.kind.kind
-	namespace == _request.namespace
-	name == _request.name
-}
-
-_host_facts := {"hosts": {host: holders |
-	some host in _served_hosts(_request.kind.kind, _request.object)
-	holders := _holders(host)
-	count(holders) > 0
-}} if {
-	_request.operation in {"CREATE", "UPDATE"}
-	object.get(_request, "subResource", "") == ""
-	_serves_hosts
-	object.get(_registry.tenants[_tenant], ["ingress", "hostnameCollision"], "off") != "off"
-} else := {}
-
-_facts := object.union_n([_namespace_facts, _count_facts, _priority_facts, _host_facts])
 
 # METADATA
-# description: The input tenantguard's entrypoints read, built from the AdmissionReview and data.kubernetes.
-policy_input := {"request": _request, "cluster": _facts}
+# description: |
+#   The input tenantguard's rules read, built from the AdmissionReview and
+#   data.kubernetes, tenant-wide counts included: those tenantguard's server
+#   would give for the request (every candidate tenant's namespaces for a
+#   created namespace, the tenant's objects of a created object's resource
+#   when its tenant has a quota for it). The entrypoints below do not read
+#   it: they give the rules the same input without the counts, and count
+#   when a rule asks (count_of).
+policy_input := {"request": _request, "cluster": object.union(_facts, _count_facts)}
+
+# what the entrypoints give the rules
+_input := {"request": _request, "cluster": _facts}
 
 _messages(violations) := sort([sprintf("[%s] %s", [v.id, v.msg]) | some v in violations])
 
@@ -181,7 +253,7 @@ mutate := {
 }
 
 _patch := {"patchType": "JSONPatch", "patch": base64.encode(json.marshal(operations))} if {
-	operations := main.mutations with input as policy_input
+	operations := main.mutations with input as _input with tenancy.count_of as count_of
 	count(operations) > 0
 } else := {}
 
@@ -203,7 +275,7 @@ validate := {
 }
 
 _decision := decision if {
-	decision := main.decision with input as policy_input
+	decision := main.decision with input as _input with tenancy.count_of as count_of
 }
 
 _status := {"status": {

@@ -55,6 +55,44 @@ test_a_created_namespace_sees_the_counts_of_every_candidate_tenant if {
 	_facts(inp, _cluster) == {"counts": {"gas": {"namespaces": 0}, "oil": {"namespaces": 2}}}
 }
 
+_count(tenant, key, cluster) := n if {
+	n := kubernetes.count_of(tenant, key) with data.tenantguard.registry as f.registry
+		with data.kubernetes as cluster
+}
+
+test_a_tenants_running_pods_are_counted_across_its_namespaces if {
+	_count("oil", "pods", _cluster) == 19
+	_count("gas", "pods", _cluster) == 0
+}
+
+test_a_pod_without_a_phase_counts if {
+	_count("oil", "pods", json.patch(_cluster, [{"op": "add", "path": "/pods/oil-dev/new", "value": {}}])) == 20
+}
+
+test_a_tenants_namespaces_are_counted_by_their_label if {
+	_count("oil", "namespaces", _cluster) == 2
+	_count("gas", "namespaces", _cluster) == 0
+	_count("oil", "namespaces", {}) == 0
+}
+
+test_other_resources_are_counted_by_namespace_under_their_resource if {
+	cluster := object.union(_cluster, {
+		"deployments": {"oil-dev": {"a": {}, "b": {}}, "oil-prod": {"c": {"status": {"phase": "Failed"}}}, "monitoring": {"d": {}}},
+		"services": {"oil-prod": {"web": {}}},
+	})
+	_count("oil", "count/deployments.apps", cluster) == 3
+	_count("oil", "services", cluster) == 1
+	_count("oil", "persistentvolumeclaims", cluster) == 0
+}
+
+test_a_created_namespace_is_refused_beyond_its_tenants_namespace_quota if {
+	full := json.patch(_cluster, [{"op": "add", "path": "/namespaces/oil-test", "value": _ns("oil-test", "oil")}])
+	response := _validate(_namespace("oil-new"), full)
+	not response.allowed
+	response.status.message == `[namespace-quota] tenant "oil" already has 3 of its 3 allowed namespaces; delete one first or ask for a higher namespaceQuota`
+	_validate(_namespace("oil-new"), _cluster) == {"uid": "test", "allowed": true}
+}
+
 test_updates_see_no_counts if {
 	_facts(f.update(f.pod({}), f.pod({})), _cluster) == {"namespace": {"name": "oil-dev", "labels": {"tenantguard.io/tenant": "oil"}}}
 }
@@ -155,4 +193,28 @@ test_a_collision_is_denied_through_the_validating_entrypoint if {
 		with data.tenantguard.catalog as catalog
 		with data.kubernetes as _edge_cluster
 	response.status.message == `[hostname-collision] host "shop.oil.example.com" of HTTPRoute "api" is already served by Ingress "shop" in namespace "gas-apps"; choose another host`
+}
+
+# the entrypoints count when a rule asks, and only what it asks: carol
+# owns gas and oil, and a namespace labelled for oil has only oil's
+# namespaces counted (counting another tenant's is a conflict, an error)
+_count_only_oil("oil", "namespaces") := 2
+
+_count_only_oil(tenant, _) := 1 if tenant != "oil"
+
+_count_only_oil(tenant, _) := 2 if tenant != "oil"
+
+test_the_entrypoints_count_only_what_a_rule_asks if {
+	ns := {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "oil-new", "labels": {"tenantguard.io/tenant": "oil"}}}
+	inp := f.as_user(f.request_for("", "Namespace", "namespaces", "CREATE", ns), f.user("carol"))
+	response := kubernetes.validate.response with input as _review(inp)
+		with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as f.catalog
+		with data.kubernetes as _cluster
+		with kubernetes.count_of as _count_only_oil
+	response.allowed
+}
+
+test_the_host_kinds_are_named_as_requests_name_them if {
+	kubernetes._host_kind_keys == {concat("/", [k.group, k.kind]) | some k in kubernetes._host_kinds}
 }

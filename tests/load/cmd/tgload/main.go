@@ -32,7 +32,7 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tgload run|compare|soak|serve [flags]")
+		return errors.New("usage: tgload run|compare|soak|serve|opa-files [flags]")
 	}
 	switch args[0] {
 	case "serve":
@@ -43,8 +43,10 @@ func run(args []string, stdout io.Writer) error {
 		return compare(args[1:], stdout)
 	case "soak":
 		return soak(args[1:], stdout)
+	case "opa-files":
+		return opaFiles(args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q: run, compare, soak or serve", args[0])
+	return fmt.Errorf("unknown command %q: run, compare, soak, serve or opa-files", args[0])
 }
 
 // soak is `tgload soak`: it fails when the soak misses its bar.
@@ -95,6 +97,29 @@ func soak(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// opaFiles is `tgload opa-files`: the bundle, the replicated cluster and
+// one request of each kind of the corpus, for `opa bench` (see
+// docs/policy-library.md).
+func opaFiles(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("opa-files", flag.ContinueOnError)
+	var s load.Scale
+	fs.IntVar(&s.Tenants, "tenants", 1000, "tenants")
+	fs.IntVar(&s.Namespaces, "namespaces", 10, "namespaces per tenant")
+	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
+	dir := fs.String("dir", "", "directory to write bundle.tar.gz, data.json and KIND.json into (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("opa-files: -dir is required")
+	}
+	if err := load.WriteOPAFiles(*dir, s); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stdout, "wrote %s: bundle.tar.gz, data.json (%d namespaces, %d pods) and one AdmissionReview per kind of request\n", *dir, s.Tenants*s.Namespaces, s.Tenants*s.Namespaces*s.Pods)
+	return nil
+}
+
 // writeJSON writes v as indented JSON.
 func writeJSON(file string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -109,6 +134,7 @@ func bench(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfg := load.Config{Log: os.Stderr}
 	fs.StringVar(&cfg.OPA, "opa", "", "opa binary for the classic OPA setup (empty: leave it out)")
+	growth := fs.String("opa-growth", "10,100", "smaller clusters, in tenants of -namespaces namespaces and -pods pods each, at which the classic OPA setup also answers the requests that need a tenant-wide count (the growth table; the full scale is always in it, sizes not under -tenants are left out; empty: none)")
 	loadFlags(fs, &cfg)
 	fs.DurationVar(&cfg.Saturate.Duration, "duration", 10*time.Second, "saturated run length")
 	fs.IntVar(&cfg.Rounds, "rounds", 4, "turns the null webhook and tenantguard take at the saturated run and at each open-loop rate but the latency target's (-latency-rounds), alternating, each for duration/rounds and step/rounds")
@@ -127,6 +153,18 @@ func bench(args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Saturate.Mode = load.Saturated
+	for f := range strings.SplitSeq(*growth, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		tenants, err := strconv.Atoi(f)
+		if err != nil || tenants <= 0 {
+			return fmt.Errorf("bad -opa-growth %q: a number of tenants", f)
+		}
+		if tenants < cfg.Scale.Tenants { // the full scale is measured anyway; a larger one is not wanted
+			cfg.OPAGrowth = append(cfg.OPAGrowth, tenants)
+		}
+	}
 	for f := range strings.SplitSeq(*rates, ",") {
 		rate, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || rate <= 0 {
