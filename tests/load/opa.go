@@ -102,6 +102,10 @@ func KubeMgmt(s Scale) map[string]any {
 		if len(o.Hosts) > 0 {
 			obj["spec"] = hostsSpec(o)
 		}
+		if o.Kind == "Pod" {
+			// what the bundle sums for the tenant's resource quota
+			obj["spec"] = podResourcesSpec()
+		}
 		byResource, _ := data[o.Resource].(map[string]any)
 		if byResource == nil {
 			byResource = map[string]any{}
@@ -207,4 +211,14 @@ func WriteOPAFiles(dir string, s Scale) error {
 		}
 	}
 	return nil
+}
+
+// podResourcesSpec is the spec of a scale pod as far as its usage goes: one
+// container with scale.PodResources.
+func podResourcesSpec() map[string]any {
+	var resources map[string]any
+	if err := json.Unmarshal([]byte(scale.PodResources), &resources); err != nil {
+		panic(err)
+	}
+	return map[string]any{"containers": []any{map[string]any{"name": "web", "resources": resources}}}
 }

@@ -160,12 +160,21 @@ _tenant_objects(kind) := [obj |
 	some obj in object.get(data.inventory.namespace, [namespace, "v1", kind], {})
 ]
 
+_summed(key) := "PersistentVolumeClaim" if usage.of_claims(usage.canonical(key))
+
+_summed(key) := "Pod" if not usage.of_claims(usage.canonical(key))
+
 # the sums of a tenant whose parameters hold a resource quota, for a request
 # that adds to them
-_resource_facts := {"resources": usage.facts(_request, hard, _tenant_objects("Pod"), _tenant_objects("PersistentVolumeClaim"), count(_namespaces_of(_tenant)))} if {
+_resource_facts := {"resources": usage.facts(
+	added,
+	{k: usage.total(k, _tenant_objects(_summed(k))) | some k, _ in added},
+	count(_namespaces_of(_tenant)),
+)} if {
 	usage.counted(_request)
 	hard := object.get(_tenant_config(_tenant), ["resourceQuota", "hard"], {})
-	count(hard) > 0
+	added := usage.adds(_request, hard)
+	count(added) > 0
 } else := {}
 
 # the kinds that serve hosts, by kind, and their group; a Gateway binds hosts

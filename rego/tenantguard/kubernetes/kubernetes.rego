@@ -7,14 +7,16 @@
 #   validating webhook to /v0/data/tenantguard/kubernetes/validate, and
 #   kube-mgmt replicating the cluster into data.kubernetes: namespaces and
 #   priorityclasses by name, namespaced resources by namespace and name
-#   (data.kubernetes.pods[NAMESPACE][NAME]; ingresses, httproutes, grpcroutes
-#   and tlsroutes for hostname collisions). Input: the AdmissionReview the
+#   (data.kubernetes.pods[NAMESPACE][NAME]; persistentvolumeclaims for
+#   resource quotas; ingresses, httproutes, grpcroutes and tlsroutes for
+#   hostname collisions). Input: the AdmissionReview the
 #   API server sends. The cluster facts are those tenantguard's server builds
 #   from its informers, so the decisions are the same.
 package tenantguard.kubernetes
 
 import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
+import data.tenantguard.lib.usage
 import data.tenantguard.main
 
 _request := input.request
@@ -201,7 +203,34 @@ _host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host] in _ser
 	object.get(_tenant_config, ["ingress", "hostnameCollision"], "off") != "off"
 } else := {}
 
-_facts := object.union_n([_namespace_facts, _priority_facts, _host_facts])
+# The tenant's replicated pods or claims, namespace by namespace.
+_tenant_objects(resource) := [obj |
+	replicated := data.kubernetes[resource]
+	some namespace in _holding(_tenant, resource)
+	objects := replicated[namespace]
+	some obj in objects
+]
+
+_summed(key) := "persistentvolumeclaims" if usage.of_claims(usage.canonical(key))
+
+_summed(key) := "pods" if not usage.of_claims(usage.canonical(key))
+
+# The sums of a tenant with a resource quota, for a request that adds to
+# them (a pod or claim created, a pod resized, a claim expanded): the one
+# request kind that reads the tenant's pods (or claims) one by one, as
+# tenantguard's server would sum them.
+_resource_facts := {"resources": usage.facts(
+	added,
+	{k: usage.total(k, _tenant_objects(_summed(k))) | some k, _ in added},
+	count(_namespaces_of(_tenant)),
+)} if {
+	usage.counted(_request)
+	hard := object.get(_tenant_config, ["resourceQuota", "hard"], {})
+	added := usage.adds(_request, hard)
+	count(added) > 0
+} else := {}
+
+_facts := object.union_n([_namespace_facts, _priority_facts, _host_facts, _resource_facts])
 
 # the tenants a created namespace could be meant for: the requester's, the
 # labelled and the prefixed one

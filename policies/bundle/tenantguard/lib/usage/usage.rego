@@ -214,22 +214,25 @@ _counted_request("PersistentVolumeClaim", "UPDATE", "")
 # METADATA
 # description: |
 #   The cluster facts of the tenant-wide resource quota rule (as the server
-#   gives them, input.cluster.resources), from the tenant's pods and claims
-#   (lists of them; finished pods count nothing): by key of hard, what the
-#   request adds and what the tenant uses, in the units units.parse reads
-#   (cores, bytes), and the tenant's count of namespaces.
-facts(request, hard, pods, claims, namespaces) := {"adds": {k: _unit(k, n) | some k, n in added}, "used": used, "namespaces": namespaces} if {
-	added := adds(request, hard)
-	used := {k: _unit(k, total) |
-		some k, _ in added
-		c := canonical(k)
-		total := _sum(c, pods, claims)
-	}
+#   gives them, input.cluster.resources) for a request adding added
+#   (adds(request, hard), not empty): what it adds and, by totals (key ->
+#   the tenant's sum, total(key, objects)), what the tenant uses, both in
+#   the units units.parse reads (cores, bytes), and the tenant's count of
+#   namespaces.
+facts(added, totals, namespaces) := {
+	"adds": {k: unit(k, n) | some k, n in added},
+	"used": {k: unit(k, n) | some k, n in totals},
+	"namespaces": namespaces,
 }
 
-_sum(c, _, claims) := sum([n | some o in claims; n := object.get(claim(o), c, 0)]) if of_claims(c)
+# METADATA
+# description: |
+#   A tenant's sum of a quota key over its objects (a list of its pods, or
+#   of its claims for a key that sums claims: of_claims); finished pods
+#   count nothing.
+total(key, objects) := sum([n | some o in objects; n := object.get(claim(o), canonical(key), 0)]) if of_claims(canonical(key))
 
-_sum(c, pods, _) := sum([n | some o in pods; n := object.get(pod(o), c, 0)]) if not of_claims(c)
+total(key, objects) := sum([n | some o in objects; n := object.get(pod(o), canonical(key), 0)]) if not of_claims(canonical(key))
 
 # METADATA
 # description: Whether a quota key sums claims (storage); the others sum pods.
@@ -237,6 +240,8 @@ of_claims(key) if key == "requests.storage"
 
 of_claims(key) if contains(key, ".storageclass.storage.k8s.io/")
 
-_unit(k, n) := n / 1000 if _milli(k)
+# METADATA
+# description: An amount of key in the units units.parse reads (cores, bytes).
+unit(k, n) := n / 1000 if _milli(k)
 
-_unit(k, n) := n if not _milli(k)
+unit(k, n) := n if not _milli(k)

@@ -87,7 +87,10 @@ test_facts_sum_the_tenants_pods_and_claims if {
 		{"spec": {"containers": [_ctr("b", {"cpu": "500m"}, {})]}},
 		{"spec": {"containers": [_ctr("c", {"cpu": "9"}, {})]}, "status": {"phase": "Failed"}},
 	]
-	usage.facts(request, {"requests.cpu": "2", "requests.storage": "1Gi"}, pods, [], 2) == {"adds": {"requests.cpu": 0.6}, "used": {"requests.cpu": 1.5}, "namespaces": 2}
+	added := usage.adds(request, {"requests.cpu": "2", "requests.storage": "1Gi"})
+	added == {"requests.cpu": 600}
+	usage.facts(added, {"requests.cpu": usage.total("requests.cpu", pods)}, 2) == {"adds": {"requests.cpu": 0.6}, "used": {"requests.cpu": 1.5}, "namespaces": 2}
+	usage.total("fast.storageclass.storage.k8s.io/requests.storage", [{"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}}}]) == 1073741824
 }
 
 test_other_requests_are_not_counted if {
