@@ -16,6 +16,9 @@ LOAD_FLAGS            ?=
 # even past saturation, as in a pod with limits.memory 160Mi; 0 for none
 BENCH_MEMORY_LIMIT    ?= 115Mi
 SOAK_FLAGS            ?=
+# AUDIT_LOAD_FLAGS are extra flags for `tgload audit-load` (make bench-audit),
+# e.g. -duration 2m, or -note 'The machine was shared.' for BENCHMARKS.md
+AUDIT_LOAD_FLAGS      ?=
 SOAK_SHORT_FLAGS      ?=
 # BASE is the git revision `make bench-compare` measures the working tree
 # against: 8892a25 or later, whose `tgload serve` takes -memory-limit (its
@@ -169,6 +172,11 @@ bench-compare: tgload ## Compare tenantguard at BASE (a git revision, default HE
 	fi; status=$$?; rm -rf $(BENCH_OUT)/base-src; exit $$status
 	$(TGLOAD) compare -memory-limit $(BENCH_MEMORY_LIMIT) $(COMPARE_FLAGS) \
 	  -build base=tenantguard@$(BENCH_OUT)/tgload-base -build new=tenantguard -build null=null
+
+.PHONY: bench-audit
+bench-audit: tgload ## Admission at 2,000 requests/s open-loop while tenantguard audits the scale cluster (100,000 pods) in the background, in turns with the null webhook and tenantguard without the audit, the servers run as the chart runs them; print p99 against the null webhook's and the audits' duration and peak memory, rewrite BENCHMARKS.md's bench-audit section (tgload audit-load)
+	@mkdir -p $(BENCH_OUT)
+	$(TGLOAD) audit-load -json $(BENCH_OUT)/audit-load.json -benchmarks BENCHMARKS.md $(AUDIT_LOAD_FLAGS)
 
 .PHONY: soak
 soak: tgload ## Reliability soak: 10 minutes at 1,000 requests/s with a registry reload every 10 s, the server run as the chart runs it (fails on an error, a wrong decision, RSS growth over 10% or live heap growth over 10%)

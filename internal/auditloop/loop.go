@@ -24,6 +24,7 @@ const (
 	DefaultPageSize = 500
 	DefaultBatch    = 100
 	DefaultPause    = 10 * time.Millisecond
+	DefaultShare    = 0.25
 )
 
 // Observer receives each audit's figures (metrics.Metrics).
@@ -47,10 +48,15 @@ type Options struct {
 	// Managers are tenantguard's own user names (see audit.New).
 	Managers []string
 	// PageSize is how many objects a list request asks for; Batch how many
-	// are checked between two pauses of Pause.
+	// are checked between two pauses. A pause lasts at least Pause, and
+	// long enough that checking takes at most Share of the time the audit
+	// runs, list requests aside (0.25: a pause three times as long as the
+	// batch before it took to check). A batch takes longer on busy CPUs, so
+	// the busier admission keeps them, the longer the audit waits.
 	PageSize int64
 	Batch    int
 	Pause    time.Duration
+	Share    float64
 	Logger   *slog.Logger
 	Observer Observer
 }
@@ -75,6 +81,9 @@ func (o *Options) defaults() {
 	if o.Pause <= 0 {
 		o.Pause = DefaultPause
 	}
+	if o.Share <= 0 || o.Share > 1 {
+		o.Share = DefaultShare
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -91,13 +100,23 @@ type Loop struct {
 }
 
 // Setup adds the loop to mgr: it runs while mgr runs, on the leader only.
+// It lists with the manager's API reader (uncached) and writes the reports
+// with its client.
 func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
-	opts.defaults()
-	l := &Loop{store: store, reader: mgr.GetAPIReader(), writer: mgr.GetClient(), mapper: mgr.GetRESTMapper(), changes: store.Subscribe(), opts: opts}
+	l := New(store, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetRESTMapper(), opts)
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the background audit: %w", err)
 	}
 	return nil
+}
+
+// New is a loop over the registry and view of store that lists what it
+// audits with reader, writes the reports with writer, and finds the kinds
+// of the resources it audits with mapper: Setup's, which serve runs, with
+// the API server; the load harness's with a cluster it serves itself.
+func New(store *state.Store, reader client.Reader, writer client.Client, mapper meta.RESTMapper, opts Options) *Loop {
+	opts.defaults()
+	return &Loop{store: store, reader: reader, writer: writer, mapper: mapper, changes: store.Subscribe(), opts: opts}
 }
 
 // NeedLeaderElection is true: one replica audits and writes the reports.

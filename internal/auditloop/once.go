@@ -37,7 +37,11 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	a := audit.New(e, l.store.View(), l.opts.Managers)
 	result := &Result{}
 	checked := 0
+	// worked is the time the batch under way took to check, list requests
+	// left out (they wait on the API server).
+	var worked time.Duration
 	check := func(u *unstructured.Unstructured) error {
+		started := time.Now()
 		o := audit.Object{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Content: u.Object}
 		if !a.Audits(&o) {
 			return nil
@@ -52,15 +56,16 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		result.Objects++
 		result.Rows = append(result.Rows, rows...)
 		checked++
+		runtime.Gosched()
+		worked += time.Since(started)
 		if checked%l.opts.Batch == 0 {
 			// Admission first: a pause between batches.
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(l.opts.Pause):
+			case <-time.After(l.pause(worked)):
 			}
-		} else {
-			runtime.Gosched()
+			worked = 0
 		}
 		return nil
 	}
@@ -84,6 +89,12 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	result.Reports, result.Pruned, err = l.write(ctx, result.Rows)
 	// The rows stand even when the reports could not be written.
 	return result, err
+}
+
+// pause is how long the audit waits after a batch that took worked: long
+// enough that it works Share of the time, and at least Pause.
+func (l *Loop) pause(worked time.Duration) time.Duration {
+	return max(l.opts.Pause, time.Duration(float64(worked)*(1/l.opts.Share-1)))
 }
 
 // list calls each with every object of a kind, in all namespaces, listed

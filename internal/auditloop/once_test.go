@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -119,5 +120,25 @@ func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
 	// the reports the prune lists).
 	if reader.requests < 10 || reader.requests > 30 {
 		t.Errorf("%d list requests: not a few per kind", reader.requests)
+	}
+}
+
+func TestAPauseLetsTheAuditWorkItsShareOfTheTimeAndNoLessThanPause(t *testing.T) {
+	l := &Loop{opts: Options{Share: 0.25}}
+	l.opts.defaults()
+	for _, tt := range []struct{ worked, want time.Duration }{
+		{0, DefaultPause},
+		{time.Millisecond, DefaultPause},
+		{20 * time.Millisecond, 60 * time.Millisecond},
+		{time.Second, 3 * time.Second},
+	} {
+		if got := l.pause(tt.worked); got != tt.want {
+			t.Errorf("after a batch of %s, a pause of %s, want %s", tt.worked, got, tt.want)
+		}
+	}
+	l.opts.Share = 2 // out of range: the default
+	l.opts.defaults()
+	if l.opts.Share != DefaultShare {
+		t.Errorf("share %v, want the default %v", l.opts.Share, DefaultShare)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -147,5 +148,50 @@ func TestReviewTextOutputIsForPeople(t *testing.T) {
 	}
 	if r := run(t, "", "review", "-o", "yaml", "--registry", examples("registry.yaml"), "-"); r.code != 2 {
 		t.Errorf("an unknown output format must exit 2, got %d", r.code)
+	}
+}
+
+func TestRulesSayWhichRulesTheAuditChecks(t *testing.T) {
+	// The audit leaves out the rules about the change itself (METADATA
+	// custom: audit: false); every other rule it checks.
+	notAudited := map[string]bool{"managed-resource": true, "tenant-cordoned": true, "namespace-deletion": true}
+	r := run(t, "", "rules", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var view struct {
+		Rules []map[string]any `json:"rules"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &view); err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Rules) < 10 {
+		t.Fatalf("%d rules listed", len(view.Rules))
+	}
+	for _, rule := range view.Rules {
+		id, _ := rule["id"].(string)
+		audit, ok := rule["audit"].(bool)
+		if !ok || audit == notAudited[id] {
+			t.Errorf("rule %s: audit %v, want %v", id, rule["audit"], !notAudited[id])
+		}
+	}
+	r = run(t, "", "rules", "-o", "yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "audit: false") || !strings.Contains(r.stdout, "audit: true") {
+		t.Errorf("yaml lacks the audit field (exit %d):\n%s", r.code, r.stdout)
+	}
+	r = run(t, "", "rules")
+	lines := strings.Split(r.stdout, "\n")
+	if r.code != 0 || !strings.Contains(lines[0], "AUDITED") {
+		t.Fatalf("table header %q (exit %d)", lines[0], r.code)
+	}
+	for _, line := range lines[1:] {
+		fields := strings.Fields(line)
+		if len(fields) < 6 {
+			continue
+		}
+		// RULE FAMILY KINDS OPERATIONS MUTATES AUDITED ...
+		if want := strconv.FormatBool(!notAudited[fields[0]]); fields[5] != want {
+			t.Errorf("table row %q: AUDITED %s, want %s", line, fields[5], want)
+		}
 	}
 }

@@ -28,6 +28,9 @@ type ruleView struct {
 	Subresources []string `json:"subresources,omitempty"`
 	Operations   []string `json:"operations"`
 	Mutates      bool     `json:"mutates"`
+	// Audit is false for a rule the audit leaves out (METADATA custom:
+	// audit: false): one about the change itself, not the object.
+	Audit bool `json:"audit"`
 	// Enforcement is the mode in force: the registry's when --registry
 	// sets one, else the rule's default.
 	Enforcement string   `json:"enforcement"`
@@ -56,9 +59,10 @@ func newRulesCommand() *cobra.Command {
 		Short: "List the rules in force: id, family, kinds, operations, engines, enforcement",
 		Long: `List the rules of the embedded rule library, or of --policy-dir, as their
 METADATA declares them: each rule's id, family, the kinds and operations it
-judges, whether it mutates, its enforcement (the rule's default, or the
-registry's with --registry) and the engines that cover it (tenantguard itself
-always; the OPA bundle, Gatekeeper, Kyverno and ValidatingAdmissionPolicy when
+judges, whether it mutates, whether the audit (tenantguard audit and serve's
+background audit) checks it (audit: false in its METADATA leaves it out), its
+enforcement (the rule's default, or the registry's with --registry) and the
+engines that cover it (tenantguard itself always; the OPA bundle, Gatekeeper, Kyverno and ValidatingAdmissionPolicy when
 the rule claims them).
 
 -o markdown writes docs/rules.md; -o webhook-rules writes the resources and
@@ -114,7 +118,7 @@ configurations from (value webhook.rules for a --policy-dir).`,
 func viewOf(r catalog.Rule, mode string) ruleView {
 	v := ruleView{
 		ID: r.ID, Family: r.Family, Title: r.Title, Description: strings.Join(strings.Fields(r.Description), " "),
-		Kinds: r.KindKeys(), Operations: r.Operations, Mutates: r.Mutates,
+		Kinds: r.KindKeys(), Operations: r.Operations, Mutates: r.Mutates, Audit: r.Audit,
 		Enforcement: r.Enforcement, Engines: append([]string{embeddedEngine}, r.Engines...),
 		Location: r.Location,
 	}
@@ -138,9 +142,9 @@ func viewOf(r catalog.Rule, mode string) ruleView {
 // rulesTable is the listing for people.
 func rulesTable(w io.Writer, cat *catalog.Catalog, rules []ruleView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "RULE\tFAMILY\tKINDS\tOPERATIONS\tMUTATES\tENFORCEMENT\tENGINES")
+	_, _ = fmt.Fprintln(tw, "RULE\tFAMILY\tKINDS\tOPERATIONS\tMUTATES\tAUDITED\tENFORCEMENT\tENGINES")
 	for _, r := range rules {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", r.ID, r.Family, kindsText(cat, r.Kinds), strings.Join(r.Operations, ","), r.Mutates, r.Enforcement, strings.Join(r.Engines, ","))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\n", r.ID, r.Family, kindsText(cat, r.Kinds), strings.Join(r.Operations, ","), r.Mutates, r.Audit, r.Enforcement, strings.Join(r.Engines, ","))
 	}
 	return tw.Flush()
 }

@@ -17,6 +17,10 @@ type Build struct {
 	Name       string
 	Target     string
 	Executable string
+	// Audit has a served tenantguard audit in the background (AuditLoad),
+	// taking AuditShare of the time it runs (0: the loop's default).
+	Audit      bool
+	AuditShare float64
 }
 
 // Comparison is what Compare measured: each build's run, and its ratios to

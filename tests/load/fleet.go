@@ -70,7 +70,7 @@ func (f *fleet) start(ctx context.Context, b Build) (*running, error) {
 			profile = filepath.Join(cfg.ProfileDir, b.Name+".pprof")
 		}
 		var st Started
-		s.process, st, err = StartServed(ctx, b.Target, f.certFile, f.keyFile, cfg.Scale, ServedOptions{Executable: b.Executable, CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent})
+		s.process, st, err = StartServed(ctx, b.Target, f.certFile, f.keyFile, cfg.Scale, ServedOptions{Executable: b.Executable, CPUProfile: profile, MemoryLimit: cfg.MemoryLimit, GCPercent: cfg.GCPercent, Audit: b.Audit, AuditShare: b.AuditShare})
 		if err == nil {
 			s.target.URL = "https://" + st.Addr + "/validate?timeout=10s"
 			s.info.Sync, s.info.Ready = st.Sync, st.Ready

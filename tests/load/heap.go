@@ -56,13 +56,17 @@ type heapRequest struct {
 }
 
 // answerCommands reads a served target's stdin: each heap command goes to
-// heap, whose answer is written to out; the end of the input calls stop.
-func answerCommands(in io.Reader, out io.Writer, heap chan<- heapRequest, stop func()) {
+// heap, whose answer is written to out, any other to other when set; the
+// end of the input calls stop.
+func answerCommands(in io.Reader, out io.Writer, heap chan<- heapRequest, other func(string) bool, stop func()) {
 	defer stop()
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		cmd, profile, _ := strings.Cut(sc.Text(), " ")
 		if cmd != heapCommand {
+			if other != nil {
+				other(cmd)
+			}
 			continue
 		}
 		req := heapRequest{profile: strings.TrimSpace(profile), answer: make(chan heapAnswer, 1)}

@@ -14,10 +14,12 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/memlimit"
+	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -33,6 +35,8 @@ type Process struct {
 	reloads atomic.Pointer[Reloads]
 	// heaps receives a served target's answers to Heap
 	heaps chan heapAnswer
+	// audits is what a served target auditing in the background reported
+	audits auditLog
 }
 
 // start runs a command whose stdin stays open for the process's life.
@@ -42,7 +46,7 @@ func start(ctx context.Context, name string, stdout io.Writer, bin string, args 
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{}), heaps: make(chan heapAnswer, 1)}
+	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{}), heaps: make(chan heapAnswer, 1), audits: newAuditLog()}
 	cmd.Stdout, cmd.Stderr = stdout, p.logs
 	if stdout == nil {
 		cmd.Stdout = p.logs
@@ -105,6 +109,12 @@ type ServedOptions struct {
 	// GCPercent is tenantguard's garbage collector target, as serve
 	// --gc-percent takes it; "" leaves serve's default.
 	GCPercent string
+	// Audit has tenantguard run serve's background audit over the scale
+	// cluster, back to back, held until ResumeAudit (see AuditLoad).
+	Audit bool
+	// AuditShare is the audit loop's Share (auditloop.Options); 0 its
+	// default.
+	AuditShare float64
 }
 
 // StartServed runs `EXECUTABLE serve ...` (o.Executable, or this harness's
@@ -125,6 +135,9 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 	if o.GCPercent != "" {
 		args = append(args, "-gc-percent", o.GCPercent)
 	}
+	if o.Audit {
+		args = append(args, "-audit", "-audit-share", strconv.FormatFloat(o.AuditShare, 'g', -1, 64))
+	}
 	p, err := start(ctx, target, w, exe, args...)
 	if err != nil {
 		return nil, Started{}, err
@@ -141,9 +154,12 @@ func StartServed(ctx context.Context, target string, certFile, keyFile string, s
 				Reloads
 				Loaded *int64 `json:"reloads"` // required: other lines are not reload statuses
 				heapAnswer
+				auditStatus
 			}
 			switch {
 			case json.Unmarshal(sc.Bytes(), &st) != nil:
+			case st.auditStatus != auditStatus{}:
+				p.audits.add(st.auditStatus)
 			case st.Loaded != nil:
 				st.Reloads.Loaded = *st.Loaded
 				p.reloads.Store(&st.Reloads)
@@ -200,13 +216,22 @@ func ServeMain(args []string, stdout io.Writer) error {
 	reload := fs.Duration("reload", 0, "load a changed registry this often (tenantguard only; 0: never)")
 	memoryLimit := fs.String("memory-limit", "", "tenantguard's soft memory limit, as serve --memory-limit takes it (empty: none)")
 	gcPercent := fs.Int("gc-percent", memlimit.DefaultGCPercent, "tenantguard's garbage collector target, as serve --gc-percent takes it (GOGC wins when not given)")
+	audit := fs.Bool("audit", false, "run serve's background audit over the scale cluster, back to back, held until the audit-resume command (tenantguard only)")
+	auditShare := fs.Float64("audit-share", 0, "the background audit's share of the time it runs (auditloop.Options.Share; 0: its default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	heap := make(chan heapRequest)
-	go answerCommands(os.Stdin, stdout, heap, cancel)
+	var other func(string) bool
+	var runAudit func(context.Context, *state.Store)
+	if *audit && *target == "tenantguard" {
+		auditor := newAuditRunner(s, stdout, &sync.Mutex{})
+		auditor.share = *auditShare
+		other, runAudit = auditor.command, auditor.run
+	}
+	go answerCommands(os.Stdin, stdout, heap, other, cancel)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -232,7 +257,7 @@ func ServeMain(args []string, stdout io.Writer) error {
 		return ServeTenantguard(ctx, ln, *certFile, *keyFile, s, *reload, heap, report, func(r Reloads) {
 			line, _ := json.Marshal(r)
 			_, _ = fmt.Fprintf(stdout, "%s\n", line)
-		})
+		}, runAudit)
 	case "null":
 		go answerHeaps(ctx, heap)
 		return ServeNull(ctx, ln, *certFile, *keyFile, report)

@@ -44,8 +44,10 @@ type Started struct {
 // reaches the server, alternating the scale registry with one holding an
 // extra tenant (no request of the corpus is decided differently), and
 // reports each through reloaded. The heap requests it receives are
-// answered between reloads, never during one. It returns when ctx ends.
-func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, reload time.Duration, heap <-chan heapRequest, started func(Started), reloaded func(Reloads)) error {
+// answered between reloads, never during one. With audit set it then runs
+// audit with the server's store, beside the server, as serve runs its
+// background audit. It returns when ctx ends.
+func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile string, s Scale, reload time.Duration, heap <-chan heapRequest, started func(Started), reloaded func(Reloads), audit func(context.Context, *state.Store)) error {
 	t0 := time.Now()
 	view := clusterview.New(registry.DefaultTenantLabel)
 	scale.Fill(view, s.Tenants, s.Namespaces, s.Pods)
@@ -72,6 +74,9 @@ func ServeTenantguard(ctx context.Context, ln net.Listener, certFile, keyFile st
 	}
 	started(Started{Addr: ln.Addr().String(), Sync: synced.Sub(t0), Ready: time.Since(synced)})
 	go reloadEvery(ctx, store, reload, registries, heap, reloaded)
+	if audit != nil {
+		go audit(ctx, store)
+	}
 	return <-served
 }
 

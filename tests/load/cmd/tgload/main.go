@@ -2,8 +2,9 @@
 // compares tenantguard's webhook with the null webhook and `opa run
 // --server` under load and reports the performance targets; `tgload
 // compare` runs builds of tenantguard from different commits in turns;
-// `tgload soak` holds a rate and watches memory; `tgload serve` is the
-// target process they start.
+// `tgload soak` holds a rate and watches memory; `tgload audit-load`
+// measures admission while tenantguard audits in the background; `tgload
+// serve` is the target process they start.
 package main
 
 import (
@@ -32,7 +33,7 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: tgload run|compare|soak|serve|opa-files [flags]")
+		return errors.New("usage: tgload run|compare|soak|audit-load|serve|opa-files [flags]")
 	}
 	switch args[0] {
 	case "serve":
@@ -45,8 +46,10 @@ func run(args []string, stdout io.Writer) error {
 		return soak(args[1:], stdout)
 	case "opa-files":
 		return opaFiles(args[1:], stdout)
+	case "audit-load":
+		return auditLoad(args[1:], stdout)
 	}
-	return fmt.Errorf("unknown command %q: run, compare, soak, serve or opa-files", args[0])
+	return fmt.Errorf("unknown command %q: run, compare, soak, audit-load, serve or opa-files", args[0])
 }
 
 // soak is `tgload soak`: it fails when the soak misses its bar.
