@@ -19,6 +19,12 @@ import (
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
+// auditDiffers are the corpus cases the audit judges apart from admission
+// by design, and why.
+var auditDiffers = map[string]string{
+	"a pod naming its node is denied": "the scheduler sets spec.nodeName on every scheduled pod, so the audit leaves nodeName to admission",
+}
+
 // TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus: for each CREATE of
 // the corpus, the object is made to exist (added to the case's cluster)
 // and audited. Its rows must be the violations admission finds when the
@@ -52,6 +58,9 @@ func TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus(t *testing.T) {
 		o, ok := existing(c)
 		if !ok {
 			continue // not named: not an object that could exist
+		}
+		if _, differs := auditDiffers[c.Name]; differs {
+			continue
 		}
 		creates++
 		t.Run(c.Name, func(t *testing.T) {

@@ -118,3 +118,18 @@ func TestTheCreateCarriesNoMetadataTheAPIServerSets(t *testing.T) {
 		t.Error("the stored object was changed")
 	}
 }
+
+func TestAScheduledPodIsNotJudgedForTheNodeTheSchedulerBoundItTo(t *testing.T) {
+	o := object("Pod", "oil-dev", "web", nil)
+	o.Content["spec"] = map[string]any{"nodeName": "node-7", "containers": []any{}}
+	body, err := o.createBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"containers":[]}}`; string(body) != want {
+		t.Errorf("create body %s, want %s", body, want)
+	}
+	if o.Content["spec"].(map[string]any)["nodeName"] != "node-7" {
+		t.Error("the stored object was changed")
+	}
+}

@@ -37,6 +37,17 @@ func (o *Object) createBody() ([]byte, error) {
 		metadata["namespace"] = o.Namespace
 	}
 	body["metadata"] = metadata
+	if o.GVK.Group == "" && o.GVK.Kind == "Pod" {
+		// The scheduler binds every scheduled pod by setting its
+		// spec.nodeName (pods/binding), which the stored pod cannot tell
+		// from one its creator set: node-placement judges nodeName when
+		// the pod is created, and the audit leaves it to that.
+		if spec, ok := body["spec"].(map[string]any); ok {
+			spec = maps.Clone(spec)
+			delete(spec, "nodeName")
+			body["spec"] = spec
+		}
+	}
 	return json.Marshal(body)
 }
 
