@@ -181,6 +181,8 @@ type Engine struct {
 	// resources is set when some tenant has a tenant-wide resource quota:
 	// the pods and claims of tenant namespaces then hold what they add.
 	resources bool
+	// usages remembers pods' usage by their shape.
+	usages *usageMemo
 }
 
 // New compiles the rule library and readies it for the registry: Compile,
@@ -218,7 +220,7 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 		"catalog":  p.catalogData,
 		"runtime":  map[string]any{"managers": managerSet},
 	}}, inmem.OptReturnASTValuesOnRead(true)) // read as AST values: no conversion per evaluation
-	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions(), resources: reg.ResourceQuotas()}
+	e := &Engine{registry: reg, policy: p, collisions: reg.HostnameCollisions(), resources: reg.ResourceQuotas(), usages: &usageMemo{}}
 	if p.decide == nil {
 		e.pool = pool
 		return e, e.topdown(ctx, store)

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"encoding/json"
-	"strconv"
-
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -20,9 +18,9 @@ import (
 // otherwise.
 type resourcing struct {
 	tenant string
-	// hard are the tenant's limits, by the names the registry gives them.
-	hard  map[string]string
-	claim quota.Claim
+	// limits is the tenant's resource quota.
+	limits *registry.TenantResourceQuota
+	claim  quota.Claim
 	// adds are the amounts the request adds; expect is the object's usage
 	// once stored, which ends its hold.
 	adds, expect usage.List
@@ -54,13 +52,13 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if !known || tenant.ResourceQuota == nil || len(tenant.ResourceQuota.Hard) == 0 {
 		return nil
 	}
-	now, err := usageOf(pod, req.Object)
+	now, err := e.usageOf(pod, req.Object)
 	if err != nil {
 		return nil // the API server stores no such object
 	}
 	var before usage.List
 	if req.Operation == admissionv1.Update {
-		if before, err = usageOf(pod, req.OldObject); err != nil {
+		if before, err = e.usageOf(pod, req.OldObject); err != nil {
 			return nil
 		}
 	}
@@ -73,20 +71,27 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if objectName == "" {
 		objectName = "uid:" + string(req.UID) // not named yet, as a counted create
 	}
-	return &resourcing{tenant: name, hard: tenant.ResourceQuota.Hard, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
+	return &resourcing{tenant: name, limits: tenant.ResourceQuota, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
 }
 
-// usageOf is the usage of a decoded pod or claim.
-func usageOf(pod bool, obj ast.Object) (usage.List, error) {
+// usageOf is the usage of a decoded pod or claim; a pod's is remembered by
+// its shape (usageMemo).
+func (e *Engine) usageOf(pod bool, obj ast.Object) (usage.List, error) {
 	if obj == nil {
 		return nil, nil
 	}
 	if pod {
+		shape := podShape(obj)
+		if l, ok := e.usages.get(shape); ok {
+			return l, nil
+		}
 		p, err := podOf(obj)
 		if err != nil {
 			return nil, err
 		}
-		return clusterview.PodUsage(p), nil
+		l := clusterview.PodUsage(p)
+		e.usages.put(shape, l)
+		return l, nil
 	}
 	c, err := claimOf(obj)
 	if err != nil {
@@ -110,13 +115,16 @@ func limited(l usage.List, hard map[string]string) usage.List {
 	return out
 }
 
-// resourceFacts is cluster.resources: what the request adds and the sums of
-// its tenant, by the keys of its resourceQuota.hard, in the units
-// units.parse reads (cores, bytes), and how many namespaces the tenant has.
+// resourceFacts is cluster.resources: by the keys of its tenant's
+// resourceQuota.hard, what the request adds, what its tenant uses and the
+// room its limit leaves, as integers in the resources' scale (thousandths
+// of a CPU, bytes, objects: usage.Amount), and how many namespaces the
+// tenant has.
 func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
 	adds := make([][2]*ast.Term, 0, len(r.adds))
 	used := make([][2]*ast.Term, 0, len(r.adds))
-	for key := range r.hard {
+	room := make([][2]*ast.Term, 0, len(r.adds))
+	for key := range r.limits.Hard {
 		c := usage.Canonical(key)
 		a := r.adds.Get(c)
 		if a == 0 {
@@ -126,32 +134,15 @@ func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
 		if !ok {
 			n = view.Used(r.tenant, c)
 		}
-		adds = append(adds, ast.Item(ast.InternedTerm(key), amountTerm(key, a)))
-		used = append(used, ast.Item(ast.InternedTerm(key), amountTerm(key, n)))
+		k := ast.InternedTerm(key)
+		adds = append(adds, ast.Item(k, ast.InternedTerm(a)))
+		used = append(used, ast.Item(k, ast.InternedTerm(n)))
+		room = append(room, ast.Item(k, ast.InternedTerm(r.limits.Amount(key)-n)))
 	}
 	return ast.ObjectTerm(
 		ast.Item(ast.InternedTerm("adds"), ast.ObjectTerm(adds...)),
 		ast.Item(ast.InternedTerm("used"), ast.ObjectTerm(used...)),
+		ast.Item(ast.InternedTerm("room"), ast.ObjectTerm(room...)),
 		ast.Item(ast.InternedTerm("namespaces"), ast.InternedTerm(view.Count(r.tenant, clusterview.NamespacesKey))),
 	)
-}
-
-// amountTerm is an amount as a number in the quantity's own unit: CPU in
-// cores (1500 thousandths are 1.5), the rest as is.
-func amountTerm(key string, n int64) *ast.Term {
-	if !usage.Milli(key) || n%1000 == 0 {
-		if usage.Milli(key) {
-			n /= 1000
-		}
-		return ast.NumberTerm(json.Number(strconv.FormatInt(n, 10)))
-	}
-	sign := ""
-	if n < 0 {
-		sign, n = "-", -n
-	}
-	frac := strconv.FormatInt(1000+n%1000, 10)[1:] // three digits
-	for frac[len(frac)-1] == '0' {
-		frac = frac[:len(frac)-1]
-	}
-	return ast.NumberTerm(json.Number(sign + strconv.FormatInt(n/1000, 10) + "." + frac))
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/usage"
@@ -55,6 +57,14 @@ func compile(reg *Registry, raw []byte, src *source, loc *locator) *Snapshot {
 	for i := range reg.Tenants {
 		t := &reg.Tenants[i]
 		s.tenants[t.Name] = t
+		if q := t.ResourceQuota; q != nil {
+			q.amounts = make(map[string]int64, len(q.Hard))
+			for key, hard := range q.Hard {
+				if n, err := resource.ParseQuantity(hard); err == nil { // validated
+					q.amounts[key] = usage.Scaled(key, n)
+				}
+			}
+		}
 		for _, o := range t.Owners {
 			index := s.byUser
 			if o.Kind == "Group" {

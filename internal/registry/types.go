@@ -126,7 +126,14 @@ type TenantResourceQuota struct {
 	// Hard maps a quota resource name (requests.cpu, limits.memory,
 	// requests.storage, requests.nvidia.com/gpu ...) to its limit.
 	Hard map[string]string `yaml:"hard" json:"hard"`
+	// amounts are Hard's limits as amounts (usage.Scaled), set when the
+	// registry is compiled.
+	amounts map[string]int64
 }
+
+// Amount is the limit of key as an amount in its resource's scale
+// (thousandths of a CPU, bytes, objects: usage.Amount); 0 when not limited.
+func (q *TenantResourceQuota) Amount(key string) int64 { return q.amounts[key] }
 
 // IngressPolicy says which classes and hostnames a tenant's Ingresses,
 // Gateways and routes may use.

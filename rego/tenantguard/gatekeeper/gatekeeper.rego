@@ -169,6 +169,7 @@ _summed(key) := "Pod" if not usage.of_claims(usage.canonical(key))
 _resource_facts := {"resources": usage.facts(
 	added,
 	{k: usage.total(k, _tenant_objects(_summed(k))) | some k, _ in added},
+	hard,
 	count(_namespaces_of(_tenant)),
 )} if {
 	usage.counted(_request)

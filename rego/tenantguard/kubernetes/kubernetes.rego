@@ -222,6 +222,7 @@ _summed(key) := "pods" if not usage.of_claims(usage.canonical(key))
 _resource_facts := {"resources": usage.facts(
 	added,
 	{k: usage.total(k, _tenant_objects(_summed(k))) | some k, _ in added},
+	hard,
 	count(_namespaces_of(_tenant)),
 )} if {
 	usage.counted(_request)

@@ -215,13 +215,14 @@ _counted_request("PersistentVolumeClaim", "UPDATE", "")
 # description: |
 #   The cluster facts of the tenant-wide resource quota rule (as the server
 #   gives them, input.cluster.resources) for a request adding added
-#   (adds(request, hard), not empty): what it adds and, by totals (key ->
-#   the tenant's sum, total(key, objects)), what the tenant uses, both in
-#   the units units.parse reads (cores, bytes), and the tenant's count of
-#   namespaces.
-facts(added, totals, namespaces) := {
-	"adds": {k: unit(k, n) | some k, n in added},
-	"used": {k: unit(k, n) | some k, n in totals},
+#   (adds(request, hard), not empty), by key of hard: what it adds, what the
+#   tenant uses (totals, each total(key, objects)) and the room its limit
+#   leaves, in amounts (thousandths of a CPU, bytes, objects), and the
+#   tenant's count of namespaces.
+facts(added, totals, hard, namespaces) := {
+	"adds": added,
+	"used": totals,
+	"room": {k: left | some k, n in totals; left := amount(k, hard[k]) - n},
 	"namespaces": namespaces,
 }
 
@@ -239,9 +240,3 @@ total(key, objects) := sum([n | some o in objects; n := object.get(pod(o), canon
 of_claims(key) if key == "requests.storage"
 
 of_claims(key) if contains(key, ".storageclass.storage.k8s.io/")
-
-# METADATA
-# description: An amount of key in the units units.parse reads (cores, bytes).
-unit(k, n) := n / 1000 if _milli(k)
-
-unit(k, n) := n if not _milli(k)

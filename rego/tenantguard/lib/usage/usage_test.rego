@@ -89,7 +89,7 @@ test_facts_sum_the_tenants_pods_and_claims if {
 	]
 	added := usage.adds(request, {"requests.cpu": "2", "requests.storage": "1Gi"})
 	added == {"requests.cpu": 600}
-	usage.facts(added, {"requests.cpu": usage.total("requests.cpu", pods)}, 2) == {"adds": {"requests.cpu": 0.6}, "used": {"requests.cpu": 1.5}, "namespaces": 2}
+	usage.facts(added, {"requests.cpu": usage.total("requests.cpu", pods)}, {"requests.cpu": "2"}, 2) == {"adds": {"requests.cpu": 600}, "used": {"requests.cpu": 1500}, "room": {"requests.cpu": 500}, "namespaces": 2}
 	usage.total("fast.storageclass.storage.k8s.io/requests.storage", [{"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}}}]) == 1073741824
 }
 

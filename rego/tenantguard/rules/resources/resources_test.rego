@@ -7,18 +7,25 @@ _msgs(inp) := {v.msg | some v in vs} if {
 	vs := resources.violations with input as inp with data.tenantguard.registry as f.registry
 }
 
-_with(inp, adds, used) := object.union(inp, {"cluster": {"resources": {"adds": adds, "used": used, "namespaces": 2}}})
+# facts in thousandths of a CPU, bytes and objects; the room left is the
+# fixture tenant oil's hard limit less what is used
+_hard := {"requests.cpu": 2000, "limits.memory": 4294967296, "requests.storage": 107374182400, "requests.nvidia.com/gpu": 4}
+
+_with(inp, adds, used) := object.union(inp, {"cluster": {"resources": {
+	"adds": adds, "used": used, "namespaces": 2,
+	"room": {k: left | some k, n in used; left := _hard[k] - n},
+}}})
 
 _named := f.container({"resources": {"requests": {"cpu": "600m"}, "limits": {"memory": "1Gi"}}})
 
 _pod := f.pod({"containers": [_named]})
 
 test_a_pod_within_the_room_passes if {
-	count(_msgs(_with(f.request("CREATE", _pod), {"requests.cpu": 0.6}, {"requests.cpu": 1.4}))) == 0
+	count(_msgs(_with(f.request("CREATE", _pod), {"requests.cpu": 600}, {"requests.cpu": 1400}))) == 0
 }
 
 test_a_pod_over_the_sum_is_refused_with_the_amounts if {
-	_msgs(_with(f.request("CREATE", _pod), {"requests.cpu": 0.6}, {"requests.cpu": 1.5})) == {`tenant "oil" would use requests.cpu 2100m of its 2; Pod "web" asks for 600m and 1500m is in use across 2 namespaces; it may ask for at most 500m, or the tenant's quota must be raised`}
+	_msgs(_with(f.request("CREATE", _pod), {"requests.cpu": 600}, {"requests.cpu": 1500})) == {`tenant "oil" would use requests.cpu 2100m of its 2; Pod "web" asks for 600m and 1500m is in use across 2 namespaces; it may ask for at most 500m, or the tenant's quota must be raised`}
 }
 
 test_a_full_tenant_is_told_nothing_is_left if {
@@ -27,7 +34,7 @@ test_a_full_tenant_is_told_nothing_is_left if {
 
 test_a_resize_asks_for_more if {
 	inp := object.union(f.update(_pod, _pod), {"request": {"subResource": "resize"}})
-	_msgs(_with(inp, {"requests.cpu": 0.25}, {"requests.cpu": 1.9})) == {`tenant "oil" would use requests.cpu 2150m of its 2; Pod "web" asks for 250m more and 1900m is in use across 2 namespaces; it may ask for at most 100m, or the tenant's quota must be raised`}
+	_msgs(_with(inp, {"requests.cpu": 250}, {"requests.cpu": 1900})) == {`tenant "oil" would use requests.cpu 2150m of its 2; Pod "web" asks for 250m more and 1900m is in use across 2 namespaces; it may ask for at most 100m, or the tenant's quota must be raised`}
 }
 
 test_a_claim_and_a_device_count_in_their_units if {
@@ -37,7 +44,7 @@ test_a_claim_and_a_device_count_in_their_units if {
 }
 
 test_keys_the_tenant_does_not_limit_are_not_judged if {
-	count(_msgs(_with(f.request("CREATE", _pod), {"limits.cpu": 100}, {"limits.cpu": 100}))) == 0
+	count(_msgs(_with(f.request("CREATE", _pod), {"limits.cpu": 100000}, {"limits.cpu": 100000}))) == 0
 }
 
 test_a_pod_leaving_a_limited_request_unnamed_is_refused if {
@@ -60,8 +67,8 @@ test_other_tenants_and_updates_are_not_asked_to_name_requests if {
 }
 
 test_quantities_read_as_people_write_them if {
-	resources.quantity("requests.cpu", 2) == "2"
-	resources.quantity("cpu", 0.001) == "1m"
+	resources.quantity("requests.cpu", 2000) == "2"
+	resources.quantity("cpu", 1) == "1m"
 	resources.quantity("requests.memory", 1536 * 1048576) == "1536Mi"
 	resources.quantity("requests.ephemeral-storage", 1000) == "1000"
 	resources.quantity("requests.storage", 0) == "0"

@@ -4,8 +4,9 @@
 #   tenant-resource-quota: ResourceQuota's hard limits summed over all of a
 #   tenant's namespaces (resourceQuota.hard). A pod or claim created, a pod
 #   resized or a claim expanded is refused when what it adds would take its
-#   tenant's sum over the limit; the sums and what the request adds are
-#   cluster facts (input.cluster.resources), computed as the API server's
+#   tenant's sum over the limit; the sums, the room left and what the
+#   request adds are cluster facts (input.cluster.resources, integers:
+#   thousandths of a CPU, bytes, objects), computed as the API server's
 #   quota evaluators compute a pod's and a claim's usage. A pod created with
 #   a container that names no request (or, for limits.*, no limit) of CPU or
 #   memory under a limited key is refused, as ResourceQuota refuses it.
@@ -35,14 +36,12 @@ _facts := object.get(input, ["cluster", "resources"], {})
 violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	tenancy.in_tenant_namespace
 	some key, adds in object.get(_facts, "adds", {})
-	adds > 0
+	adds > _facts.room[key]
 	used := _facts.used[key]
-	hard := units.parse(_hard[key])
-	used + adds > hard
 	msg := sprintf("tenant %q would use %s %s of its %s; %s %s and %s is in use across %s; %s", [
 		tenancy.namespace_tenant, key, quantity(key, used + adds), _hard[key],
 		tenancy.object_text, _asks(quantity(key, adds)), quantity(key, used), _namespaces(object.get(_facts, "namespaces", 0)),
-		_room(key, hard - used),
+		_room(key, _facts.room[key]),
 	])
 }
 
@@ -63,18 +62,26 @@ violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	input.request.operation == "CREATE"
 	object.get(input.request, "subResource", "") == ""
 	tenancy.kind_key == "Pod"
-	some key, resource in _must_name
-	_hard[key]
-	unnamed := sort({c.name |
-		some field in ["initContainers", "containers"]
-		some c in object.get(tenancy.new_object, ["spec", field], [])
-		not _names(c, key, resource)
-	})
-	count(unnamed) > 0
+	some key in _unnamed_keys
+	resource := _must_name[key]
+	unnamed := sort({c.name | some c in _containers; not _names(c, key, resource)})
 	msg := sprintf("%s must name %s for its containers %s: tenant %q has a quota on %s, which counts only what containers name; set resources.%s in each", [
 		tenancy.object_text, key, concat(", ", [sprintf("%q", [n]) | some n in unnamed]),
 		tenancy.namespace_tenant, key, _field(key, resource),
 	])
+}
+
+_containers := array.concat(
+	object.get(tenancy.new_object, ["spec", "initContainers"], []),
+	object.get(tenancy.new_object, ["spec", "containers"], []),
+)
+
+# the limited keys some container names no value for
+_unnamed_keys contains key if {
+	some key, _ in _hard
+	resource := _must_name[key]
+	some c in _containers
+	not _names(c, key, resource)
 }
 
 # The keys for which every container must name a value, as ResourceQuota
@@ -103,10 +110,10 @@ _field(key, resource) := sprintf("requests.%s", [resource]) if not startswith(ke
 
 # METADATA
 # description: |
-#   An amount of a quota resource as people read it: CPU in cores or
-#   millicores (2, 1500m), bytes in the largest binary unit dividing them
-#   (512Mi, 2Gi), anything else as a number.
-quantity(key, n) := _cpu(round(n * 1000)) if _is_cpu(key)
+#   An amount of a quota resource (thousandths for CPU) as people read it:
+#   CPU in cores or millicores (2, 1500m), bytes in the largest binary unit
+#   dividing them (512Mi, 2Gi), anything else as a number.
+quantity(key, n) := _cpu(n) if _is_cpu(key)
 
 quantity(key, n) := _bytes(n) if {
 	not _is_cpu(key)
