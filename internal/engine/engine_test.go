@@ -197,7 +197,7 @@ func BenchmarkReviewDenied(b *testing.B) {
 		b.Fatal(err)
 	}
 	view := scaleView(1000)
-	req := podCreate(b, 500, `{"hostNetwork":true,"priorityClassName":"system-node-critical","containers":[{"name":"c","securityContext":{"privileged":true}}]}`)
+	req := podCreate(b, 500, `{"hostNetwork":true,"priorityClassName":"system-node-critical","containers":[{"name":"c","securityContext":{"privileged":true},"resources":`+scale.PodResources+`}]}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := eng.Review(b.Context(), req, view)
