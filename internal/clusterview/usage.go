@@ -37,7 +37,9 @@ func (u *usages) intern(l usage.List) uint32 {
 		ref, u.free = u.free[n-1], u.free[:n-1]
 		u.lists[ref], u.refs[ref] = l, 1
 	} else {
-		ref = uint32(len(u.lists))
+		// Fewer lists than objects, which the view holds far fewer of
+		// than 2^32.
+		ref = uint32(len(u.lists)) //nolint:gosec // see above
 		u.lists, u.refs = append(u.lists, l), append(u.refs, 1)
 	}
 	u.index[key] = ref

@@ -26,7 +26,7 @@ type usageObject struct {
 // nothing changes it.
 func (u *usageObject) DeepCopyObject() runtime.Object {
 	out := *u
-	u.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	u.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 
