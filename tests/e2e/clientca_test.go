@@ -68,7 +68,7 @@ func TestOnlyTheAPIServerIsAnswered(t *testing.T) {
 			_, err := alice.CoreV1().Pods("oil-dev").Create(ctx, pod("host", func(s *corev1.PodSpec) { s.HostNetwork = true }), dryRun)
 			return denialOf(err, "host-network")
 		})
-		_, err := alice.CoreV1().Pods("oil-dev").Create(ctx, pod("plain"), dryRun)
+		_, err := alice.CoreV1().Pods("oil-dev").Create(ctx, pod("plain", asking("100m")), dryRun) // oil sums CPU and memory: a pod names them
 		wantAllowed(t, err)
 	})
 	t.Run("a caller without the API server's certificate is refused", func(t *testing.T) {

@@ -211,7 +211,7 @@ type controls []struct {
 func controlSet(alice, bob kubernetes.Interface) controls {
 	return controls{
 		{"a plain pod of alice's", "", "", func(ctx context.Context) error {
-			_, err := alice.CoreV1().Pods("oil-dev").Create(ctx, pod("plain"), dryRun)
+			_, err := alice.CoreV1().Pods("oil-dev").Create(ctx, pod("plain", asking("100m")), dryRun) // oil sums CPU and memory: a pod names them
 			return err
 		}},
 		{"a hostNetwork pod of alice's", "host-network", "hostNetwork", func(ctx context.Context) error {

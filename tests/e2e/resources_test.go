@@ -16,10 +16,10 @@ import (
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
-// asking gives a pod's container a CPU request of cpu.
+// asking gives a pod's container a CPU request of cpu, and 64Mi of memory.
 func asking(cpu string) func(*corev1.PodSpec) {
 	return func(s *corev1.PodSpec) {
-		s.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		s.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	}
 }
 
