@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -38,32 +37,7 @@ const smallPod = `{"containers":[{"name":"web","image":"nginx","resources":{"req
 
 func TestABurstOfFiftyPodsAgainstRoomForTenCPUsAdmitsExactlyTen(t *testing.T) {
 	e, view := cpuQuota(t)
-	ledger := quota.LocalLedger{View: view}
-	var wg sync.WaitGroup
-	decisions := make([]*admission.Decision, 50)
-	errs := make([]error, 50)
-	for i := range decisions {
-		wg.Go(func() {
-			req := podCreate(t, 0, smallPod)
-			req.Name = fmt.Sprintf("burst-%d", i)
-			decisions[i], errs[i] = e.Admit(t.Context(), req, view, ledger)
-		})
-	}
-	wg.Wait()
-	admitted := 0
-	for i, d := range decisions {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
-		if d.Allowed {
-			admitted++
-			continue
-		}
-		if len(d.Deny) != 1 || d.Deny[0].ID != "tenant-resource-quota" {
-			t.Fatalf("pod %d refused with %v, want only tenant-resource-quota", i, d.Deny)
-		}
-	}
-	if admitted != 10 {
+	if admitted := burstOf(t, e, view, smallPod, "tenant-resource-quota"); admitted != 10 {
 		t.Fatalf("%d of 50 pods admitted, want 10", admitted)
 	}
 	if got := view.Used("t0", "requests.cpu"); got != 2000 {
