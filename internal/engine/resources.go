@@ -62,8 +62,8 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 			return nil
 		}
 	}
-	expect := limited(now, tenant.ResourceQuota.Hard)
-	adds := expect.Increase(limited(before, tenant.ResourceQuota.Hard))
+	expect := limited(now, tenant.ResourceQuota)
+	adds := expect.Increase(limited(before, tenant.ResourceQuota))
 	if len(adds) == 0 {
 		return nil
 	}
@@ -100,16 +100,13 @@ func (e *Engine) usageOf(pod bool, obj ast.Object) (usage.List, error) {
 	return clusterview.ClaimUsage(c), nil
 }
 
-// limited keeps the amounts of the resources hard limits, under any of
-// their names (cpu or requests.cpu).
-func limited(l usage.List, hard map[string]string) usage.List {
+// limited keeps the amounts of the resources q limits, under any of their
+// names (cpu or requests.cpu).
+func limited(l usage.List, q *registry.TenantResourceQuota) usage.List {
 	var out usage.List
 	for _, a := range l {
-		for key := range hard {
-			if usage.Canonical(key) == a.Key {
-				out = append(out, a)
-				break
-			}
+		if q.Limited(a.Key) {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -124,20 +121,19 @@ func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
 	adds := make([][2]*ast.Term, 0, len(r.adds))
 	used := make([][2]*ast.Term, 0, len(r.adds))
 	room := make([][2]*ast.Term, 0, len(r.adds))
-	for key := range r.limits.Hard {
-		c := usage.Canonical(key)
-		a := r.adds.Get(c)
+	for _, l := range r.limits.Limits() {
+		a := r.adds.Get(l.Canonical)
 		if a == 0 {
 			continue
 		}
-		n, ok := r.used[c]
+		n, ok := r.used[l.Canonical]
 		if !ok {
-			n = view.Used(r.tenant, c)
+			n = view.Used(r.tenant, l.Canonical)
 		}
-		k := ast.InternedTerm(key)
+		k := ast.InternedTerm(l.Key)
 		adds = append(adds, ast.Item(k, ast.InternedTerm(a)))
 		used = append(used, ast.Item(k, ast.InternedTerm(n)))
-		room = append(room, ast.Item(k, ast.InternedTerm(r.limits.Amount(key)-n)))
+		room = append(room, ast.Item(k, ast.InternedTerm(l.Amount-n)))
 	}
 	return ast.ObjectTerm(
 		ast.Item(ast.InternedTerm("adds"), ast.ObjectTerm(adds...)),

@@ -161,12 +161,26 @@ func parseDecision(value ast.Value) (*admission.Decision, error) {
 	return &d, nil
 }
 
-// valueAt is the value of key in obj, or nil.
+// termAt is the term at key of obj, which may be nil; nil when absent.
+func termAt(obj ast.Object, key string) *ast.Term {
+	if obj == nil {
+		return nil
+	}
+	return obj.Get(ast.InternedTerm(key))
+}
+
+// valueAt is the value of key in obj (which may be nil), or nil.
 func valueAt(obj ast.Object, key string) ast.Value {
-	if t := obj.Get(ast.InternedTerm(key)); t != nil {
+	if t := termAt(obj, key); t != nil {
 		return t.Value
 	}
 	return nil
+}
+
+// objectAt is the object at key of obj, or nil.
+func objectAt(obj ast.Object, key string) ast.Object {
+	o, _ := valueAt(obj, key).(ast.Object)
+	return o
 }
 
 // stringAt is the string at key of obj: "" when there is none, not ok when

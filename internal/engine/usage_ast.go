@@ -15,7 +15,7 @@ import (
 // read.
 func podOf(obj ast.Object) (*corev1.Pod, error) {
 	p := &corev1.Pod{}
-	spec := astObject(obj, "spec")
+	spec := objectAt(obj, "spec")
 	var err error
 	if p.Spec.Containers, err = containersOf(spec, "containers"); err != nil {
 		return nil, err
@@ -26,13 +26,13 @@ func podOf(obj ast.Object) (*corev1.Pod, error) {
 	if p.Spec.Overhead, err = resourceList(spec, "overhead"); err != nil {
 		return nil, err
 	}
-	if r := astObject(spec, "resources"); r != nil {
+	if r := objectAt(spec, "resources"); r != nil {
 		if p.Spec.Resources, err = requirements(r); err != nil {
 			return nil, err
 		}
 	}
-	status := astObject(obj, "status")
-	p.Status.Phase = corev1.PodPhase(astString(status, "phase"))
+	status := objectAt(obj, "status")
+	p.Status.Phase = corev1.PodPhase(text(status, "phase"))
 	if p.Status.ContainerStatuses, err = statusesOf(status, "containerStatuses"); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func podOf(obj ast.Object) (*corev1.Pod, error) {
 	if p.Status.AllocatedResources, err = resourceList(status, "allocatedResources"); err != nil {
 		return nil, err
 	}
-	if r := astObject(status, "resources"); r != nil {
+	if r := objectAt(status, "resources"); r != nil {
 		if p.Status.Resources, err = requirements(r); err != nil {
 			return nil, err
 		}
@@ -53,40 +53,40 @@ func podOf(obj ast.Object) (*corev1.Pod, error) {
 // claimOf reads, of a decoded claim, what its usage depends on.
 func claimOf(obj ast.Object) (*corev1.PersistentVolumeClaim, error) {
 	c := &corev1.PersistentVolumeClaim{}
-	if class := astString(astObject(astObject(obj, "metadata"), "annotations"), "volume.beta.kubernetes.io/storage-class"); class != "" {
+	if class := text(objectAt(objectAt(obj, "metadata"), "annotations"), "volume.beta.kubernetes.io/storage-class"); class != "" {
 		c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": class}
 	}
-	spec := astObject(obj, "spec")
-	if t := astField(spec, "storageClassName"); t != nil {
+	spec := objectAt(obj, "spec")
+	if t := termAt(spec, "storageClassName"); t != nil {
 		if s, ok := t.Value.(ast.String); ok {
 			class := string(s)
 			c.Spec.StorageClassName = &class
 		}
 	}
 	var err error
-	if c.Spec.Resources.Requests, err = resourceList(astObject(spec, "resources"), "requests"); err != nil {
+	if c.Spec.Resources.Requests, err = resourceList(objectAt(spec, "resources"), "requests"); err != nil {
 		return nil, err
 	}
-	if c.Status.AllocatedResources, err = resourceList(astObject(obj, "status"), "allocatedResources"); err != nil {
+	if c.Status.AllocatedResources, err = resourceList(objectAt(obj, "status"), "allocatedResources"); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 func containersOf(spec ast.Object, key string) ([]corev1.Container, error) {
-	list, _ := astValue(spec, key).(*ast.Array)
+	list, _ := valueAt(spec, key).(*ast.Array)
 	if list == nil {
 		return nil, nil
 	}
 	out := make([]corev1.Container, 0, list.Len())
 	for i := range list.Len() {
 		c, _ := list.Elem(i).Value.(ast.Object)
-		container := corev1.Container{Name: astString(c, "name")}
-		if policy := astString(c, "restartPolicy"); policy != "" {
+		container := corev1.Container{Name: text(c, "name")}
+		if policy := text(c, "restartPolicy"); policy != "" {
 			p := corev1.ContainerRestartPolicy(policy)
 			container.RestartPolicy = &p
 		}
-		if r := astObject(c, "resources"); r != nil {
+		if r := objectAt(c, "resources"); r != nil {
 			req, err := requirements(r)
 			if err != nil {
 				return nil, fmt.Errorf("%s[%d]: %w", key, i, err)
@@ -99,19 +99,19 @@ func containersOf(spec ast.Object, key string) ([]corev1.Container, error) {
 }
 
 func statusesOf(status ast.Object, key string) ([]corev1.ContainerStatus, error) {
-	list, _ := astValue(status, key).(*ast.Array)
+	list, _ := valueAt(status, key).(*ast.Array)
 	if list == nil {
 		return nil, nil
 	}
 	out := make([]corev1.ContainerStatus, 0, list.Len())
 	for i := range list.Len() {
 		s, _ := list.Elem(i).Value.(ast.Object)
-		cs := corev1.ContainerStatus{Name: astString(s, "name")}
+		cs := corev1.ContainerStatus{Name: text(s, "name")}
 		var err error
 		if cs.AllocatedResources, err = resourceList(s, "allocatedResources"); err != nil {
 			return nil, err
 		}
-		if r := astObject(s, "resources"); r != nil {
+		if r := objectAt(s, "resources"); r != nil {
 			if cs.Resources, err = requirements(r); err != nil {
 				return nil, err
 			}
@@ -136,7 +136,7 @@ func requirements(r ast.Object) (*corev1.ResourceRequirements, error) {
 // resourceList reads a resource list; quantities may be strings or
 // numbers, as the API server accepts them.
 func resourceList(obj ast.Object, key string) (corev1.ResourceList, error) {
-	m, _ := astValue(obj, key).(ast.Object)
+	m, _ := valueAt(obj, key).(ast.Object)
 	if m == nil || m.Len() == 0 {
 		return nil, nil
 	}
@@ -164,28 +164,8 @@ func resourceList(obj ast.Object, key string) (corev1.ResourceList, error) {
 	return out, err
 }
 
-// astField, astValue, astObject and astString read key of obj, which may
-// be nil: nil, or "", when either is absent or of another type.
-func astField(obj ast.Object, key string) *ast.Term {
-	if obj == nil {
-		return nil
-	}
-	return obj.Get(ast.InternedTerm(key))
-}
-
-func astValue(obj ast.Object, key string) ast.Value {
-	if t := astField(obj, key); t != nil {
-		return t.Value
-	}
-	return nil
-}
-
-func astObject(obj ast.Object, key string) ast.Object {
-	o, _ := astValue(obj, key).(ast.Object)
-	return o
-}
-
-func astString(obj ast.Object, key string) string {
-	s, _ := astValue(obj, key).(ast.String)
-	return string(s)
+// text is the string at key of obj, or "".
+func text(obj ast.Object, key string) string {
+	s, _ := stringAt(obj, key)
+	return s
 }

@@ -32,7 +32,7 @@ var shapeKeys = [...]*ast.Term{ast.InternedTerm("containers"), ast.InternedTerm(
 
 // podShape is the part of a pod its usage depends on, as one value.
 func podShape(obj ast.Object) *ast.Term {
-	spec := astObject(obj, "spec")
+	spec := objectAt(obj, "spec")
 	terms := make([]*ast.Term, 0, len(shapeKeys)+1)
 	for _, k := range shapeKeys {
 		var t *ast.Term
@@ -44,7 +44,7 @@ func podShape(obj ast.Object) *ast.Term {
 		}
 		terms = append(terms, t)
 	}
-	if status := astField(obj, "status"); status != nil {
+	if status := termAt(obj, "status"); status != nil {
 		terms = append(terms, status)
 	}
 	return ast.ArrayTerm(terms...)

@@ -58,13 +58,14 @@ func compile(reg *Registry, raw []byte, src *source, loc *locator) *Snapshot {
 		t := &reg.Tenants[i]
 		s.tenants[t.Name] = t
 		if q := t.ResourceQuota; q != nil {
-			q.amounts = make(map[string]int64, len(q.Hard))
-			for key, hard := range q.Hard {
-				if n, err := resource.ParseQuantity(hard); err == nil { // validated
-					q.amounts[key] = usage.Scaled(key, n)
+			q.limits = make([]ResourceLimit, 0, len(q.Hard))
+			for _, key := range sortedKeys(q.Hard) {
+				if n, err := resource.ParseQuantity(q.Hard[key]); err == nil { // validated
+					q.limits = append(q.limits, ResourceLimit{Key: key, Canonical: usage.Canonical(key), Amount: usage.Scaled(key, n)})
 				}
 			}
 		}
+
 		for _, o := range t.Owners {
 			index := s.byUser
 			if o.Kind == "Group" {

@@ -126,14 +126,35 @@ type TenantResourceQuota struct {
 	// Hard maps a quota resource name (requests.cpu, limits.memory,
 	// requests.storage, requests.nvidia.com/gpu ...) to its limit.
 	Hard map[string]string `yaml:"hard" json:"hard"`
-	// amounts are Hard's limits as amounts (usage.Scaled), set when the
-	// registry is compiled.
-	amounts map[string]int64
+	// limits are Hard's entries, sorted by key, as the server sums them:
+	// set when the registry is compiled, so that requests parse nothing.
+	limits []ResourceLimit
 }
 
-// Amount is the limit of key as an amount in its resource's scale
-// (thousandths of a CPU, bytes, objects: usage.Amount); 0 when not limited.
-func (q *TenantResourceQuota) Amount(key string) int64 { return q.amounts[key] }
+// ResourceLimit is one entry of a resource quota's hard limits as the
+// server sums it.
+type ResourceLimit struct {
+	// Key is the key as the registry gives it (cpu); Canonical the name
+	// usage is counted under (requests.cpu, usage.Canonical).
+	Key, Canonical string
+	// Amount is the limit in its resource's scale (thousandths of a CPU,
+	// bytes, objects: usage.Amount).
+	Amount int64
+}
+
+// Limits are the quota's hard limits, sorted by key.
+func (q *TenantResourceQuota) Limits() []ResourceLimit { return q.limits }
+
+// Limited reports whether the quota limits the resource counted under
+// canonical, by any of its names.
+func (q *TenantResourceQuota) Limited(canonical string) bool {
+	for _, l := range q.limits {
+		if l.Canonical == canonical {
+			return true
+		}
+	}
+	return false
+}
 
 // IngressPolicy says which classes and hostnames a tenant's Ingresses,
 // Gateways and routes may use.

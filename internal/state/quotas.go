@@ -52,12 +52,8 @@ func Limits(reg *registry.Snapshot, view *clusterview.View, yield func(Limit)) {
 		if t.ResourceQuota == nil {
 			continue
 		}
-		for _, key := range slices.Sorted(maps.Keys(t.ResourceQuota.Hard)) {
-			hard, err := resource.ParseQuantity(t.ResourceQuota.Hard[key])
-			if err != nil {
-				continue // a registry in force has none such
-			}
-			yield(Limit{Tenant: t.Name, Resource: key, Used: view.Used(t.Name, usage.Canonical(key)), Hard: usage.Scaled(key, hard), Sum: true})
+		for _, l := range t.ResourceQuota.Limits() {
+			yield(Limit{Tenant: t.Name, Resource: l.Key, Used: view.Used(t.Name, l.Canonical), Hard: l.Amount, Sum: true})
 		}
 	}
 }

@@ -36,6 +36,7 @@ _facts := object.get(input, ["cluster", "resources"], {})
 violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	tenancy.in_tenant_namespace
 	some key, adds in object.get(_facts, "adds", {})
+	_hard[key]
 	adds > _facts.room[key]
 	used := _facts.used[key]
 	msg := sprintf("tenant %q would use %s %s of its %s; %s %s and %s is in use across %s; %s", [

@@ -44,7 +44,13 @@ test_a_claim_and_a_device_count_in_their_units if {
 }
 
 test_keys_the_tenant_does_not_limit_are_not_judged if {
-	count(_msgs(_with(f.request("CREATE", _pod), {"limits.cpu": 100000}, {"limits.cpu": 100000}))) == 0
+	# facts that would refuse the pod, for a key oil's registry entry does not limit
+	facts := {"adds": {"limits.cpu": 1000}, "used": {"limits.cpu": 5000}, "room": {"limits.cpu": -5000}, "namespaces": 2}
+	count(_msgs(object.union(f.request("CREATE", _pod), {"cluster": {"resources": facts}}))) == 0
+
+	# and the same facts for a key it limits do
+	limited := {"adds": {"requests.cpu": 1000}, "used": {"requests.cpu": 5000}, "room": {"requests.cpu": -3000}, "namespaces": 2}
+	count(_msgs(object.union(f.request("CREATE", _pod), {"cluster": {"resources": limited}}))) == 1
 }
 
 test_a_pod_leaving_a_limited_request_unnamed_is_refused if {
