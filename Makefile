@@ -151,6 +151,7 @@ bench: control-plane $(OPA) tgload ## Run the Go benchmarks and the side-by-side
 	go test -run '^$$' -bench . -benchmem -count 3 ./generator/ | tee $(BENCH_OUT)/generator.txt
 	go test -run '^$$' -bench SideBySide -benchmem -count 3 ./tests/ | tee $(BENCH_OUT)/sidebyside.txt
 	go test -run '^$$' -bench Reconcile -benchtime 1x ./tests/e2e/ | tee $(BENCH_OUT)/reconcile.txt
+	go test -run '^$$' -bench CreateEndToEnd -benchtime 500x -count 3 ./tests/e2e/ | tee $(BENCH_OUT)/endtoend.txt
 	$(TGLOAD) run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) \
 	  -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -) -json $(BENCH_OUT)/load.json \
 	  -benchmarks BENCHMARKS.md -plot docs/bench/latency.png -profile-dir $(BENCH_OUT)

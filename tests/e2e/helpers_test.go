@@ -39,18 +39,18 @@ func wantAllowed(t *testing.T, err error) {
 
 // eventually retries f until it returns nil, for up to 10 s; the view
 // follows the API server through a watch, a few milliseconds behind.
-func eventually(t *testing.T, what string, f func(ctx context.Context) error) {
+func eventually(t testing.TB, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	within(t, 10*time.Second, what, f)
 }
 
 // within retries f until it returns nil, for up to limit.
-func within(t *testing.T, limit time.Duration, what string, f func(ctx context.Context) error) {
+func within(t testing.TB, limit time.Duration, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
-		if err = f(t.Context()); err == nil {
+		if err = f(context.WithoutCancel(t.Context())); err == nil { // also from a Cleanup
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -94,7 +94,7 @@ func metric(t *testing.T, prefix string) string {
 }
 
 // registryDoc is the document in c's registry ConfigMap.
-func registryDoc(t *testing.T, c *live.Cluster) string {
+func registryDoc(t testing.TB, c *live.Cluster) string {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context()) // also used from t.Cleanup
 	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})
@@ -105,7 +105,7 @@ func registryDoc(t *testing.T, c *live.Cluster) string {
 }
 
 // setRegistryDoc replaces the document in c's registry ConfigMap.
-func setRegistryDoc(t *testing.T, c *live.Cluster, doc string) {
+func setRegistryDoc(t testing.TB, c *live.Cluster, doc string) {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	cm, err := c.Client.CoreV1().ConfigMaps(live.Namespace).Get(ctx, live.RegistryName, metav1.GetOptions{})

@@ -287,6 +287,10 @@ func (r *Report) Markdown(plot string) string {
 		b.WriteString("\n### `opa run --server`: the requests that need a tenant-wide count, by cluster size\n\n")
 		r.WriteGrowth(&b)
 	}
+	if len(r.EndToEnd()) > 0 {
+		b.WriteString("\n### End to end on the real API server: what a tenant's `kubectl create` waits for\n\n")
+		r.WriteEndToEnd(&b)
+	}
 	if len(r.Micro) > 0 {
 		b.WriteString("\n### Go benchmarks (medians)\n\n")
 		r.WriteMicro(&b)

@@ -224,6 +224,10 @@ func write(report *load.Report, stdout io.Writer, jsonOut, benchmarks, plotFile 
 	report.WriteRuns(stdout)
 	_, _ = fmt.Fprintln(stdout)
 	report.WriteSummary(stdout)
+	if len(report.EndToEnd()) > 0 {
+		_, _ = fmt.Fprintln(stdout)
+		report.WriteEndToEnd(stdout)
+	}
 	if jsonOut != "" {
 		if err := writeJSON(jsonOut, report); err != nil {
 			return err
