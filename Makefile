@@ -14,7 +14,7 @@ LOAD_FLAGS            ?=
 # (serve --memory-limit, the chart's memoryLimit): it caps the Go heap and
 # leaves room for the binary and stacks, so that the RSS stays under 150 MiB
 # even past saturation, as in a pod with limits.memory 160Mi; 0 for none
-BENCH_MEMORY_LIMIT    ?= 115Mi
+BENCH_MEMORY_LIMIT    ?= 105Mi
 SOAK_FLAGS            ?=
 # AUDIT_LOAD_FLAGS are extra flags for `tgload audit-load` (make bench-audit),
 # e.g. -duration 2m, or -note 'The machine was shared.' for BENCHMARKS.md

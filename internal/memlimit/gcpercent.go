@@ -15,7 +15,7 @@ import (
 // the collector's CPU time, and its pauses, off the requests. The heap then
 // follows the live heap, which grows with the requests in flight: a soft
 // memory limit caps it. With 10,000 namespaces and 100,000 pods and a
-// 115Mi limit, the resident set stays within 150 MiB even past saturation
+// 105Mi limit, the resident set stays within 150 MiB even past saturation
 // (BENCHMARKS.md).
 const DefaultGCPercent = 300
 
