@@ -58,7 +58,7 @@ func (r *Report) WriteEndToEnd(w io.Writer) {
 		"the small registry of the e2e tests); `vap`, the exported ValidatingAdmissionPolicies (the rules CEL can express: "+
 		"no tenant-wide counts or sums); `vap+map`, those and the exported MutatingAdmissionPolicies that set the defaults. "+
 		"The `complete` pod names what the tenant's rules ask for (registry, pull policy, PriorityClass, RuntimeClass, node pool); "+
-		"the `defaulted` pod leaves the PriorityClass, RuntimeClass and node pool to admission, and is measured where a setup sets defaults. "+
+		"the `defaulted` pod leaves the PriorityClass, RuntimeClass and node pool to admission, and is measured where a setup sets them, and with `none`, which stores it without them. "+
 		"`admission` is the API server's own figure: its `apiserver_admission_step_admission_duration_seconds`, "+
 		"mutating and validating steps summed, per create. Command: `go test -run '^$' -bench CreateEndToEnd ./tests/e2e/` (see the Makefile's bench target).")
 	_, _ = fmt.Fprintln(w)
