@@ -171,18 +171,21 @@ func newEndToEnd(b *testing.B) *endToEnd {
 		}
 		return err
 	})
-	var params []map[string]any
+	var crd, params []map[string]any
 	for _, obj := range e.library.Objects {
-		if kind := obj["kind"]; kind == "CustomResourceDefinition" || kind == export.ParamsKind {
+		switch obj["kind"] {
+		case "CustomResourceDefinition":
+			crd = append(crd, obj)
+		case export.ParamsKind:
 			params = append(params, obj)
 		}
 	}
-	e.apply(b, params[:1])
+	e.apply(b, crd)
 	eventually(b, "the parameter kind to be served", func(context.Context) error {
 		_, err := cluster.Resource(schema.GroupVersionKind{Group: export.ParamsGroup, Version: export.ParamsVersion, Kind: export.ParamsKind})
 		return err
 	})
-	e.apply(b, params[1:])
+	e.apply(b, params)
 	return e
 }
 

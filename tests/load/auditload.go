@@ -2,10 +2,8 @@ package load
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,18 +389,7 @@ func shareText(share float64) string {
 // bench-audit` in a BENCHMARKS.md, or inserts it after `make bench`'s
 // section (before the first entry when there is none).
 func UpdateAuditBenchmarks(file, section string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	doc := string(data)
-	begin, end := strings.Index(doc, auditBeginMarker), strings.Index(doc, auditEndMarker)
-	switch {
-	case begin >= 0 && end > begin:
-		doc = doc[:begin] + section + strings.TrimPrefix(doc[end+len(auditEndMarker):], "\n")
-	case begin >= 0 || end >= 0:
-		return errors.New(file + ": one of the generated section's markers is missing")
-	default:
+	return replaceSection(file, auditBeginMarker, auditEndMarker, section, func(doc string) string {
 		at := -1
 		if bench := strings.Index(doc, endMarker); bench >= 0 {
 			at = bench + len(endMarker)
@@ -410,10 +397,8 @@ func UpdateAuditBenchmarks(file, section string) error {
 			at = first
 		}
 		if at < 0 {
-			doc += "\n" + section
-		} else {
-			doc = doc[:at] + "\n\n" + section + "\n" + strings.TrimLeft(doc[at:], "\n")
+			return doc + "\n" + section
 		}
-	}
-	return os.WriteFile(file, []byte(doc), 0o644) //nolint:gosec // a document of the repository
+		return doc[:at] + "\n\n" + section + "\n" + strings.TrimLeft(doc[at:], "\n")
+	})
 }

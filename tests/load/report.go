@@ -302,23 +302,32 @@ func (r *Report) Markdown(plot string) string {
 // UpdateBenchmarks replaces the generated section of a BENCHMARKS.md, or
 // inserts it before the first entry.
 func UpdateBenchmarks(file, section string) error {
+	return replaceSection(file, beginMarker, endMarker, section, func(doc string) string {
+		at := strings.Index(doc, "\n## ")
+		if at < 0 {
+			at = len(doc) - 1
+		}
+		return doc[:at+1] + section + "\n" + doc[at+1:]
+	})
+}
+
+// replaceSection replaces, in file, the text from the begin marker to the
+// end marker (and the line break after it) with section; when neither
+// marker is there, insert gives the document with the section added.
+func replaceSection(file, begin, end, section string, insert func(doc string) string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	doc := string(data)
-	begin, end := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	b, e := strings.Index(doc, begin), strings.Index(doc, end)
 	switch {
-	case begin >= 0 && end > begin:
-		doc = doc[:begin] + section + strings.TrimPrefix(doc[end+len(endMarker):], "\n")
-	case begin >= 0 || end >= 0:
+	case b >= 0 && e > b:
+		doc = doc[:b] + section + strings.TrimPrefix(doc[e+len(end):], "\n")
+	case b >= 0 || e >= 0:
 		return errors.New(file + ": one of the generated section's markers is missing")
 	default:
-		at := strings.Index(doc, "\n## ")
-		if at < 0 {
-			at = len(doc) - 1
-		}
-		doc = doc[:at+1] + section + "\n" + doc[at+1:]
+		doc = insert(doc)
 	}
 	return os.WriteFile(file, []byte(doc), 0o644) //nolint:gosec // a document of the repository
 }

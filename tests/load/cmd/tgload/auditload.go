@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/tenantguard/tenantguard/tests/load"
@@ -20,9 +18,7 @@ import (
 func auditLoad(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("audit-load", flag.ContinueOnError)
 	cfg := load.AuditLoadConfig{Log: os.Stderr}
-	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
-	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
-	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	scaleFlags(fs, &cfg.Scale)
 	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
 	fs.Float64Var(&cfg.Rate, "rate", load.LatencyRate, "offered requests per second (open-loop)")
 	fs.IntVar(&cfg.Workers, "workers", 256, "most requests in flight")
@@ -31,12 +27,9 @@ func auditLoad(args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
 	fs.Float64Var(&cfg.Share, "share", 0, "the audit's share of the time it runs (0: the loop's default)")
 	fs.BoolVar(&cfg.Idle, "idle", true, "also measure tenantguard without the audit, in the same turns")
-	memoryLimit, gcPercent, err := load.ChartServer()
-	if err != nil {
+	if err := chartServerFlags(fs, &cfg.MemoryLimit, &cfg.GCPercent); err != nil {
 		return err
 	}
-	fs.StringVar(&cfg.MemoryLimit, "memory-limit", memoryLimit, "tenantguard's soft memory limit, as serve --memory-limit takes it (default: the chart's, auto under its memory limit)")
-	fs.StringVar(&cfg.GCPercent, "gc-percent", gcPercent, "tenantguard's collector target, as serve --gc-percent takes it (default: the chart's)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write a CPU profile of each served target (TARGET.pprof) here")
 	jsonOut := fs.String("json", "", "write the report as JSON here")
 	benchmarks := fs.String("benchmarks", "", "BENCHMARKS.md whose `make bench-audit` section to rewrite")
@@ -53,15 +46,8 @@ func auditLoad(args []string, stdout io.Writer) error {
 	}
 	report.Date = time.Now().Format(time.DateOnly)
 	report.Machine, report.Versions, report.Command = load.Machine(), load.Versions(""), *command
-	_, _ = fmt.Fprintln(stdout)
-	report.Write(stdout)
-	if *jsonOut != "" {
-		if err := writeJSON(*jsonOut, report); err != nil {
-			return err
-		}
-	}
-	if problems := report.Problems(); len(problems) > 0 {
-		return fmt.Errorf("audit-load failed: %s", strings.Join(problems, "; "))
+	if err := finish(stdout, report, *jsonOut, "audit-load"); err != nil {
+		return err
 	}
 	if *benchmarks != "" {
 		return load.UpdateAuditBenchmarks(*benchmarks, report.Markdown(*note))

@@ -56,9 +56,7 @@ func run(args []string, stdout io.Writer) error {
 func soak(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	cfg := load.SoakConfig{Log: os.Stderr}
-	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
-	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
-	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	scaleFlags(fs, &cfg.Scale)
 	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn (the control set)")
 	fs.Float64Var(&cfg.Rate, "rate", 1000, "offered requests per second (open-loop)")
 	fs.IntVar(&cfg.Workers, "workers", 256, "most requests in flight")
@@ -67,12 +65,9 @@ func soak(args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", 30*time.Second, "untimed warm-up at the same rate")
 	fs.DurationVar(&cfg.Reload, "reload", 10*time.Second, "registry reload period")
 	fs.Float64Var(&cfg.MaxGrowth, "max-growth", 0.10, "RSS growth allowed over the baseline (fraction)")
-	memoryLimit, gcPercent, err := load.ChartServer()
-	if err != nil {
+	if err := chartServerFlags(fs, &cfg.MemoryLimit, &cfg.GCPercent); err != nil {
 		return err
 	}
-	fs.StringVar(&cfg.MemoryLimit, "memory-limit", memoryLimit, "tenantguard's soft memory limit, as serve --memory-limit takes it (default: the chart's, auto under its memory limit)")
-	fs.StringVar(&cfg.GCPercent, "gc-percent", gcPercent, "tenantguard's collector target, as serve --gc-percent takes it (default: the chart's)")
 	fs.BoolVar(&cfg.LiveHeap, "live-heap", true, "collect the target's garbage after each window and hold its live heap to -max-live-growth")
 	fs.Float64Var(&cfg.MaxLiveGrowth, "max-live-growth", load.DefaultMaxLiveGrowth, "live heap growth allowed, last window against first (fraction)")
 	fs.StringVar(&cfg.HeapProfiles, "heap-profiles", "", "write the target's heap profiles after the first and last windows here (first.pprof, last.pprof)")
@@ -86,15 +81,8 @@ func soak(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _ = fmt.Fprintln(stdout)
-	report.Write(stdout)
-	if *jsonOut != "" {
-		if err := writeJSON(*jsonOut, report); err != nil {
-			return err
-		}
-	}
-	if problems := report.Problems(); len(problems) > 0 {
-		return fmt.Errorf("soak failed: %s", strings.Join(problems, "; "))
+	if err := finish(stdout, report, *jsonOut, "soak"); err != nil {
+		return err
 	}
 	_, _ = fmt.Fprintln(stdout, "soak passed")
 	return nil
@@ -106,9 +94,7 @@ func soak(args []string, stdout io.Writer) error {
 func opaFiles(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("opa-files", flag.ContinueOnError)
 	var s load.Scale
-	fs.IntVar(&s.Tenants, "tenants", 1000, "tenants")
-	fs.IntVar(&s.Namespaces, "namespaces", 10, "namespaces per tenant")
-	fs.IntVar(&s.Pods, "pods", 10, "pods per namespace")
+	scaleFlags(fs, &s)
 	dir := fs.String("dir", "", "directory to write bundle.tar.gz, data.json and KIND.json into (required)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -198,9 +184,7 @@ func bench(args []string, stdout io.Writer) error {
 // loadFlags are the flags of run and compare that shape the cluster, the
 // corpus, the saturated runs and tenantguard's memory settings.
 func loadFlags(fs *flag.FlagSet, cfg *load.Config) {
-	fs.IntVar(&cfg.Scale.Tenants, "tenants", 1000, "tenants")
-	fs.IntVar(&cfg.Scale.Namespaces, "namespaces", 10, "namespaces per tenant")
-	fs.IntVar(&cfg.Scale.Pods, "pods", 10, "pods per namespace")
+	scaleFlags(fs, &cfg.Scale)
 	fs.IntVar(&cfg.Corpus, "corpus", 2000, "distinct requests, sent in turn")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "untimed warm-up per target")
 	fs.IntVar(&cfg.Saturate.Workers, "workers", load.SaturatedWorkers, "closed-loop workers: the requests kept in flight in the saturated runs")
