@@ -73,8 +73,13 @@ type Policy struct {
 	catalog *catalog.Catalog
 	// evaluator is the evaluator in use, and why when auto fell back.
 	evaluator string
-	// compiler compiled the library for the evaluator in use.
+	// compiler compiled the library for topdown, which keeps using it; nil
+	// with the plan evaluator, which needs only the programs and rules.
 	compiler *ast.Compiler
+	// rules are where the library defines rules, which the registry's data
+	// must not hold (readData); set with the plan evaluator only, as topdown
+	// checks its store itself.
+	rules ruleDocuments
 	// mutate and decide are the plan of each query, nil with topdown.
 	mutate, decide *irvm.Program
 	// catalogData is data.tenantguard.catalog, the same for every registry.
@@ -154,7 +159,9 @@ func (p *Policy) plan(ctx context.Context, test bool) error {
 			return err
 		}
 	}
-	p.compiler, p.mutate, p.decide = compiler, programs[MutationsQuery], programs[DecisionQuery]
+	// The compiler is not kept: its modules and rule tree are most of a
+	// compiled library's heap, which every collection would scan again.
+	p.rules, p.mutate, p.decide = ruleDocumentsOf(compiler), programs[MutationsQuery], programs[DecisionQuery]
 	p.evaluator = EvaluatorPlan
 	return nil
 }
@@ -225,7 +232,7 @@ func (p *Policy) Engine(ctx context.Context, reg *registry.Snapshot, managers []
 		e.pool = pool
 		return e, e.topdown(ctx, store)
 	}
-	dataValue, err := readData(ctx, p.compiler, store)
+	dataValue, err := readData(ctx, p.rules, store)
 	if err != nil {
 		return nil, err
 	}
@@ -261,14 +268,14 @@ func (e *Engine) topdown(ctx context.Context, store storage.Store) error {
 // readData reads the store's data as one value, and refuses rules defined
 // at paths the store has data at: topdown does so when it prepares a query
 // with the store, and the planner never sees the store.
-func readData(ctx context.Context, compiler *ast.Compiler, store storage.Store) (ast.Value, error) {
+func readData(ctx context.Context, rules ruleDocuments, store storage.Store) (ast.Value, error) {
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the registry: %w", err)
 	}
 	defer store.Abort(ctx, txn)
-	if errs := ast.CheckPathConflicts(compiler, storage.NonEmpty(ctx, store, txn)); len(errs) > 0 {
-		return nil, errs
+	if err := rules.conflicts(storage.NonEmpty(ctx, store, txn)); err != nil {
+		return nil, err
 	}
 	data, err := store.Read(ctx, txn, storage.RootPath)
 	if err != nil {
