@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -52,16 +53,27 @@ func ruleDocumentsOf(c *ast.Compiler) ruleDocuments {
 }
 
 // conflicts refuses data at any rule document's path (exists says whether
-// the store holds some), with the errors ast.CheckPathConflicts gives.
+// the store holds some), with the errors ast.CheckPathConflicts gives: it
+// too looks no deeper than a document it refuses. The documents are in the
+// order of that walk, each after the documents above it.
 func (docs ruleDocuments) conflicts(exists func([]string) (bool, error)) error {
 	var errs ast.Errors
+	var refused []string
 	for _, d := range docs {
-		s := strings.Join(d.path, "/")
-		if ok, err := exists(d.path); err != nil {
-			errs = append(errs, ast.NewError(ast.CompileErr, d.location, "conflict check for data path %v: %v", s, err.Error()))
-		} else if ok {
-			errs = append(errs, ast.NewError(ast.CompileErr, d.location, "conflicting rule for data path %v found", s))
+		if refused != nil && len(d.path) > len(refused) && slices.Equal(d.path[:len(refused)], refused) {
+			continue
 		}
+		s := strings.Join(d.path, "/")
+		ok, err := exists(d.path)
+		switch {
+		case err != nil:
+			errs = append(errs, ast.NewError(ast.CompileErr, d.location, "conflict check for data path %v: %v", s, err.Error()))
+		case ok:
+			errs = append(errs, ast.NewError(ast.CompileErr, d.location, "conflicting rule for data path %v found", s))
+		default:
+			continue
+		}
+		refused = d.path
 	}
 	if len(errs) > 0 {
 		return errs
