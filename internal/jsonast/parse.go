@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -50,7 +51,10 @@ func parse(data []byte, src string, paths []Path, spans []Span, cache *Cache) (a
 	if len(paths) > MaxPaths {
 		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
 	}
-	p := parser{data: data, src: src, paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data))}
+	st := stacksPool.Get().(*stacks)
+	defer st.put()
+	p := parser{data: data, src: src, paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data)), pairs: st.pairs, elems: st.elems}
+	defer func() { st.pairs, st.elems = p.pairs, p.elems }()
 	var mask uint64
 	for i, path := range paths {
 		if len(path.Keys) > 0 {
@@ -90,6 +94,32 @@ type parser struct {
 	// deepest nesting reached: what a value costs the cache that keeps it
 	// (record).
 	terms, deepest int
+}
+
+// stacks are a parser's pairs and elems, kept for the next parse: grown
+// anew for each, they were a parse's largest allocations after its values.
+type stacks struct {
+	pairs [][2]*ast.Term
+	elems []*ast.Term
+}
+
+// stacksPool holds the stacks between parses.
+var stacksPool = sync.Pool{New: func() any { return new(stacks) }}
+
+// maxPooledStack is the most members a stack keeps between parses: one
+// that some huge value grew is let go.
+const maxPooledStack = 4096
+
+// put returns the stacks to the pool, emptied and without the terms they
+// pointed at, unless grown past maxPooledStack.
+func (st *stacks) put() {
+	if cap(st.pairs) > maxPooledStack || cap(st.elems) > maxPooledStack {
+		return
+	}
+	clear(st.pairs[:cap(st.pairs)])
+	clear(st.elems[:cap(st.elems)])
+	st.pairs, st.elems = st.pairs[:0], st.elems[:0]
+	stacksPool.Put(st)
 }
 
 // slabSize is how many terms one allocation holds.

@@ -272,3 +272,27 @@ func TestParseHandsOutTheInternedTermOfAnInternedString(t *testing.T) {
 		t.Errorf("a string longer than every interned one = %v", v)
 	}
 }
+
+func TestValuesKeepTheirMembersWhenLaterParsesReuseTheStacks(t *testing.T) {
+	first := []byte(`{"a":{"b":[1,2,{"c":"d"}],"e":{"f":"g","h":["i"]}},"j":[[1],[2,3]]}`)
+	later := [][]byte{
+		[]byte(`{"x":{"y":[9,8,7,6,5],"z":{"w":"v"}},"u":[["t"],["s","r"]]}`),
+		[]byte(`[{"a":1,"b":2,"c":3,"d":4},[5,6,7,8,9,10]]`),
+	}
+	v, err := ParsePaths(first, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := reference(first)
+	if !ok {
+		t.Fatal("the reference refused the text")
+	}
+	for _, data := range later {
+		if _, err := ParsePaths(data, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if v.Compare(want) != 0 {
+			t.Fatalf("after parsing %s, the first value is %v; want %v", data, v, want)
+		}
+	}
+}
