@@ -23,7 +23,6 @@ import (
 	"k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/export"
@@ -290,15 +289,6 @@ func installKyverno(t testing.TB, vc *vapCluster, lib *export.Library) {
 
 func applyObjects(t testing.TB, vc *vapCluster, objects ...map[string]any) error {
 	t.Helper()
-	var docs []string
-	for _, o := range objects {
-		raw, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(raw))
-	}
-	force := true
-	_, err := vc.cp.Apply(t.Context(), strings.Join(docs, "\n---\n"), metav1.PatchOptions{FieldManager: "export", Force: &force})
+	_, err := vc.cp.ApplyObjects(t.Context(), objects, metav1.PatchOptions{FieldManager: "export", Force: new(true)})
 	return err
 }

@@ -52,9 +52,8 @@ func parse(data []byte, src string, paths []Path, spans []Span, cache *Cache) (a
 		return nil, fmt.Errorf("%d paths, more than %d", len(paths), MaxPaths)
 	}
 	st := stacksPool.Get().(*stacks)
-	defer st.put()
 	p := parser{data: data, src: src, paths: paths, spans: spans, cache: cache, scan: scanBudget(len(data)), pairs: st.pairs, elems: st.elems}
-	defer func() { st.pairs, st.elems = p.pairs, p.elems }()
+	defer func() { st.put(p.pairs, p.elems) }()
 	var mask uint64
 	for i, path := range paths {
 		if len(path.Keys) > 0 {
@@ -110,15 +109,16 @@ var stacksPool = sync.Pool{New: func() any { return new(stacks) }}
 // that some huge value grew is let go.
 const maxPooledStack = 4096
 
-// put returns the stacks to the pool, emptied and without the terms they
-// pointed at, unless grown past maxPooledStack.
-func (st *stacks) put() {
-	if cap(st.pairs) > maxPooledStack || cap(st.elems) > maxPooledStack {
+// put returns the stacks to the pool as a parse leaves them (pairs,
+// elems), emptied and without the terms they pointed at, unless grown past
+// maxPooledStack.
+func (st *stacks) put(pairs [][2]*ast.Term, elems []*ast.Term) {
+	if cap(pairs) > maxPooledStack || cap(elems) > maxPooledStack {
 		return
 	}
-	clear(st.pairs[:cap(st.pairs)])
-	clear(st.elems[:cap(st.elems)])
-	st.pairs, st.elems = st.pairs[:0], st.elems[:0]
+	clear(pairs[:cap(pairs)])
+	clear(elems[:cap(elems)])
+	st.pairs, st.elems = pairs[:0], elems[:0]
 	stacksPool.Put(st)
 }
 

@@ -65,7 +65,6 @@ func compile(reg *Registry, raw []byte, src *source, loc *locator) *Snapshot {
 				}
 			}
 		}
-
 		for _, o := range t.Owners {
 			index := s.byUser
 			if o.Kind == "Group" {

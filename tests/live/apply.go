@@ -19,19 +19,28 @@ import (
 // administrator of cp, and returns KIND/NAMESPACE/NAME of each document
 // applied and every refusal.
 func (p *ControlPlane) Apply(ctx context.Context, text string, opts metav1.PatchOptions) (applied []string, err error) {
+	var objects []map[string]any
+	for doc := range strings.SplitSeq(text, "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, err
+		}
+		if obj != nil { // nil: a document of comments only
+			objects = append(objects, obj)
+		}
+	}
+	return p.ApplyObjects(ctx, objects, opts)
+}
+
+// ApplyObjects is Apply of objects already decoded, such as an export's.
+func (p *ControlPlane) ApplyObjects(ctx context.Context, objects []map[string]any, opts metav1.PatchOptions) (applied []string, err error) {
 	client, err := dynamic.NewForConfig(p.Admin)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
-	for doc := range strings.SplitSeq(text, "\n---\n") {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-			return nil, err
-		}
-		if obj.Object == nil {
-			continue // a document of comments only
-		}
+	for _, o := range objects {
+		obj := unstructured.Unstructured{Object: o}
 		id := obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
 		gvr, err := p.Resource(obj.GroupVersionKind())
 		if err != nil {
