@@ -55,7 +55,7 @@ func TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus(t *testing.T) {
 		if c.Raw != "" || c.Expect.BadInput || c.SubResource != "" || c.Object == nil || (c.Operation != "" && c.Operation != request.Create) {
 			continue
 		}
-		o, ok := existing(c)
+		o, content, ok := existing(t, c)
 		if !ok {
 			continue // not named: not an object that could exist
 		}
@@ -67,7 +67,7 @@ func TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus(t *testing.T) {
 			eng := engineFor(t, cache, c.RegistryFile(), nil)
 			before := caseView(t, cluster, c, eng.Registry().TenantLabel())
 			after := caseView(t, cluster, c, eng.Registry().TenantLabel())
-			stored, err := clusterview.FromManifest(o.Content)
+			stored, err := clusterview.FromManifest(content)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			user, groups := auditor.Requester(&o)
-			body, _ := json.Marshal(o.Content)
+			body, _ := json.Marshal(content)
 			req, err := request.Decode(request.Spec{GVK: o.GVK, Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups), Object: body})
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +147,8 @@ func TestAuditAgreesWithAdmissionOnEveryCreateOfTheCorpus(t *testing.T) {
 
 // existing is the case's object as it would be stored: in the request's
 // namespace (default for a namespaced object that names none).
-func existing(c *fixtures.Case) (audit.Object, bool) {
+func existing(t *testing.T, c *fixtures.Case) (audit.Object, map[string]any, bool) {
+	t.Helper()
 	content := maps.Clone(c.Object)
 	metadata, _ := content["metadata"].(map[string]any)
 	metadata = maps.Clone(metadata)
@@ -156,7 +157,7 @@ func existing(c *fixtures.Case) (audit.Object, bool) {
 	kind, _ := content["kind"].(string)
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if name == "" || err != nil {
-		return audit.Object{}, false
+		return audit.Object{}, nil, false
 	}
 	gvk := gv.WithKind(kind)
 	namespace := ""
@@ -171,7 +172,11 @@ func existing(c *fixtures.Case) (audit.Object, bool) {
 		metadata["namespace"] = namespace
 	}
 	content["metadata"] = metadata
-	return audit.Object{GVK: gvk, Namespace: namespace, Name: name, Content: content}, true
+	o, err := audit.FromMap(gvk, namespace, name, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, content, true
 }
 
 // caseUser is the case's requester (alice when it names none).

@@ -2,13 +2,17 @@ package audit
 
 import (
 	"path/filepath"
+
 	"slices"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -35,7 +39,10 @@ func auditor(t *testing.T) *Auditor {
 	return New(e, view, []string{"system:serviceaccount:tg:tenantguard"})
 }
 
-func object(kind, namespace, name string, labels map[string]any) *Object {
+// object is an object of the core group as stored, each edit applied to it
+// as decoded JSON.
+func object(t *testing.T, kind, namespace, name string, labels map[string]any, edits ...func(content, metadata map[string]any)) *Object {
+	t.Helper()
 	metadata := map[string]any{"name": name}
 	if namespace != "" {
 		metadata["namespace"] = namespace
@@ -43,7 +50,15 @@ func object(kind, namespace, name string, labels map[string]any) *Object {
 	if labels != nil {
 		metadata["labels"] = labels
 	}
-	return &Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, Namespace: namespace, Name: name, Content: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": metadata}}
+	content := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": metadata}
+	for _, edit := range edits {
+		edit(content, metadata)
+	}
+	o, err := FromMap(schema.GroupVersionKind{Version: "v1", Kind: kind}, namespace, name, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &o
 }
 
 func TestTheAuditActsAsTheTenantsFirstOwner(t *testing.T) {
@@ -54,12 +69,12 @@ func TestTheAuditActsAsTheTenantsFirstOwner(t *testing.T) {
 		wantUser   string
 		wantGroups []string
 	}{
-		{"a User owner by its name", object("Pod", "oil-dev", "web", nil), "alice", nil},
-		{"a Group owner as a user in that group", object("Service", "gas-web", "web", nil), GroupMember, []string{"gas-team"}},
-		{"a Namespace as the owner of the tenant it is labelled for", object("Namespace", "", "oil-new", map[string]any{"tenantguard.io/tenant": "oil"}), "alice", nil},
-		{"a namespace of no tenant as the first administrator (a Group)", object("Namespace", "", "monitoring", nil), GroupMember, []string{"system:masters"}},
-		{"a namespace of a tenant the registry lacks as the first administrator", object("Pod", "ghost-ns", "web", nil), GroupMember, []string{"system:masters"}},
-		{"a companion as tenantguard itself, which writes it", object("ResourceQuota", "oil-dev", "tenantguard-quota", map[string]any{"app.kubernetes.io/managed-by": "tenantguard"}), "system:serviceaccount:tg:tenantguard", nil},
+		{"a User owner by its name", object(t, "Pod", "oil-dev", "web", nil), "alice", nil},
+		{"a Group owner as a user in that group", object(t, "Service", "gas-web", "web", nil), GroupMember, []string{"gas-team"}},
+		{"a Namespace as the owner of the tenant it is labelled for", object(t, "Namespace", "", "oil-new", map[string]any{"tenantguard.io/tenant": "oil"}), "alice", nil},
+		{"a namespace of no tenant as the first administrator (a Group)", object(t, "Namespace", "", "monitoring", nil), GroupMember, []string{"system:masters"}},
+		{"a namespace of a tenant the registry lacks as the first administrator", object(t, "Pod", "ghost-ns", "web", nil), GroupMember, []string{"system:masters"}},
+		{"a companion as tenantguard itself, which writes it", object(t, "ResourceQuota", "oil-dev", "tenantguard-quota", map[string]any{"app.kubernetes.io/managed-by": "tenantguard"}), "system:serviceaccount:tg:tenantguard", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,20 +88,18 @@ func TestTheAuditActsAsTheTenantsFirstOwner(t *testing.T) {
 
 func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testing.T) {
 	a := auditor(t)
-	deleting := object("Pod", "oil-dev", "going", nil)
-	deleting.Content["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-	finished := object("Pod", "oil-dev", "job-1", nil)
-	finished.Content["status"] = map[string]any{"phase": "Succeeded"}
+	deleting := object(t, "Pod", "oil-dev", "going", nil, func(_, metadata map[string]any) { metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z" })
+	finished := object(t, "Pod", "oil-dev", "job-1", nil, func(content, _ map[string]any) { content["status"] = map[string]any{"phase": "Succeeded"} })
 	tests := []struct {
 		name   string
 		object *Object
 		want   bool
 	}{
-		{"any Namespace", object("Namespace", "", "monitoring", nil), true},
-		{"a Pod in a tenant namespace", object("Pod", "oil-dev", "web", nil), true},
-		{"a counted PersistentVolumeClaim in a tenant namespace", object("PersistentVolumeClaim", "oil-dev", "data", nil), true},
-		{"a Pod outside tenant namespaces", object("Pod", "monitoring", "exporter", nil), false},
-		{"a ConfigMap, which only the cordon judges", object("ConfigMap", "oil-dev", "settings", nil), false},
+		{"any Namespace", object(t, "Namespace", "", "monitoring", nil), true},
+		{"a Pod in a tenant namespace", object(t, "Pod", "oil-dev", "web", nil), true},
+		{"a counted PersistentVolumeClaim in a tenant namespace", object(t, "PersistentVolumeClaim", "oil-dev", "data", nil), true},
+		{"a Pod outside tenant namespaces", object(t, "Pod", "monitoring", "exporter", nil), false},
+		{"a ConfigMap, which only the cordon judges", object(t, "ConfigMap", "oil-dev", "settings", nil), false},
 		{"a Pod being deleted", deleting, false},
 		{"a Pod that has finished", finished, false},
 	}
@@ -100,36 +113,42 @@ func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testi
 }
 
 func TestTheCreateCarriesNoMetadataTheAPIServerSets(t *testing.T) {
-	o := object("Pod", "oil-dev", "web", nil)
-	metadata := o.Content["metadata"].(map[string]any)
-	for _, f := range apiServerFields {
-		metadata[f] = "set"
+	o := object(t, "Pod", "oil-dev", "web", nil, func(content, metadata map[string]any) {
+		for f := range apiServerFields {
+			metadata[f] = "set"
+		}
+		content["status"] = map[string]any{"phase": "Running"}
+	})
+	want := ast.MustParseTerm(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"},"status":{"phase":"Running"}}`).Value
+	if got := o.createObject(); got.Compare(want) != 0 {
+		t.Errorf("create body %v, want %v", got, want)
 	}
-	o.Content["status"] = map[string]any{"phase": "Running"}
-	body, err := o.createBody()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"},"status":{"phase":"Running"}}`
-	if string(body) != want {
-		t.Errorf("create body %s, want %s", body, want)
-	}
-	if metadata["uid"] != "set" {
+	if o.uid() != "set" {
 		t.Error("the stored object was changed")
 	}
 }
 
 func TestAScheduledPodIsNotJudgedForTheNodeTheSchedulerBoundItTo(t *testing.T) {
-	o := object("Pod", "oil-dev", "web", nil)
-	o.Content["spec"] = map[string]any{"nodeName": "node-7", "containers": []any{}}
-	body, err := o.createBody()
+	o := object(t, "Pod", "oil-dev", "web", nil, func(content, _ map[string]any) {
+		content["spec"] = map[string]any{"nodeName": "node-7", "containers": []any{}}
+	})
+	want := ast.MustParseTerm(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"containers":[]}}`).Value
+	if got := o.createObject(); got.Compare(want) != 0 {
+		t.Errorf("create body %v, want %v", got, want)
+	}
+	if spec := field(o.Value, keySpec); str(spec, keyNodeName) != "node-7" {
+		t.Error("the stored object was changed")
+	}
+}
+
+func TestAListItemWithoutItsKindIsCreatedWithTheKindListed(t *testing.T) {
+	v, err := jsonast.Parse([]byte(`{"metadata":{"name":"web","namespace":"oil-dev","uid":"u1"},"spec":{"nodeName":"n"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"containers":[]}}`; string(body) != want {
-		t.Errorf("create body %s, want %s", body, want)
-	}
-	if o.Content["spec"].(map[string]any)["nodeName"] != "node-7" {
-		t.Error("the stored object was changed")
+	o := Object{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "oil-dev", Name: "web", Value: v.(ast.Object)}
+	want := ast.MustParseTerm(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"nodeName":"n"}}`).Value
+	if got := o.createObject(); got.Compare(want) != 0 {
+		t.Errorf("create body %v, want %v (a Deployment's spec.nodeName is not a pod's)", got, want)
 	}
 }

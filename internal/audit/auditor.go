@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -98,8 +99,7 @@ func (a *Auditor) Audits(o *Object) bool {
 func (a *Auditor) tenantOf(o *Object) string {
 	label := a.engine.Registry().TenantLabel()
 	if o.isNamespace() {
-		tenant, _ := o.labels()[label].(string)
-		return tenant
+		return o.label(label)
 	}
 	labels, _ := a.view.NamespaceLabels(o.Namespace)
 	return labels.Get(label)
@@ -111,13 +111,9 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 	if !a.Audits(o) {
 		return nil, nil
 	}
-	body, err := o.createBody()
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", o.GVK.Kind, o.Name, err)
-	}
 	tenant := a.tenantOf(o)
 	user, groups := a.requester(o, tenant)
-	req, err := request.Decode(request.Spec{GVK: o.GVK, Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups), Object: body})
+	req, err := request.DecodeCreate(request.Spec{GVK: o.GVK, Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups)}, o.createObject())
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", o.GVK.Kind, o.Name, err)
 	}
@@ -134,7 +130,9 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 			if a.skipped[v.ID] {
 				continue
 			}
-			rows = append(rows, Row{Namespace: o.Namespace, APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: o.Name, UID: o.uid(), Tenant: tenant, Rule: v.ID, Mode: group.mode, Message: v.Msg})
+			// The row outlives the object, whose strings may share the
+			// text of a whole page of a list: its own copies.
+			rows = append(rows, Row{Namespace: strings.Clone(o.Namespace), APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: strings.Clone(o.Name), UID: strings.Clone(o.uid()), Tenant: tenant, Rule: v.ID, Mode: group.mode, Message: strings.Clone(v.Msg)})
 		}
 	}
 	return rows, nil

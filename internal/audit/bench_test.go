@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -33,17 +34,21 @@ func BenchmarkAuditPod(b *testing.B) {
 	for i := range pods {
 		ns := fmt.Sprintf("t%d-ns%d", i%100, i%10)
 		name := fmt.Sprintf("p%d", i%19)
-		pods[i] = Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: ns, Name: name, Content: map[string]any{
+		var err error
+		pods[i], err = FromMap(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, ns, name, map[string]any{
 			"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": name, "namespace": ns, "uid": "u", "resourceVersion": "1"},
 			"spec": map[string]any{
-				"containers":       []any{map[string]any{"name": "web", "image": "nginx", "imagePullPolicy": "Always"}},
+				"containers":       []any{map[string]any{"name": "web", "image": "nginx", "imagePullPolicy": "Always", "resources": podResources(b)}},
 				"runtimeClassName": "gvisor", "priorityClassName": "tenant-low",
 				"nodeSelector": map[string]any{"pool": fmt.Sprintf("t%d", i%100)},
 				"tolerations":  []any{map[string]any{"key": "pool", "operator": "Equal", "value": fmt.Sprintf("t%d", i%100), "effect": "NoSchedule"}},
 			},
 			"status": map[string]any{"phase": "Running"},
-		}}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	if rows, err := a.Check(b.Context(), &pods[0]); err != nil || len(rows) > 0 {
 		b.Fatalf("the pod is not an ordinary one: %v %v", rows, err)
@@ -55,4 +60,14 @@ func BenchmarkAuditPod(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// podResources are the scale fixture's container resources, decoded: every
+// tenant has a quota on them.
+func podResources(tb testing.TB) map[string]any {
+	var r map[string]any
+	if err := json.Unmarshal([]byte(scale.PodResources), &r); err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

@@ -2,9 +2,12 @@ package audit
 
 import (
 	"encoding/json"
-	"maps"
+	"fmt"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 )
 
 // Object is an existing object to audit.
@@ -12,56 +15,139 @@ type Object struct {
 	GVK schema.GroupVersionKind
 	// Namespace is "" for a cluster-scoped object.
 	Namespace, Name string
-	// Content is the object as stored, as decoded JSON (or YAML).
-	Content map[string]any
+	// Value is the object as stored, decoded into OPA's values (jsonast),
+	// its metadata.managedFields, read by no rule, left out or not. It is
+	// only read: values a parse shares between objects may be in it.
+	Value ast.Object
 }
+
+// FromMap is the Object of content, an object as decoded JSON (or YAML).
+func FromMap(gvk schema.GroupVersionKind, namespace, name string, content map[string]any) (Object, error) {
+	data, err := json.Marshal(content)
+	if err != nil {
+		return Object{}, fmt.Errorf("%s %q: %w", gvk.Kind, name, err)
+	}
+	v, err := jsonast.Parse(data, "metadata", "managedFields")
+	if err != nil {
+		return Object{}, fmt.Errorf("%s %q: %w", gvk.Kind, name, err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return Object{}, fmt.Errorf("%s %q is %s, not an object", gvk.Kind, name, ast.ValueName(v))
+	}
+	return Object{GVK: gvk, Namespace: namespace, Name: name, Value: obj}, nil
+}
+
+// Keys of the stored object the audit reads or rewrites, made once.
+var (
+	keyAPIVersion = ast.InternedTerm("apiVersion")
+	keyKind       = ast.InternedTerm("kind")
+	keyMetadata   = ast.InternedTerm("metadata")
+	keyNamespace  = ast.InternedTerm("namespace")
+	keyLabels     = ast.InternedTerm("labels")
+	keyUID        = ast.InternedTerm("uid")
+	keyDeletion   = ast.InternedTerm("deletionTimestamp")
+	keyStatus     = ast.InternedTerm("status")
+	keyPhase      = ast.InternedTerm("phase")
+	keySpec       = ast.InternedTerm("spec")
+	keyNodeName   = ast.InternedTerm("nodeName")
+)
 
 // apiServerFields are the metadata fields the API server sets on a create:
 // a create does not carry them, so neither does the audit's.
-var apiServerFields = []string{"resourceVersion", "uid", "managedFields", "creationTimestamp", "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+var apiServerFields = func() map[string]bool {
+	fields := map[string]bool{}
+	for _, f := range []string{"resourceVersion", "uid", "managedFields", "creationTimestamp", "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		fields[f] = true
+	}
+	return fields
+}()
 
-// createBody is the object as a create would carry it: as stored, status
-// included, without the metadata the API server sets, and in the object's
-// namespace. o.Content is not changed.
-func (o *Object) createBody() ([]byte, error) {
-	body := maps.Clone(o.Content)
-	metadata, _ := body["metadata"].(map[string]any)
-	metadata = maps.Clone(metadata)
-	if metadata == nil {
-		metadata = map[string]any{}
-	}
-	for _, f := range apiServerFields {
-		delete(metadata, f)
-	}
+// createObject is the object as a create would carry it: as stored, status
+// included, without the metadata the API server sets, in the object's
+// namespace, with its apiVersion and kind (which the items of a list may
+// leave out). o.Value is not changed: the objects that change are new ones
+// sharing the values that do not.
+func (o *Object) createObject() ast.Object {
+	metadata := without(field(o.Value, keyMetadata), func(k ast.String) bool { return apiServerFields[string(k)] })
 	if o.Namespace != "" {
-		metadata["namespace"] = o.Namespace
+		metadata.Insert(keyNamespace, ast.StringTerm(o.Namespace))
 	}
-	body["metadata"] = metadata
-	if o.GVK.Group == "" && o.GVK.Kind == "Pod" {
+	replaced := map[ast.String]ast.Object{"metadata": metadata}
+	if spec := field(o.Value, keySpec); o.GVK.Group == "" && o.GVK.Kind == "Pod" && spec != nil && spec.Get(keyNodeName) != nil {
 		// The scheduler binds every scheduled pod by setting its
 		// spec.nodeName (pods/binding), which the stored pod cannot tell
 		// from one its creator set: node-placement judges nodeName when
 		// the pod is created, and the audit leaves it to that.
-		if spec, ok := body["spec"].(map[string]any); ok {
-			spec = maps.Clone(spec)
-			delete(spec, "nodeName")
-			body["spec"] = spec
-		}
+		replaced["spec"] = without(spec, func(k ast.String) bool { return k == "nodeName" })
 	}
-	return json.Marshal(body)
+	body := without(o.Value, func(k ast.String) bool { return replaced[k] != nil })
+	for k, v := range replaced {
+		body.Insert(ast.StringTerm(string(k)), ast.NewTerm(v))
+	}
+	if body.Get(keyAPIVersion) == nil {
+		body.Insert(keyAPIVersion, ast.StringTerm(o.GVK.GroupVersion().String()))
+	}
+	if body.Get(keyKind) == nil {
+		body.Insert(keyKind, ast.StringTerm(o.GVK.Kind))
+	}
+	return body
 }
 
-// labels are the object's labels.
-func (o *Object) labels() map[string]any {
-	metadata, _ := o.Content["metadata"].(map[string]any)
-	labels, _ := metadata["labels"].(map[string]any)
-	return labels
+// without is a new object of obj's members but those whose key leave says
+// to leave out (an empty one for a nil obj).
+func without(obj ast.Object, leave func(ast.String) bool) ast.Object {
+	if obj == nil {
+		return ast.NewObject()
+	}
+	out := ast.NewObjectWithCapacity(obj.Len())
+	obj.Foreach(func(k, v *ast.Term) {
+		if s, ok := k.Value.(ast.String); !ok || !leave(s) {
+			out.Insert(k, v)
+		}
+	})
+	return out
+}
+
+// field is the object at key of obj, nil when there is none.
+func field(obj ast.Object, key *ast.Term) ast.Object {
+	if obj == nil {
+		return nil
+	}
+	t := obj.Get(key)
+	if t == nil {
+		return nil
+	}
+	v, _ := t.Value.(ast.Object)
+	return v
+}
+
+// str is the string at key of obj, "" when there is none.
+func str(obj ast.Object, key *ast.Term) string {
+	if obj == nil {
+		return ""
+	}
+	if t := obj.Get(key); t != nil {
+		if s, ok := t.Value.(ast.String); ok {
+			return string(s)
+		}
+	}
+	return ""
+}
+
+// label is the value of one of the object's labels, "" when it has none.
+func (o *Object) label(name string) string {
+	return str(field(field(o.Value, keyMetadata), keyLabels), ast.StringTerm(name))
 }
 
 // deleting reports whether the object is being deleted.
 func (o *Object) deleting() bool {
-	metadata, _ := o.Content["metadata"].(map[string]any)
-	return metadata["deletionTimestamp"] != nil
+	t := field(o.Value, keyMetadata)
+	if t == nil {
+		return false
+	}
+	d := t.Get(keyDeletion)
+	return d != nil && d.Value.Compare(ast.Null{}) != 0
 }
 
 // finished reports whether the object is a Pod that has finished.
@@ -69,8 +155,7 @@ func (o *Object) finished() bool {
 	if o.GVK.Group != "" || o.GVK.Kind != "Pod" {
 		return false
 	}
-	status, _ := o.Content["status"].(map[string]any)
-	phase, _ := status["phase"].(string)
+	phase := str(field(o.Value, keyStatus), keyPhase)
 	return phase == "Succeeded" || phase == "Failed"
 }
 
@@ -80,8 +165,4 @@ func (o *Object) isNamespace() bool {
 }
 
 // uid is the object's uid, "" when it has none.
-func (o *Object) uid() string {
-	metadata, _ := o.Content["metadata"].(map[string]any)
-	uid, _ := metadata["uid"].(string)
-	return uid
-}
+func (o *Object) uid() string { return str(field(o.Value, keyMetadata), keyUID) }

@@ -20,7 +20,7 @@ func (a *Auditor) Requester(o *Object) (user string, groups []string) {
 // is labelled for; else, for a namespace of no known tenant, the first
 // administrator. A Group is a user GroupMember in that group.
 func (a *Auditor) requester(o *Object, tenant string) (user string, groups []string) {
-	if v, _ := o.labels()[managedBy].(string); v == "tenantguard" && !o.isNamespace() {
+	if o.label(managedBy) == "tenantguard" && !o.isNamespace() {
 		return a.manager, nil
 	}
 	reg := a.engine.Registry()

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/internal/state"
@@ -94,19 +95,33 @@ func (o *Options) defaults() {
 
 // Loop is the background audit.
 type Loop struct {
-	store   *state.Store
+	store *state.Store
+	pager Pager
+	// reader lists the reports, writer writes them.
 	reader  client.Reader
 	writer  client.Client
 	mapper  meta.RESTMapper
 	changes <-chan struct{}
-	opts    Options
+	// cache shares the values that the objects listed repeat (a label
+	// set, a container's resources) between the pages' decodes.
+	cache *jsonast.Cache
+	opts  Options
 }
 
+// cacheSlots is the size of a loop's jsonast.Cache: like admission's, a few
+// MB for what objects repeat.
+const cacheSlots = 2048
+
 // Setup adds the loop to mgr: it runs while mgr runs, on the leader only.
-// It lists with the manager's API reader (uncached) and writes the reports
+// It lists the objects it audits from the API server (NewRESTPager), the
+// reports with the manager's API reader (uncached), and writes the reports
 // with its client.
 func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
-	l := New(store, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetRESTMapper(), opts)
+	pager, err := NewRESTPager(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	l := New(store, pager, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetRESTMapper(), opts)
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the background audit: %w", err)
 	}
@@ -114,12 +129,13 @@ func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
 }
 
 // New is a loop over the registry and view of store that lists what it
-// audits with reader, writes the reports with writer, and finds the kinds
-// of the resources it audits with mapper: Setup's, which serve runs, with
-// the API server; the load harness's with a cluster it serves itself.
-func New(store *state.Store, reader client.Reader, writer client.Client, mapper meta.RESTMapper, opts Options) *Loop {
+// audits with pager and its reports with reader, writes the reports with
+// writer, and finds the kinds of the resources it audits with mapper:
+// Setup's, which serve runs, with the API server; the load harness's with
+// a cluster it serves itself.
+func New(store *state.Store, pager Pager, reader client.Reader, writer client.Client, mapper meta.RESTMapper, opts Options) *Loop {
 	opts.defaults()
-	return &Loop{store: store, reader: reader, writer: writer, mapper: mapper, changes: store.Subscribe(), opts: opts}
+	return &Loop{store: store, pager: pager, reader: reader, writer: writer, mapper: mapper, changes: store.Subscribe(), cache: jsonast.NewCache(cacheSlots), opts: opts}
 }
 
 // NeedLeaderElection is true: one replica audits and writes the reports.

@@ -2,14 +2,15 @@ package auditloop
 
 import (
 	"context"
+
 	"fmt"
 	"runtime"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tenantguard/tenantguard/internal/audit"
 )
@@ -24,8 +25,11 @@ type Result struct {
 	Reports, Pruned int
 }
 
-// namespaceGVK is the kind of Namespaces.
-var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+// The resource and kind of Namespaces.
+var (
+	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+)
 
 // Once audits the cluster as it is and writes the reports. A result with
 // an error is an audit whose reports were not all written.
@@ -40,13 +44,12 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	// worked is the time the batch under way took to check, list requests
 	// left out (they wait on the API server).
 	var worked time.Duration
-	check := func(u *unstructured.Unstructured) error {
+	check := func(o *audit.Object) error {
 		started := time.Now()
-		o := audit.Object{GVK: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName(), Content: u.Object}
-		if !a.Audits(&o) {
+		if !a.Audits(o) {
 			return nil
 		}
-		rows, err := a.Check(ctx, &o)
+		rows, err := a.Check(ctx, o)
 		if err != nil {
 			// One object the rules cannot decide (admission could
 			// not either) does not stop the audit.
@@ -69,18 +72,22 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		}
 		return nil
 	}
-	if err := l.list(ctx, namespaceGVK, check); err != nil {
+	if err := l.list(ctx, namespaceGVR, namespaceGVK, check); err != nil {
 		return nil, err
 	}
 	for _, gr := range a.Resources() {
-		gvk, err := l.mapper.KindFor(gr.WithVersion(""))
+		gvr, err := l.mapper.ResourceFor(gr.WithVersion(""))
 		if meta.IsNoMatchError(err) {
 			continue // not served by this cluster (the Gateway API, say)
+		}
+		var gvk schema.GroupVersionKind
+		if err == nil {
+			gvk, err = l.mapper.KindFor(gvr)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finding the kind of %s: %w", gr, err)
 		}
-		if err := l.list(ctx, gvk, check); err != nil {
+		if err := l.list(ctx, gvr, gvk, check); err != nil {
 			return nil, err
 		}
 	}
@@ -97,31 +104,42 @@ func (l *Loop) pause(worked time.Duration) time.Duration {
 	return max(l.opts.Pause, time.Duration(float64(worked)*(1/l.opts.Share-1)))
 }
 
-// list calls each with every object of a kind, in all namespaces, listed
-// from the API server page by page.
-func (l *Loop) list(ctx context.Context, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured) error) error {
-	page := &unstructured.UnstructuredList{}
-	page.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+// list calls each with every object of a resource, of kind gvk, in all
+// namespaces, listed from the API server page by page.
+func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, each func(*audit.Object) error) error {
 	for token := ""; ; {
-		opts := []client.ListOption{client.Limit(l.opts.PageSize)}
-		if token != "" {
-			opts = append(opts, client.Continue(token))
+		page, err := l.pager.Page(ctx, gvr, l.opts.PageSize, token)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
-		if err := l.reader.List(ctx, page, opts...); err != nil {
-			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		items, next, err := decodePage(l.cache, page)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
-		for i := range page.Items {
-			item := &page.Items[i]
-			if item.GetKind() == "" {
-				item.SetGroupVersionKind(gvk)
-			}
-			if err := each(item); err != nil {
+		for _, item := range items {
+			metadata, _ := termValue(item, keyMetadata).(ast.Object)
+			o := audit.Object{GVK: gvk, Namespace: metaString(metadata, keyNamespace), Name: metaString(metadata, keyName), Value: item}
+			if err := each(&o); err != nil {
 				return err
 			}
 		}
-		if token = page.GetContinue(); token == "" {
+		if token = next; token == "" {
 			return nil
 		}
-		page.Items = nil
 	}
+}
+
+// Keys of an object's metadata.
+var (
+	keyNamespace = ast.InternedTerm("namespace")
+	keyName      = ast.InternedTerm("name")
+)
+
+// metaString is the string at key of metadata, "" when there is none.
+func metaString(metadata ast.Object, key *ast.Term) string {
+	if metadata == nil {
+		return ""
+	}
+	s, _ := termValue(metadata, key).(ast.String)
+	return string(s)
 }

@@ -108,7 +108,11 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 				return usageErrorf("%s: %v", m.at, err)
 			}
 			view.Upsert(obj)
-			objects = append(objects, audit.Object{GVK: m.gvk, Namespace: m.namespace, Name: m.name, Content: m.object})
+			o, err := audit.FromMap(m.gvk, m.namespace, m.name, m.object)
+			if err != nil {
+				return usageErrorf("%s: %v", m.at, err)
+			}
+			objects = append(objects, o)
 		}
 	}
 	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}, Managers: o.managers})

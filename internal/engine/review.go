@@ -78,7 +78,15 @@ func (e *Engine) mutations(ctx context.Context, req *admission.Request, value as
 	if len(ops) == 0 {
 		return nil, nil, nil
 	}
-	patched, patch, err := applyPatch(req.AdmissionRequest.Object.Raw, ops)
+	doc := req.AdmissionRequest.Object.Raw
+	if doc == nil {
+		// A request built from a decoded object (the audit's) has no
+		// text of it: its encoding.
+		if doc, err = json.Marshal(jsonOf(req.Object)); err != nil {
+			return nil, nil, fmt.Errorf("encoding the object to patch: %w", err)
+		}
+	}
+	patched, patch, err := applyPatch(doc, ops)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,13 +23,19 @@ func Parse(data []byte, drop ...string) (ast.Value, error) {
 }
 
 // Path is a path of object keys from the root and what ParsePaths does with
-// the value found there.
+// the value found there. A key Every steps into each element of an array
+// (and into an object's key "*"); a path must not end with it.
 type Path struct {
 	Keys []string
 	// Drop leaves the value out of the result; it is still checked.
 	// Otherwise the value is built and its span recorded.
 	Drop bool
 }
+
+// Every is the key of a Path that steps into each element of an array: the
+// path {"items", Every, "metadata", "managedFields"} drops the managed
+// fields of every object of a list.
+const Every = "*"
 
 // Span is where a value's text lies in the input: data[Start:End]. A path
 // with no value has the zero Span.
@@ -236,7 +242,7 @@ func (p *parser) container(paths uint64, level, depth int, build bool) (*ast.Ter
 	if p.data[p.pos] == '{' {
 		t, err = p.object(paths, level, depth+1, build)
 	} else {
-		t, err = p.array(depth+1, build)
+		t, err = p.array(p.every(paths, level), level+1, depth+1, build)
 	}
 	if err == nil && miss != nil {
 		p.record(miss)
@@ -390,11 +396,24 @@ func duplicates(pairs [][2]*ast.Term) bool {
 	return false
 }
 
-func (p *parser) array(depth int, build bool) (*ast.Term, error) {
+// every is the paths that step into each element of an array at level
+// (Every) and go on below it.
+func (p *parser) every(paths uint64, level int) (below uint64) {
+	for m := paths; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		if keys := p.paths[i].Keys; keys[level] == Every && len(keys) > level+1 {
+			below |= 1 << i
+		}
+	}
+	return below
+}
+
+// array reads an array whose elements are level keys down the paths given.
+func (p *parser) array(paths uint64, level, depth int, build bool) (*ast.Term, error) {
 	mark := len(p.elems)
 	defer func() { p.elems = p.elems[:mark] }()
 	for closed := p.open(']'); !closed; {
-		v, err := p.value(0, 0, depth, build)
+		v, err := p.value(paths, level, depth, build)
 		if err != nil {
 			return nil, err
 		}

@@ -135,6 +135,45 @@ func TestParsePathsDropsSeveralPathsAndRecordsSpans(t *testing.T) {
 	}
 }
 
+func TestPathsStepIntoEveryElementOfAnArray(t *testing.T) {
+	list := `{"metadata": {"continue": "c"}, "items": [` +
+		`{"metadata": {"name": "a", "managedFields": [{"manager": "m"}]}, "spec": {"x": [{"managedFields": 1}]}},` +
+		`{"metadata": {"name": "b"}}, [{"metadata": {"managedFields": 2}}], 3, "s"],` +
+		` "*": {"metadata": {"managedFields": 4}}, "other": [{"metadata": {"managedFields": 5}}]}`
+	paths := []Path{
+		{Keys: []string{"items", Every, "metadata", "managedFields"}, Drop: true},
+		{Keys: []string{"items", Every, Every, "metadata", "managedFields"}, Drop: true},
+		{Keys: []string{"items", Every}}, // ends with Every: ignored
+	}
+	for _, tt := range []struct {
+		name  string
+		parse func() (ast.Value, error)
+	}{
+		{"without a cache", func() (ast.Value, error) { return ParsePaths([]byte(list), paths, nil) }},
+		{"with a cache, twice", func() (ast.Value, error) {
+			c := NewCache(16)
+			if _, err := c.ParsePaths([]byte(list), paths, nil); err != nil {
+				return nil, err
+			}
+			return c.ParsePaths([]byte(list), paths, nil)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.parse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ast.MustParseTerm(`{"metadata": {"continue": "c"}, "items": [` +
+				`{"metadata": {"name": "a"}, "spec": {"x": [{"managedFields": 1}]}},` +
+				`{"metadata": {"name": "b"}}, [{"metadata": {}}], 3, "s"],` +
+				` "*": {"metadata": {"managedFields": 4}}, "other": [{"metadata": {"managedFields": 5}}]}`).Value
+			if got.Compare(want) != 0 {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func TestParsePathsRefusesMorePathsThanItFollows(t *testing.T) {
 	if _, err := ParsePaths([]byte(`{}`), make([]Path, MaxPaths+1), nil); err == nil {
 		t.Fatal("a path past MaxPaths would be silently ignored")

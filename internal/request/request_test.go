@@ -1,10 +1,14 @@
 package request
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
 func TestTheRequestIsTheOneTheAPIServerSends(t *testing.T) {
@@ -57,5 +61,52 @@ func TestClusterScopedKindsLiveInNoNamespace(t *testing.T) {
 		if ClusterScoped(gk) != want {
 			t.Errorf("%s cluster-scoped %v, want %v", gk, !want, want)
 		}
+	}
+}
+
+func TestACreateOfADecodedObjectIsTheCreateOfItsText(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+	}{
+		{"a pod of a user", Spec{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Name: "web", Namespace: "oil-dev", Operation: Create, User: "alice",
+			Object: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev","labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1.27"}],"nodeSelector":null}}`)}},
+		{"a namespace of a group member", Spec{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "oil-dev", Operation: Create, User: "tenantguard:audit", Groups: Groups("tenantguard:audit", []string{"oil-team"}),
+			Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"oil-dev"}}`)}},
+		{"a Deployment of a service account", Spec{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Name: "web", Namespace: "oil-dev", Operation: Create, User: "system:serviceaccount:ci:deployer", Groups: Groups("system:serviceaccount:ci:deployer", nil),
+			Object: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"replicas":3}}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := Decode(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := admission.ParseObject(tt.spec.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeCreate(Spec{GVK: tt.spec.GVK, Name: tt.spec.Name, Namespace: tt.spec.Namespace, Operation: Create, User: tt.spec.User, Groups: tt.spec.Groups}, obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every request has a uid of its own.
+			uid := ast.InternedTerm("uid")
+			got.Value.Insert(uid, want.Value.Get(uid))
+			got.UID = want.UID
+			if got.Value.Compare(want.Value) != 0 {
+				t.Errorf("input.request %v, want %v", got.Value, want.Value)
+			}
+			if got.Object.Compare(want.Object) != 0 {
+				t.Errorf("object %v, want %v", got.Object, want.Object)
+			}
+			want.AdmissionRequest.Object.Raw = nil // left empty: see DecodeCreate
+			if !reflect.DeepEqual(got.AdmissionRequest, want.AdmissionRequest) {
+				t.Errorf("request %+v, want %+v", got.AdmissionRequest, want.AdmissionRequest)
+			}
+		})
+	}
+	if _, err := DecodeCreate(Spec{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Name: "web", Operation: Update}, ast.NewObject()); err == nil {
+		t.Error("an UPDATE was built as a create")
 	}
 }

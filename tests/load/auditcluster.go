@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,8 +20,10 @@ import (
 // audit sees it: it answers the audit's list requests page by page, limit
 // and continue, with the objects of scale.Objects as the API server stores
 // them (every Namespace, Pod, Ingress and HTTPRoute, with the metadata and
-// status the API server and the controllers add), encoded as JSON and
-// decoded the way the API reader decodes the API server's answer. The pod
+// status the API server and the controllers add), as the JSON text of a
+// list (auditloop.Pager), which the audit decodes as it decodes the API
+// server's answer. The pages are written in this process, which the API
+// server's encoding is not; the text is not sent through a socket. The pod
 // p0 of each tenant's namespace ns0 pulls its image from a registry its
 // tenant does not allow: the audit finds one image-registry violation per
 // tenant, and writes a report for each of those namespaces.
@@ -69,45 +70,45 @@ func (c *auditCluster) perNamespace(listKind string) (int, bool) {
 	return 0, false
 }
 
-// List answers a list request: a page of objects for the served kinds, an
-// empty list of the reports (none is kept: the writer discards them).
-func (c *auditCluster) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+// List answers the prune's list of reports: none is kept (the writer
+// discards them).
+func (c *auditCluster) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	return c.gate.pass(ctx)
+}
+
+// listKinds are the list kinds of the served resources.
+var listKinds = map[string]string{"namespaces": "NamespaceList", "pods": "PodList", "ingresses": "IngressList", "httproutes": "HTTPRouteList"}
+
+// Page answers a list request (auditloop.Pager): a page of objects of the
+// served resources, an empty list of the others.
+func (c *auditCluster) Page(ctx context.Context, gvr schema.GroupVersionResource, limit int64, token string) ([]byte, error) {
 	if err := c.gate.pass(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	u, ok := list.(*unstructured.UnstructuredList)
+	listKind := listKinds[gvr.Resource]
+	per, ok := c.perNamespace(listKind)
 	if !ok {
-		return nil // the reports' metadata, listed to prune them: none
-	}
-	var o client.ListOptions
-	o.ApplyOptions(opts)
-	per, ok := c.perNamespace(u.GetKind())
-	if !ok {
-		u.Items = nil
-		u.SetContinue("")
-		return nil
+		return []byte(`{"metadata":{},"items":[]}`), nil
 	}
 	namespaces := c.scale.Tenants * c.scale.Namespaces
 	total := namespaces * per
 	start := 0
-	if o.Continue != "" {
+	if token != "" {
 		var err error
-		if start, err = strconv.Atoi(o.Continue); err != nil {
-			return fmt.Errorf("bad continue token %q", o.Continue)
+		if start, err = strconv.Atoi(token); err != nil {
+			return nil, fmt.Errorf("bad continue token %q", token)
 		}
 	}
 	end := total
-	if o.Limit > 0 {
-		end = min(start+int(o.Limit), total)
+	if limit > 0 {
+		end = min(start+int(limit), total)
 	}
 	next := ""
 	if end < total {
 		next = strconv.Itoa(end)
 	}
-	page := c.page(u.GetAPIVersion(), u.GetKind(), per, start, end, next)
 	c.listed.Add(int64(end - start))
-	u.Items = nil
-	return runtime.DecodeInto(unstructured.UnstructuredJSONScheme, page, u)
+	return c.page(gvr.GroupVersion().String(), listKind, per, start, end, next), nil
 }
 
 // page is the JSON of the list of objects start to end of a kind.

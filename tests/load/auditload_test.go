@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/auditloop"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -21,15 +21,15 @@ import (
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
 
-// countingReader counts the list requests of the audit.
-type countingReader struct {
+// countingPager counts the list requests of the audit.
+type countingPager struct {
 	*auditCluster
 	lists atomic.Int64
 }
 
-func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	r.lists.Add(1)
-	return r.auditCluster.List(ctx, list, opts...)
+func (p *countingPager) Page(ctx context.Context, gvr schema.GroupVersionResource, limit int64, token string) ([]byte, error) {
+	p.lists.Add(1)
+	return p.auditCluster.Page(ctx, gvr, limit, token)
 }
 
 // auditedStore is a store holding the scale registry and view of s.
@@ -56,9 +56,9 @@ func TestTheAuditClusterIsTheScaleViewWithOneViolationPerTenant(t *testing.T) {
 	cluster := &auditCluster{scale: s}
 	cluster.gate = *newGate()
 	cluster.gate.resume()
-	reader := &countingReader{auditCluster: cluster}
+	pager := &countingPager{auditCluster: cluster}
 	sink := &reportSink{gate: &cluster.gate}
-	l := auditloop.New(auditedStore(t, s), reader, sink, cluster.mapper(), auditloop.Options{PageSize: 5, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l := auditloop.New(auditedStore(t, s), pager, cluster, sink, cluster.mapper(), auditloop.Options{PageSize: 5, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	result, err := l.Once(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestTheAuditClusterIsTheScaleViewWithOneViolationPerTenant(t *testing.T) {
 		t.Errorf("%d reports of %d bytes written, want one per tenant", sink.applied.Load(), sink.bytes.Load())
 	}
 	// Page by page: 5 objects a request.
-	if lists := reader.lists.Load(); lists < int64(namespaces*(1+s.Pods+2)/5) {
+	if lists := pager.lists.Load(); lists < int64(namespaces*(1+s.Pods+2)/5) {
 		t.Errorf("%d list requests: the audit did not list page by page", lists)
 	}
 }
@@ -89,7 +89,7 @@ func TestTheGateHoldsTheAuditUntilResumedAndCountsTheTimeHeld(t *testing.T) {
 	var out strings.Builder
 	r := newAuditRunner(s, &lockedWriter{w: &out}, &sync.Mutex{})
 	store := auditedStore(t, s)
-	l := auditloop.New(store, r.cluster, r.sink, r.cluster.mapper(), auditloop.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l := auditloop.New(store, r.cluster, r.cluster, r.sink, r.cluster.mapper(), auditloop.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	done := make(chan error, 1)
 	go func() { _, err := l.Once(t.Context()); done <- err }()
 	if !r.cluster.gate.pause(10 * time.Second) {

@@ -124,7 +124,7 @@ func (r *auditRunner) line(v any) {
 // until ctx ends.
 func (r *auditRunner) run(ctx context.Context, store *state.Store) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l := auditloop.New(store, r.cluster, r.sink, r.cluster.mapper(), auditloop.Options{Interval: time.Millisecond, Share: r.share, Logger: log, Observer: r})
+	l := auditloop.New(store, r.cluster, r.cluster, r.sink, r.cluster.mapper(), auditloop.Options{Interval: time.Millisecond, Share: r.share, Logger: log, Observer: r})
 	go r.sample(ctx)
 	_ = l.Start(ctx)
 }
