@@ -2,6 +2,7 @@ package audit
 
 import (
 	"path/filepath"
+	"unsafe"
 
 	"slices"
 	"testing"
@@ -150,5 +151,36 @@ func TestAListItemWithoutItsKindIsCreatedWithTheKindListed(t *testing.T) {
 	want := ast.MustParseTerm(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"nodeName":"n"}}`).Value
 	if got := o.createObject(); got.Compare(want) != 0 {
 		t.Errorf("create body %v, want %v (a Deployment's spec.nodeName is not a pod's)", got, want)
+	}
+}
+
+func TestARowKeepsNoneOfTheTextItsObjectWasDecodedFrom(t *testing.T) {
+	// A list's page decodes into strings that share its text: a row
+	// sharing one would keep the whole page alive until the reports are
+	// written.
+	a := auditor(t)
+	data := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"oil-dev","uid":"uid-1"},` +
+		`"spec":{"containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`)
+	v, err := jsonast.NewCache(16).ParsePaths(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := v.(ast.Object)
+	metadata := field(obj, keyMetadata)
+	o := Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: str(metadata, keyNamespace), Name: str(metadata, ast.StringTerm("name")), Value: obj}
+	rows, err := a.Check(t.Context(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("no row: the pod was meant to be refused its host path")
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	for _, r := range rows {
+		for name, s := range map[string]string{"namespace": r.Namespace, "name": r.Name, "uid": r.UID, "tenant": r.Tenant, "message": r.Message} {
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); len(s) > 0 && p >= start && p < start+uintptr(len(data)) {
+				t.Errorf("the row's %s %q shares the decoded text", name, s)
+			}
+		}
 	}
 }

@@ -132,7 +132,7 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 			}
 			// The row outlives the object, whose strings may share the
 			// text of a whole page of a list: its own copies.
-			rows = append(rows, Row{Namespace: strings.Clone(o.Namespace), APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: strings.Clone(o.Name), UID: strings.Clone(o.uid()), Tenant: tenant, Rule: v.ID, Mode: group.mode, Message: strings.Clone(v.Msg)})
+			rows = append(rows, Row{Namespace: strings.Clone(o.Namespace), APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: strings.Clone(o.Name), UID: strings.Clone(o.uid()), Tenant: strings.Clone(tenant), Rule: v.ID, Mode: group.mode, Message: strings.Clone(v.Msg)})
 		}
 	}
 	return rows, nil

@@ -112,7 +112,7 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
-		items, next, err := decodePage(l.cache, page)
+		items, next, err := DecodePage(l.cache, page)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}

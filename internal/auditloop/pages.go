@@ -64,10 +64,11 @@ var (
 	keyContinue = ast.InternedTerm("continue")
 )
 
-// decodePage decodes a page of a list: its objects, sharing repeated values
-// through cache, their strings sharing data, and the token of the next
-// page ("" after the last).
-func decodePage(cache *jsonast.Cache, data []byte) (items []ast.Object, next string, err error) {
+// DecodePage decodes a page of a list as the loop does: its objects, their
+// managed fields left out, values they repeat shared through cache, their
+// strings sharing data (which must stay unchanged), and the token of the
+// next page ("" after the last).
+func DecodePage(cache *jsonast.Cache, data []byte) (items []ast.Object, next string, err error) {
 	v, err := cache.ParsePaths(data, listPaths, nil)
 	if err != nil {
 		return nil, "", err

@@ -364,8 +364,9 @@ same store, serve's background audit loop (`+"`internal/auditloop`"+`, its defau
 page, a pause every %d objects, at least %s and %s as long as they took to check), back to back, only during its own turns (held at its
 next list request while another target takes its turn, that time left out of its duration). The
 audit lists the same cluster page by page from a stand-in for the API server in that process
-(JSON pages decoded as the API reader decodes them; one pod per tenant pulls from a registry its
-tenant does not allow, so each audit writes a report per tenant, encoded and discarded).
+(JSON pages written in the process, decoded as the audit decodes the API server's; one pod per
+tenant pulls from a registry its tenant does not allow, so each audit writes a report per
+tenant, encoded and discarded).
 Both tenantguards run with the soft memory limit %s and GC percent %s.
 `, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, 2*r.Scale.Tenants*r.Scale.Namespaces,
 		r.Corpus, r.Rate, r.Duration, r.Rounds, TargetAudited, auditloop.DefaultPageSize, auditloop.DefaultBatch, auditloop.DefaultPause, shareText(r.Share),
