@@ -118,13 +118,19 @@ generate: ## Regenerate what the rule library's METADATA gives: policies/ (the e
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane kyverno-crds gateway-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server) and short fuzz runs
+test-go: control-plane kyverno-crds gateway-crds build $(HELM) ## Run the Go tests (with the race detector; e2e on the real API server), short fuzz runs, every benchmark once and the short soak
 	go vet ./...
 	go -C $(LOAD_MOD) vet ./...
 	go test -race -count=1 ./...
 	go -C $(LOAD_MOD) test -race -count=1 ./...
 	$(MAKE) fuzz FUZZ_SCALE=1
+	$(MAKE) bench-smoke
 	$(MAKE) soak-short
+
+.PHONY: bench-smoke
+bench-smoke: ## Run every Go benchmark once, on the smaller fixtures of -short, so that one that no longer runs fails the tests (its figures are not kept)
+	go test -run '^$$' -bench . -benchtime 1x -short ./...
+	go -C $(LOAD_MOD) test -run '^$$' -bench . -benchtime 1x -short ./...
 
 .PHONY: test-rego
 test-rego: $(OPA) ## Test the Rego library with the real opa CLI (coverage >= REGO_COVERAGE%)

@@ -28,7 +28,10 @@ import (
 // over) listed a page at a time (the default size), with the loop's pauses: the duration of one
 // audit and the peak of the live heap above the one before it.
 func BenchmarkAnAuditOfTheScaleFixture(b *testing.B) {
-	const tenants, namespaces, pods = 100, 10, 100
+	tenants, namespaces, pods := 100, 10, 100
+	if testing.Short() {
+		tenants = 5 // the same audit of a smaller cluster (make bench-smoke)
+	}
 	doc := scale.Registry(tenants)
 	reg, err := registry.Parse("scale.yaml", doc)
 	if err != nil {

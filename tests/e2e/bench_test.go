@@ -12,10 +12,16 @@ import (
 	"github.com/tenantguard/tenantguard/generator"
 )
 
-// benchNamespaces is how many tenant namespaces BenchmarkReconcile creates.
-const benchNamespaces = 1000
+// benchNamespaces is how many tenant namespaces BenchmarkReconcile creates:
+// 1,000, or 50 with -short (make bench-smoke).
+func benchNamespaces() int {
+	if testing.Short() {
+		return 50
+	}
+	return 1000
+}
 
-// BenchmarkReconcile creates 1,000 namespaces of a tenant whose companions
+// BenchmarkReconcile creates 1,000 namespaces (benchNamespaces) of a tenant whose companions
 // are a ResourceQuota, a LimitRange, a NetworkPolicy and two RoleBindings,
 // and measures until the reconciler has applied all 5,000 on the real API
 // server. Run it alone: go test -run '^$' -bench Reconcile -benchtime 1x ./tests/e2e/
@@ -36,6 +42,7 @@ func BenchmarkReconcile(b *testing.B) {
 		b.Fatal(err)
 	}
 	time.Sleep(time.Second) // the registry reload
+	n := benchNamespaces()
 	for run := range b.N {
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -50,13 +57,13 @@ func BenchmarkReconcile(b *testing.B) {
 				}
 			})
 		}
-		for i := range benchNamespaces {
+		for i := range n {
 			work <- i
 		}
 		close(work)
 		wg.Wait()
 		created := time.Since(start)
-		want := 5 * benchNamespaces * (run + 1)
+		want := 5 * n * (run + 1)
 		for {
 			got := countCompanions(ctx, b)
 			if got >= want {
@@ -70,7 +77,7 @@ func BenchmarkReconcile(b *testing.B) {
 		elapsed := time.Since(start)
 		b.ReportMetric(created.Seconds(), "s-to-create-namespaces")
 		b.ReportMetric(elapsed.Seconds(), "s-to-all-companions")
-		b.ReportMetric(float64(benchNamespaces)/elapsed.Seconds(), "namespaces/s")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "namespaces/s")
 	}
 }
 
