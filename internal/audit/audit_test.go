@@ -2,13 +2,11 @@ package audit
 
 import (
 	"path/filepath"
-	"unsafe"
-
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"

@@ -2,13 +2,11 @@ package auditloop
 
 import (
 	"context"
-
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 

@@ -25,8 +25,9 @@ import (
 
 // BenchmarkAnAuditOfTheScaleFixture audits 100,000 ordinary pods (100
 // tenants, 10 namespaces of 100 pods each; quotas raised so that none is
-// over) listed a page at a time (the default size), with the loop's pauses: the duration of one
-// audit and the peak of the live heap above the one before it.
+// over) listed in pages of the default size, with the loop's pauses: the
+// duration of one audit and the peak of the live heap above the one before
+// it.
 func BenchmarkAnAuditOfTheScaleFixture(b *testing.B) {
 	tenants, namespaces, pods := 100, 10, 100
 	if testing.Short() {
