@@ -172,7 +172,7 @@ func existing(t *testing.T, c *fixtures.Case) (audit.Object, map[string]any, boo
 		metadata["namespace"] = namespace
 	}
 	content["metadata"] = metadata
-	o, err := audit.FromMap(gvk, namespace, name, content)
+	o, err := audit.FromMap(gvk, content)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func object(t *testing.T, kind, namespace, name string, labels map[string]any, e
 	for _, edit := range edits {
 		edit(content, metadata)
 	}
-	o, err := FromMap(schema.GroupVersionKind{Version: "v1", Kind: kind}, namespace, name, content)
+	o, err := FromMap(schema.GroupVersionKind{Version: "v1", Kind: kind}, content)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,10 @@ func TestAListItemWithoutItsKindIsCreatedWithTheKindListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Object{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "oil-dev", Name: "web", Value: v.(ast.Object)}
+	o := ObjectOf(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, v.(ast.Object))
+	if o.Namespace != "oil-dev" || o.Name != "web" {
+		t.Fatalf("the object is %q in %q, want web in oil-dev, as its metadata says", o.Name, o.Namespace)
+	}
 	want := ast.MustParseTerm(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"oil-dev"},"spec":{"nodeName":"n"}}`).Value
 	if got := o.createObject(); got.Compare(want) != 0 {
 		t.Errorf("create body %v, want %v (a Deployment's spec.nodeName is not a pod's)", got, want)
@@ -163,9 +166,7 @@ func TestARowKeepsNoneOfTheTextItsObjectWasDecodedFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := v.(ast.Object)
-	metadata := field(obj, keyMetadata)
-	o := Object{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: str(metadata, keyNamespace), Name: str(metadata, ast.StringTerm("name")), Value: obj}
+	o := ObjectOf(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, v.(ast.Object))
 	rows, err := a.Check(t.Context(), &o)
 	if err != nil {
 		t.Fatal(err)

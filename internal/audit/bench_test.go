@@ -35,7 +35,7 @@ func BenchmarkAuditPod(b *testing.B) {
 		ns := fmt.Sprintf("t%d-ns%d", i%100, i%10)
 		name := fmt.Sprintf("p%d", i%19)
 		var err error
-		pods[i], err = FromMap(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, ns, name, map[string]any{
+		pods[i], err = FromMap(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, map[string]any{
 			"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": name, "namespace": ns, "uid": "u", "resourceVersion": "1"},
 			"spec": map[string]any{

@@ -21,21 +21,29 @@ type Object struct {
 	Value ast.Object
 }
 
-// FromMap is the Object of content, an object as decoded JSON (or YAML).
-func FromMap(gvk schema.GroupVersionKind, namespace, name string, content map[string]any) (Object, error) {
+// ObjectOf is the Object of value, an object of kind gvk as stored: its
+// namespace and name are those of its metadata.
+func ObjectOf(gvk schema.GroupVersionKind, value ast.Object) Object {
+	metadata := field(value, keyMetadata)
+	return Object{GVK: gvk, Namespace: str(metadata, keyNamespace), Name: str(metadata, keyName), Value: value}
+}
+
+// FromMap is the Object of content, an object of kind gvk as decoded JSON
+// (or YAML).
+func FromMap(gvk schema.GroupVersionKind, content map[string]any) (Object, error) {
 	data, err := json.Marshal(content)
 	if err != nil {
-		return Object{}, fmt.Errorf("%s %q: %w", gvk.Kind, name, err)
+		return Object{}, fmt.Errorf("a %s: %w", gvk.Kind, err)
 	}
 	v, err := jsonast.Parse(data, "metadata", "managedFields")
 	if err != nil {
-		return Object{}, fmt.Errorf("%s %q: %w", gvk.Kind, name, err)
+		return Object{}, fmt.Errorf("a %s: %w", gvk.Kind, err)
 	}
 	obj, ok := v.(ast.Object)
 	if !ok {
-		return Object{}, fmt.Errorf("%s %q is %s, not an object", gvk.Kind, name, ast.ValueName(v))
+		return Object{}, fmt.Errorf("a %s is %s, not an object", gvk.Kind, ast.ValueName(v))
 	}
-	return Object{GVK: gvk, Namespace: namespace, Name: name, Value: obj}, nil
+	return ObjectOf(gvk, obj), nil
 }
 
 // Keys of the stored object the audit reads or rewrites, made once.
@@ -44,6 +52,7 @@ var (
 	keyKind       = ast.InternedTerm("kind")
 	keyMetadata   = ast.InternedTerm("metadata")
 	keyNamespace  = ast.InternedTerm("namespace")
+	keyName       = ast.InternedTerm("name")
 	keyLabels     = ast.InternedTerm("labels")
 	keyUID        = ast.InternedTerm("uid")
 	keyDeletion   = ast.InternedTerm("deletionTimestamp")
@@ -73,17 +82,18 @@ func (o *Object) createObject() ast.Object {
 	if o.Namespace != "" {
 		metadata.Insert(keyNamespace, ast.StringTerm(o.Namespace))
 	}
-	replaced := map[ast.String]ast.Object{"metadata": metadata}
-	if spec := field(o.Value, keySpec); o.GVK.Group == "" && o.GVK.Kind == "Pod" && spec != nil && spec.Get(keyNodeName) != nil {
+	var spec ast.Object
+	if s := field(o.Value, keySpec); o.GVK.Group == "" && o.GVK.Kind == "Pod" && s != nil && s.Get(keyNodeName) != nil {
 		// The scheduler binds every scheduled pod by setting its
 		// spec.nodeName (pods/binding), which the stored pod cannot tell
 		// from one its creator set: node-placement judges nodeName when
 		// the pod is created, and the audit leaves it to that.
-		replaced["spec"] = without(spec, func(k ast.String) bool { return k == "nodeName" })
+		spec = without(s, func(k ast.String) bool { return k == "nodeName" })
 	}
-	body := without(o.Value, func(k ast.String) bool { return replaced[k] != nil })
-	for k, v := range replaced {
-		body.Insert(ast.StringTerm(string(k)), ast.NewTerm(v))
+	body := without(o.Value, func(k ast.String) bool { return k == "metadata" || spec != nil && k == "spec" })
+	body.Insert(keyMetadata, ast.NewTerm(metadata))
+	if spec != nil {
+		body.Insert(keySpec, ast.NewTerm(spec))
 	}
 	if body.Get(keyAPIVersion) == nil {
 		body.Insert(keyAPIVersion, ast.StringTerm(o.GVK.GroupVersion().String()))

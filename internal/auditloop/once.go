@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -115,8 +114,7 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
 		for _, item := range items {
-			metadata, _ := termValue(item, keyMetadata).(ast.Object)
-			o := audit.Object{GVK: gvk, Namespace: metaString(metadata, keyNamespace), Name: metaString(metadata, keyName), Value: item}
+			o := audit.ObjectOf(gvk, item)
 			if err := each(&o); err != nil {
 				return err
 			}
@@ -125,19 +123,4 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 			return nil
 		}
 	}
-}
-
-// Keys of an object's metadata.
-var (
-	keyNamespace = ast.InternedTerm("namespace")
-	keyName      = ast.InternedTerm("name")
-)
-
-// metaString is the string at key of metadata, "" when there is none.
-func metaString(metadata ast.Object, key *ast.Term) string {
-	if metadata == nil {
-		return ""
-	}
-	s, _ := termValue(metadata, key).(ast.String)
-	return string(s)
 }

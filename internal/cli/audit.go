@@ -108,7 +108,7 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 				return usageErrorf("%s: %v", m.at, err)
 			}
 			view.Upsert(obj)
-			o, err := audit.FromMap(m.gvk, m.namespace, m.name, m.object)
+			o, err := audit.FromMap(m.gvk, m.object)
 			if err != nil {
 				return usageErrorf("%s: %v", m.at, err)
 			}

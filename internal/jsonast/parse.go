@@ -23,8 +23,8 @@ func Parse(data []byte, drop ...string) (ast.Value, error) {
 }
 
 // Path is a path of object keys from the root and what ParsePaths does with
-// the value found there. A key Every steps into each element of an array
-// (and into an object's key "*"); a path must not end with it.
+// the value found there. A key Every steps into each element of an array,
+// and into no object's member; a path must not end with it.
 type Path struct {
 	Keys []string
 	// Drop leaves the value out of the result; it is still checked.
@@ -318,7 +318,7 @@ func (p *parser) follow(paths uint64, level int, key string, build bool) (below 
 		i := bits.TrailingZeros64(m)
 		keys := p.paths[i].Keys
 		switch {
-		case keys[level] != key:
+		case keys[level] != key || key == Every:
 		case len(keys) > level+1:
 			below |= 1 << i
 		case p.paths[i].Drop:

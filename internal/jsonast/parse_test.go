@@ -143,7 +143,8 @@ func TestPathsStepIntoEveryElementOfAnArray(t *testing.T) {
 	paths := []Path{
 		{Keys: []string{"items", Every, "metadata", "managedFields"}, Drop: true},
 		{Keys: []string{"items", Every, Every, "metadata", "managedFields"}, Drop: true},
-		{Keys: []string{"items", Every}}, // ends with Every: ignored
+		{Keys: []string{"items", Every}},                                 // ends with Every: ignored
+		{Keys: []string{Every, "metadata", "managedFields"}, Drop: true}, // the root is no array: its key "*" is kept
 	}
 	for _, tt := range []struct {
 		name  string
