@@ -169,8 +169,8 @@ func (c compiler) stmt(s ir.Stmt) instr {
 			return fresh(s.Target, emptyArray)
 		}
 		target, capacity := s.Target, int(s.Capacity)
-		return func(_ *evaluation, l []*ast.Term) int {
-			l[target] = ast.NewTerm(ast.NewArrayWithCapacity(capacity))
+		return func(e *evaluation, l []*ast.Term) int {
+			l[target] = e.term(ast.NewArrayWithCapacity(capacity), nil)
 			return next
 		}
 	case *ir.MakeObjectStmt:
@@ -315,8 +315,8 @@ func (c compiler) local(op ir.Operand) operand {
 // frozen, around a shared value: an empty collection, or a folded literal
 // the plan may add to.
 func fresh(target ir.Local, v ast.Value) instr {
-	return func(_ *evaluation, l []*ast.Term) int {
-		l[target] = &ast.Term{Value: v, Location: frozen}
+	return func(e *evaluation, l []*ast.Term) int {
+		l[target] = e.term(v, frozen)
 		return next
 	}
 }
@@ -364,18 +364,28 @@ func (c compiler) call(s *call) instr {
 			return next
 		}
 	}
+	nat := natives[callee.name]
+	if callee.relation {
+		nat = nil
+	}
 	return func(e *evaluation, l []*ast.Term) int {
 		in := e.args[:0]
 		for _, a := range args {
 			in = append(in, a.get(l))
 		}
 		e.args = in
-		v, err := e.builtin(callee, in)
-		if err != nil {
-			return e.fail(err)
+		var v *ast.Term
+		if nat != nil {
+			v = nat(in)
 		}
 		if v == nil {
-			return 0
+			var err error
+			if v, err = e.builtin(callee, in); err != nil {
+				return e.fail(err)
+			}
+			if v == nil {
+				return 0
+			}
 		}
 		l[result] = v
 		return next

@@ -101,6 +101,24 @@ func (e *evaluation) frame(n int) []*ast.Term {
 	return locals
 }
 
+// termSlab is how many terms one allocation of an evaluation's holds.
+const termSlab = 32
+
+// term is a new term of v at loc, one of a slab of them: a plan makes
+// dozens of terms an evaluation (its collections' locals), one allocation
+// each until now. A slab's unused terms are kept with the evaluation, as
+// nothing refers to them; its used ones are the evaluation's values, which
+// no one gives back.
+func (e *evaluation) term(v ast.Value, loc *ast.Location) *ast.Term {
+	if len(e.terms) == 0 {
+		e.terms = make([]ast.Term, termSlab)
+	}
+	t := &e.terms[0]
+	e.terms = e.terms[1:]
+	t.Value, t.Location = v, loc
+	return t
+}
+
 // pop gives a frame of n locals back.
 func (e *evaluation) pop(n int) { e.stack = e.stack[:len(e.stack)-n] }
 
@@ -144,6 +162,8 @@ type evaluation struct {
 	bctx *topdown.BuiltinContext
 	// stack holds the frames of the functions being run.
 	stack []*ast.Term
+	// terms are where the evaluation's new terms come from (term).
+	terms []ast.Term
 	// steps counts calls and iterations, to look at ctx now and then.
 	steps int
 	// scanners are those of the scans being run (scanning of them) and
@@ -376,6 +396,17 @@ func equal(a, b *ast.Term) bool {
 	}
 	if a == nil || b == nil {
 		return false
+	}
+	// Strings and booleans, most of what a plan compares, equal only their
+	// own kind (ast.Compare orders kinds apart): compared at once. Numbers
+	// (1 equals 1.0) and collections go through ast.Compare.
+	switch x := a.Value.(type) {
+	case ast.String:
+		y, ok := b.Value.(ast.String)
+		return ok && x == y
+	case ast.Boolean:
+		y, ok := b.Value.(ast.Boolean)
+		return ok && x == y
 	}
 	return ast.Compare(a.Value, b.Value) == 0
 }

@@ -116,6 +116,18 @@ x := [a, b, c] if {
 		{name: "iteration over a set from a rule", module: `
 s := {n | some n in input.ns}
 x := [[k, v] | some k, v in s]`, input: map[string]any{"ns": []any{3, 1, 2}}},
+		{name: "values equal only their own kind, and numbers by value", module: `
+eq contains [a, b] if {
+	some a in input.vs
+	some b in input.vs
+	a == b
+}
+ne contains [a, b] if {
+	some a in input.vs
+	some b in input.vs
+	a != b
+}
+x := [eq, ne]`, input: map[string]any{"vs": []any{"1", 1, 1.0, true, "true", false, nil, "", "a", []any{1}, []any{1.0}, map[string]any{"k": "1"}}}},
 		{name: "a dynamic reference reads base data when no rule is there", module: `
 x := [data.d[k].v | some k in ["p", "q"]]`, data: map[string]any{"d": map[string]any{"p": map[string]any{"v": "base"}}}},
 		{name: "an erroring built-in is undefined, not an error", module: `

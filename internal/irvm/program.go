@@ -97,7 +97,10 @@ func New(policy *ir.Policy) (*Program, error) {
 		p.strings = make([]*ast.Term, len(policy.Static.Strings))
 		p.numbers = make([]*ast.Term, len(policy.Static.Strings))
 		for i, s := range policy.Static.Strings {
-			p.strings[i] = ast.StringTerm(s.Value)
+			// The interned term where OPA has one: the keys the decoders
+			// intern are then found in an object by their pointer
+			// (object.Get compares it before hashing the string).
+			p.strings[i] = ast.InternedTerm(s.Value)
 		}
 	}
 	byName := map[string]*function{}

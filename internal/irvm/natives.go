@@ -1,0 +1,101 @@
+package irvm
+
+import (
+	"cmp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// native is a built-in's common case answered in place: its result, or nil
+// when the arguments are not that case (a type error, a path), which
+// topdown's built-in then answers, errors included. A plan calls a few
+// cheap built-ins dozens of times an evaluation, and calling topdown's
+// costs more than their work: a copy of its BuiltinContext, an output
+// callback and an error wrapper. Each native returns what topdown's
+// built-in of the same name (opa/v1/topdown) returns for those arguments,
+// which TestNativesAnswerAsTopdownsBuiltins holds.
+type native func(args []*ast.Term) *ast.Term
+
+// natives are the built-ins answered in place, by name.
+var natives = map[string]native{
+	ast.Equal.Name:         func(a []*ast.Term) *ast.Term { return ast.InternedTerm(a[0].Equal(a[1])) },
+	ast.NotEqual.Name:      func(a []*ast.Term) *ast.Term { return ast.InternedTerm(!a[0].Equal(a[1])) },
+	ast.GreaterThan.Name:   func(a []*ast.Term) *ast.Term { return ast.InternedTerm(a[0].Value.Compare(a[1].Value) > 0) },
+	ast.GreaterThanEq.Name: func(a []*ast.Term) *ast.Term { return ast.InternedTerm(a[0].Value.Compare(a[1].Value) >= 0) },
+	ast.LessThan.Name:      func(a []*ast.Term) *ast.Term { return ast.InternedTerm(a[0].Value.Compare(a[1].Value) < 0) },
+	ast.LessThanEq.Name:    func(a []*ast.Term) *ast.Term { return ast.InternedTerm(a[0].Value.Compare(a[1].Value) <= 0) },
+	ast.StartsWith.Name:    twoStrings(strings.HasPrefix),
+	ast.EndsWith.Name:      twoStrings(strings.HasSuffix),
+	ast.Contains.Name:      twoStrings(strings.Contains),
+	ast.Count.Name:         count,
+	ast.Member.Name:        member,
+	ast.ObjectGet.Name:     objectGet,
+	ast.IsObject.Name:      isA[ast.Object],
+	ast.IsString.Name:      isA[ast.String],
+	ast.IsArray.Name:       isA[*ast.Array],
+	ast.IsSet.Name:         isA[ast.Set],
+	ast.IsBoolean.Name:     isA[ast.Boolean],
+	ast.IsNumber.Name:      isA[ast.Number],
+	ast.IsNull.Name:        isA[ast.Null],
+}
+
+// twoStrings is a built-in of two strings giving a boolean.
+func twoStrings(f func(s, t string) bool) native {
+	return func(a []*ast.Term) *ast.Term {
+		s, ok := a[0].Value.(ast.String)
+		t, ok2 := a[1].Value.(ast.String)
+		if !ok || !ok2 {
+			return nil
+		}
+		return ast.InternedTerm(f(string(s), string(t)))
+	}
+}
+
+func count(a []*ast.Term) *ast.Term {
+	switch v := a[0].Value.(type) {
+	case *ast.Array:
+		return ast.InternedTerm(v.Len())
+	case ast.Object:
+		return ast.InternedTerm(v.Len())
+	case ast.Set:
+		return ast.InternedTerm(v.Len())
+	case ast.String:
+		return ast.InternedTerm(utf8.RuneCountInString(string(v)))
+	}
+	return nil
+}
+
+// member is `x in collection`: a set's member, an array's element or an
+// object's value; false for anything else.
+func member(a []*ast.Term) *ast.Term {
+	x := a[0]
+	switch c := a[1].Value.(type) {
+	case ast.Set:
+		return ast.InternedTerm(c.Contains(x))
+	case *ast.Array:
+		return ast.InternedTerm(c.Until(x.Equal))
+	case ast.Object:
+		return ast.InternedTerm(c.Until(func(_, v *ast.Term) bool { return x.Equal(v) }))
+	}
+	return ast.InternedTerm(false)
+}
+
+// objectGet is object.get with one key; a path (an array of keys) and a
+// value that is not an object are left to topdown.
+func objectGet(a []*ast.Term) *ast.Term {
+	obj, ok := a[0].Value.(ast.Object)
+	if !ok {
+		return nil
+	}
+	if _, path := a[1].Value.(*ast.Array); path {
+		return nil
+	}
+	return cmp.Or(obj.Get(a[1]), a[2])
+}
+
+func isA[T ast.Value](a []*ast.Term) *ast.Term {
+	_, ok := a[0].Value.(T)
+	return ast.InternedTerm(ok)
+}
