@@ -77,12 +77,22 @@ _containers := array.concat(
 	object.get(tenancy.new_object, ["spec", "containers"], []),
 )
 
-# the limited keys some container names no value for
+# the limited keys some container names no value for; a container that
+# names both requests and limits of CPU and memory names every key, and
+# is passed over at once
 _unnamed_keys contains key if {
+	some c in _containers
+	not _names_all(c)
 	some key, _ in _hard
 	resource := _must_name[key]
-	some c in _containers
 	not _names(c, key, resource)
+}
+
+_names_all(c) if {
+	c.resources.requests.cpu
+	c.resources.requests.memory
+	c.resources.limits.cpu
+	c.resources.limits.memory
 }
 
 # The keys for which every container must name a value, as ResourceQuota
