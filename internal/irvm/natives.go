@@ -82,17 +82,25 @@ func member(a []*ast.Term) *ast.Term {
 	return ast.InternedTerm(false)
 }
 
-// objectGet is object.get with one key; a path (an array of keys) and a
-// value that is not an object are left to topdown.
+// objectGet is object.get of a key or of a path (an array of keys, each
+// looked up in the value the one before found); a value that is not an
+// object is left to topdown.
 func objectGet(a []*ast.Term) *ast.Term {
 	obj, ok := a[0].Value.(ast.Object)
 	if !ok {
 		return nil
 	}
-	if _, path := a[1].Value.(*ast.Array); path {
-		return nil
+	path, ok := a[1].Value.(*ast.Array)
+	if !ok {
+		return cmp.Or(obj.Get(a[1]), a[2])
 	}
-	return cmp.Or(obj.Get(a[1]), a[2])
+	curr := a[0]
+	for i := range path.Len() {
+		if curr = curr.Get(path.Elem(i)); curr == nil {
+			break
+		}
+	}
+	return cmp.Or(curr, a[2])
 }
 
 func isA[T ast.Value](a []*ast.Term) *ast.Term {
