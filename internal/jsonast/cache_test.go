@@ -300,6 +300,10 @@ func TestSkipFindsTheEndOfAContainer(t *testing.T) {
 		{"at the limit", `{"a": 1}`, 8, 8},
 		{"no end", `{"a": [1}`, 100, -1},
 		{"an escape at the end", `["\`, 100, -1},
+		{"an escaped backslash before the closing quote", `["a\\", "]"] tail`, 100, 12},
+		{"three backslashes escape the quote", `["\\\"]"] tail`, 100, 9},
+		{"a string whose end is past the limit", `["abc"]`, 4, -1},
+		{"a closing quote past the limit, after a bracket", `["a]"]`, 4, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -441,6 +441,9 @@ func (p *parser) string(build bool) (string, error) {
 	p.pos++ // "
 	plain := true
 	for {
+		for p.pos < len(p.data) && plainByte[p.data[p.pos]] {
+			p.pos++
+		}
 		if p.pos >= len(p.data) {
 			return "", errEnd
 		}
@@ -477,6 +480,16 @@ func (p *parser) string(build bool) (string, error) {
 		}
 	}
 }
+
+// plainByte marks the bytes a string's text holds as they are, which
+// string passes over one table lookup each: printable ASCII but the quote
+// and the backslash.
+var plainByte = func() (plain [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\'
+	}
+	return plain
+}()
 
 // escape checks the escape sequence at pos and moves past it.
 func (p *parser) escape() error {
