@@ -168,6 +168,15 @@ bench-load: $(OPA) tgload ## Only the load comparison (tgload run), with the Go 
 	$(TGLOAD) run -opa $(OPA) -memory-limit $(BENCH_MEMORY_LIMIT) $(LOAD_FLAGS) -json $(BENCH_OUT)/load.json -profile-dir $(BENCH_OUT) \
 	  $$(ls $(BENCH_OUT)/*.txt >/dev/null 2>&1 && echo -micro $$(ls $(BENCH_OUT)/*.txt | paste -sd, -))
 
+.PHONY: bench-instructions
+bench-instructions: ## Count the CPU instructions of a decision on the mixed corpus (valgrind's callgrind, GOGC=off: within 0.2% from run to run, for comparing small changes on this noisy machine); needs valgrind (apt-get install valgrind)
+	@mkdir -p $(BENCH_OUT)
+	go test -c -o $(BENCH_OUT)/engine.test ./internal/engine/
+	GOGC=off GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind \
+	  --callgrind-out-file=$(BENCH_OUT)/callgrind.validate '--toggle-collect=*engine.(*Engine).validate' \
+	  $(BENCH_OUT)/engine.test -test.run '^$$' -test.bench 'BenchmarkValidateCorpus/plan$$' -test.benchtime 2000x 2>&1 \
+	  | awk '/Collected/ {printf "%.0f instructions a decision (2,001 decisions; callgrind_annotate $(BENCH_OUT)/callgrind.validate)\n", $$4/2001}'
+
 .PHONY: bench-compare
 bench-compare: tgload ## Compare tenantguard at BASE (a git revision, default HEAD) with the working tree and the null webhook, saturated (or open-loop with COMPARE_FLAGS=-rate N) in turns (tgload compare)
 	@rm -rf $(BENCH_OUT)/base-src && mkdir -p $(BENCH_OUT)/base-src

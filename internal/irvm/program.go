@@ -97,9 +97,9 @@ func New(policy *ir.Policy) (*Program, error) {
 		p.strings = make([]*ast.Term, len(policy.Static.Strings))
 		p.numbers = make([]*ast.Term, len(policy.Static.Strings))
 		for i, s := range policy.Static.Strings {
-			// The interned term where OPA has one: the keys the decoders
-			// intern are then found in an object by their pointer
-			// (object.Get compares it before hashing the string).
+			// The interned term where OPA has one: a key the decoders
+			// intern is then matched in an object by its pointer
+			// (object.Get compares pointers before strings).
 			p.strings[i] = ast.InternedTerm(s.Value)
 		}
 	}
