@@ -9,7 +9,7 @@ import (
 )
 
 // native is a built-in's common case answered in place: its result, or nil
-// when the arguments are not that case (a type error, a path), which
+// when the arguments are not that case (an operand of the wrong type), which
 // topdown's built-in then answers, errors included. A plan calls a few
 // cheap built-ins dozens of times an evaluation, and calling topdown's
 // costs more than their work: a copy of its BuiltinContext, an output
