@@ -135,7 +135,7 @@ func TestAScheduledPodIsNotJudgedForTheNodeTheSchedulerBoundItTo(t *testing.T) {
 	if got := o.createObject(); got.Compare(want) != 0 {
 		t.Errorf("create body %v, want %v", got, want)
 	}
-	if spec := field(o.Value, keySpec); str(spec, keyNodeName) != "node-7" {
+	if spec := jsonast.ObjectAt(o.Value, keySpec); jsonast.StringAt(spec, keyNodeName) != "node-7" {
 		t.Error("the stored object was changed")
 	}
 }

@@ -24,8 +24,8 @@ type Object struct {
 // ObjectOf is the Object of value, an object of kind gvk as stored: its
 // namespace and name are those of its metadata.
 func ObjectOf(gvk schema.GroupVersionKind, value ast.Object) Object {
-	metadata := field(value, keyMetadata)
-	return Object{GVK: gvk, Namespace: str(metadata, keyNamespace), Name: str(metadata, keyName), Value: value}
+	metadata := jsonast.ObjectAt(value, keyMetadata)
+	return Object{GVK: gvk, Namespace: jsonast.StringAt(metadata, keyNamespace), Name: jsonast.StringAt(metadata, keyName), Value: value}
 }
 
 // FromMap is the Object of content, an object of kind gvk as decoded JSON
@@ -78,12 +78,12 @@ var apiServerFields = func() map[string]bool {
 // leave out). o.Value is not changed: the objects that change are new ones
 // sharing the values that do not.
 func (o *Object) createObject() ast.Object {
-	metadata := without(field(o.Value, keyMetadata), func(k ast.String) bool { return apiServerFields[string(k)] })
+	metadata := without(jsonast.ObjectAt(o.Value, keyMetadata), func(k ast.String) bool { return apiServerFields[string(k)] })
 	if o.Namespace != "" {
 		metadata.Insert(keyNamespace, ast.StringTerm(o.Namespace))
 	}
 	var spec ast.Object
-	if s := field(o.Value, keySpec); o.GVK.Group == "" && o.GVK.Kind == "Pod" && s != nil && s.Get(keyNodeName) != nil {
+	if s := jsonast.ObjectAt(o.Value, keySpec); o.GVK.Group == "" && o.GVK.Kind == "Pod" && s != nil && s.Get(keyNodeName) != nil {
 		// The scheduler binds every scheduled pod by setting its
 		// spec.nodeName (pods/binding), which the stored pod cannot tell
 		// from one its creator set: node-placement judges nodeName when
@@ -119,45 +119,18 @@ func without(obj ast.Object, leave func(ast.String) bool) ast.Object {
 	return out
 }
 
-// field is the object at key of obj, nil when there is none.
-func field(obj ast.Object, key *ast.Term) ast.Object {
-	if obj == nil {
-		return nil
-	}
-	t := obj.Get(key)
-	if t == nil {
-		return nil
-	}
-	v, _ := t.Value.(ast.Object)
-	return v
-}
-
-// str is the string at key of obj, "" when there is none.
-func str(obj ast.Object, key *ast.Term) string {
-	if obj == nil {
-		return ""
-	}
-	if t := obj.Get(key); t != nil {
-		if s, ok := t.Value.(ast.String); ok {
-			return string(s)
-		}
-	}
-	return ""
-}
-
 // label is the value of one of the object's labels, "" when it has none.
 func (o *Object) label(name string) string {
-	return str(field(field(o.Value, keyMetadata), keyLabels), ast.StringTerm(name))
+	return jsonast.StringAt(jsonast.ObjectAt(jsonast.ObjectAt(o.Value, keyMetadata), keyLabels), ast.InternedTerm(name))
 }
 
 // deleting reports whether the object is being deleted.
 func (o *Object) deleting() bool {
-	t := field(o.Value, keyMetadata)
-	if t == nil {
+	switch jsonast.ValueAt(jsonast.ObjectAt(o.Value, keyMetadata), keyDeletion).(type) {
+	case nil, ast.Null:
 		return false
 	}
-	d := t.Get(keyDeletion)
-	return d != nil && d.Value.Compare(ast.Null{}) != 0
+	return true
 }
 
 // finished reports whether the object is a Pod that has finished.
@@ -165,7 +138,7 @@ func (o *Object) finished() bool {
 	if o.GVK.Group != "" || o.GVK.Kind != "Pod" {
 		return false
 	}
-	phase := str(field(o.Value, keyStatus), keyPhase)
+	phase := jsonast.StringAt(jsonast.ObjectAt(o.Value, keyStatus), keyPhase)
 	return phase == "Succeeded" || phase == "Failed"
 }
 
@@ -175,4 +148,6 @@ func (o *Object) isNamespace() bool {
 }
 
 // uid is the object's uid, "" when it has none.
-func (o *Object) uid() string { return str(field(o.Value, keyMetadata), keyUID) }
+func (o *Object) uid() string {
+	return jsonast.StringAt(jsonast.ObjectAt(o.Value, keyMetadata), keyUID)
+}

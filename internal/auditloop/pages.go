@@ -77,12 +77,12 @@ func DecodePage(cache *jsonast.Cache, data []byte) (items []ast.Object, next str
 	if !ok {
 		return nil, "", fmt.Errorf("the list is %s, not an object", ast.ValueName(v))
 	}
-	if metadata, ok := termValue(list, keyMetadata).(ast.Object); ok {
-		if s, ok := termValue(metadata, keyContinue).(ast.String); ok {
+	if metadata, ok := jsonast.ValueAt(list, keyMetadata).(ast.Object); ok {
+		if s, ok := jsonast.ValueAt(metadata, keyContinue).(ast.String); ok {
 			next = string(s)
 		}
 	}
-	switch all := termValue(list, keyItems).(type) {
+	switch all := jsonast.ValueAt(list, keyItems).(type) {
 	case nil, ast.Null:
 	case *ast.Array:
 		items = make([]ast.Object, 0, all.Len())
@@ -97,12 +97,4 @@ func DecodePage(cache *jsonast.Cache, data []byte) (items []ast.Object, next str
 		return nil, "", fmt.Errorf("the list's items are %s, not an array", ast.ValueName(all))
 	}
 	return items, next, nil
-}
-
-// termValue is the value at key of obj, nil when there is none.
-func termValue(obj ast.Object, key *ast.Term) ast.Value {
-	if t := obj.Get(key); t != nil {
-		return t.Value
-	}
-	return nil
 }

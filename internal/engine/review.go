@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -179,16 +180,12 @@ func termAt(obj ast.Object, key string) *ast.Term {
 
 // valueAt is the value of key in obj (which may be nil), or nil.
 func valueAt(obj ast.Object, key string) ast.Value {
-	if t := termAt(obj, key); t != nil {
-		return t.Value
-	}
-	return nil
+	return jsonast.ValueAt(obj, ast.InternedTerm(key))
 }
 
 // objectAt is the object at key of obj, or nil.
 func objectAt(obj ast.Object, key string) ast.Object {
-	o, _ := valueAt(obj, key).(ast.Object)
-	return o
+	return jsonast.ObjectAt(obj, ast.InternedTerm(key))
 }
 
 // stringAt is the string at key of obj: "" when there is none, not ok when

@@ -3,7 +3,6 @@ package irvm
 import (
 	"cmp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -53,16 +52,10 @@ func twoStrings(f func(s, t string) bool) native {
 	}
 }
 
+// count is the count built-in: length's, which the plan's LenStmt uses too.
 func count(a []*ast.Term) *ast.Term {
-	switch v := a[0].Value.(type) {
-	case *ast.Array:
-		return ast.InternedTerm(v.Len())
-	case ast.Object:
-		return ast.InternedTerm(v.Len())
-	case ast.Set:
-		return ast.InternedTerm(v.Len())
-	case ast.String:
-		return ast.InternedTerm(utf8.RuneCountInString(string(v)))
+	if n, ok := length(a[0]); ok {
+		return ast.InternedTerm(n)
 	}
 	return nil
 }
