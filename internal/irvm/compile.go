@@ -120,8 +120,7 @@ func (c compiler) stmt(s ir.Stmt) instr {
 			if !ok {
 				return e.fail(fmt.Errorf("appending to %v, which is not an array", t))
 			}
-			thaw(t)
-			t.Value = arr.Append(v.get(l))
+			appendTo(t, arr, v.get(l))
 			return next
 		}
 	case *ir.ResetLocalStmt:
@@ -170,7 +169,7 @@ func (c compiler) stmt(s ir.Stmt) instr {
 		}
 		target, capacity := s.Target, int(s.Capacity)
 		return func(e *evaluation, l []*ast.Term) int {
-			l[target] = e.term(ast.NewArrayWithCapacity(capacity), nil)
+			l[target] = e.term(ast.NewArrayWithCapacity(capacity), building)
 			return next
 		}
 	case *ir.MakeObjectStmt:

@@ -160,6 +160,11 @@ x := [s([]), s(input.ns), s([]), o([]), o(input.ns), o([]), a([]), a(input.ns), 
 d := object.get(input, "none", {"k": ["v"]})
 m := object.union({"a": {"b": 1}}, {"a": {"c": 2}})
 x := [d, m, d.k, m.a]`, input: map[string]any{}},
+		{name: "arrays grown past their first capacity hash and compare as written out", module: `
+a := [n | some n in input.ns]
+b := [[n, m] | some n in input.ns; some m in [input.ns[0], n]]
+c := [input.ns[0], 2, input.ns[2], [input.ns[3]]]
+x := [a, count(a), a[8], {a} == {[1, 2, 3, 4, 5, 6, 7, 8, 9]}, {a: 1}[[1, 2, 3, 4, 5, 6, 7, 8, 9]], b, c, c == [1, 2, 3, [4]], a == input.ns]`, input: map[string]any{"ns": []any{1, 2, 3, 4, 5, 6, 7, 8, 9}}},
 		{name: "comprehensions over objects and nested arrays", module: `
 x := {k: [y | some y in v; y > 1] | some k, v in input.m}`, input: map[string]any{"m": map[string]any{"b": []any{1, 2, 3}, "a": []any{5}}}},
 	}
