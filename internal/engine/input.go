@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -250,6 +251,10 @@ func init() {
 		"labels", "counts", "priorityClasses", "hosts", "resources", "adds", "used", "namespaces",
 		"group", "kind", "tenant",
 		"priority", "preemptionPolicy", "allowed", "deny", "warn", "dryrun",
-		"id", "msg",
+		"id", "msg", "room",
 	)
+	// The resources counted and summed most (cluster.counts and
+	// cluster.resources keys).
+	ast.InternStringTerm("pods", "persistentvolumeclaims", "services")
+	ast.InternStringTerm(usage.NativeKeys()...)
 }

@@ -2,6 +2,8 @@ package usage
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,10 @@ var native = map[string]bool{
 	"limits.cpu": true, "limits.memory": true, "limits.ephemeral-storage": true,
 	"requests.storage": true,
 }
+
+// NativeKeys are the quota resources of pods and claims that are not
+// prefixed or per class, sorted.
+func NativeKeys() []string { return slices.Sorted(maps.Keys(native)) }
 
 // CheckKey says why key is not a resource a tenant-wide resource quota can
 // sum, or nil: the compute resources of pods (requests.cpu, limits.memory,
