@@ -2,6 +2,7 @@ package irvm
 
 import (
 	"cmp"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -38,6 +39,8 @@ var natives = map[string]native{
 	ast.IsBoolean.Name:     isA[ast.Boolean],
 	ast.IsNumber.Name:      isA[ast.Number],
 	ast.IsNull.Name:        isA[ast.Null],
+	ast.Sprintf.Name:       sprintf,
+	ast.Concat.Name:        concat,
 }
 
 // twoStrings is a built-in of two strings giving a boolean.
@@ -99,4 +102,86 @@ func objectGet(a []*ast.Term) *ast.Term {
 func isA[T ast.Value](a []*ast.Term) *ast.Term {
 	_, ok := a[0].Value.(T)
 	return ast.InternedTerm(ok)
+}
+
+// sprintf is sprintf of a format whose verbs are %s and %q of strings and
+// %d of integers, with no flags or widths, and %%: what fmt.Sprintf, which
+// topdown's calls, writes for them. Other verbs and arguments, and a count
+// of arguments that is not the verbs', are left to topdown.
+func sprintf(a []*ast.Term) *ast.Term {
+	format, ok := a[0].Value.(ast.String)
+	args, ok2 := a[1].Value.(*ast.Array)
+	if !ok || !ok2 {
+		return nil
+	}
+	f := string(format)
+	out := make([]byte, 0, len(f)+16*args.Len())
+	used := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			out = append(out, f[i])
+			continue
+		}
+		if i++; i == len(f) {
+			return nil
+		}
+		if f[i] == '%' {
+			out = append(out, '%')
+			continue
+		}
+		if used == args.Len() {
+			return nil
+		}
+		arg := args.Elem(used).Value
+		used++
+		switch s, isString := arg.(ast.String); {
+		case f[i] == 's' && isString:
+			out = append(out, s...)
+		case f[i] == 'q' && isString:
+			out = strconv.AppendQuote(out, string(s))
+		case f[i] == 'd':
+			n, ok := arg.(ast.Number)
+			if !ok {
+				return nil
+			}
+			v, err := strconv.ParseInt(string(n), 10, 64)
+			if err != nil {
+				return nil
+			}
+			out = strconv.AppendInt(out, v, 10)
+		default:
+			return nil
+		}
+	}
+	if used != args.Len() {
+		return nil
+	}
+	return ast.StringTerm(string(out))
+}
+
+// concat is concat of an array of strings; a set, and elements that are
+// not strings, are left to topdown.
+func concat(a []*ast.Term) *ast.Term {
+	sep, ok := a[0].Value.(ast.String)
+	arr, ok2 := a[1].Value.(*ast.Array)
+	if !ok || !ok2 {
+		return nil
+	}
+	n := len(sep) * max(arr.Len()-1, 0)
+	for i := range arr.Len() {
+		s, ok := arr.Elem(i).Value.(ast.String)
+		if !ok {
+			return nil
+		}
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range arr.Len() {
+		if i > 0 {
+			b.WriteString(string(sep))
+		}
+		b.WriteString(string(arr.Elem(i).Value.(ast.String)))
+	}
+	return ast.StringTerm(b.String())
 }

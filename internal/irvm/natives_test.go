@@ -16,6 +16,9 @@ var nativeArgs = []string{
 	`[]`, `[1]`, `[1.0, "a"]`, `["a", "b"]`, `{}`, `{"a": 1}`, `{"a": {"b": 2}}`, `{"k": "a"}`,
 	`set()`, `{1, "a"}`, `{"a", "b"}`, `["a", "x"]`, `["k", 0]`, `{"k": ["a", {"b": 1}]}`,
 	`{"a": {"b": [1, 2]}}`, `["a", "b", 1]`, `{"a": {"b": {1}}}`,
+	// sprintf's formats and arguments
+	`"%s"`, `"%q"`, `"%d"`, `"count/%s.%s"`, `"%d %q%%"`, `"%v"`, `"%5s"`, `"100%"`,
+	`["x\"y\u0001é"]`, `[-3, "a"]`, `[12345678901234567890]`, `[1e3]`,
 }
 
 func TestNativesAnswerAsTopdownsBuiltins(t *testing.T) {
