@@ -59,8 +59,9 @@ func thaw(t *ast.Term) {
 	case ast.Object:
 		t.Value = v.Copy()
 	}
-	// An array needs no copy: its constant has no spare capacity, so
-	// Append copies it.
+	// An array needs no copy: appendTo puts its elements into an array of
+	// the evaluation's own (and its constant has no spare capacity, so
+	// Append, when appendTo falls back on it, copies it).
 	t.Location = nil
 }
 
