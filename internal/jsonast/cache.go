@@ -98,7 +98,10 @@ func (p *parser) shared(depth int) (t *ast.Term, miss *cacheMiss) {
 		return nil, nil
 	}
 	limit := min(MaxCachedText, p.scan, len(p.data)-p.pos)
-	end := skip(p.data, p.pos, limit)
+	end := p.ends.end(p.pos)
+	if end < 0 || end-p.pos > limit { // not noted, or past this lookup's limit
+		end = skip(p.data, p.pos, limit, &p.ends)
+	}
 	if end < 0 {
 		p.scan -= limit
 		return nil, nil
@@ -162,17 +165,27 @@ func (p *parser) record(m *cacheMiss) {
 // skip finds the end of the object or array at data[pos]: the position after
 // its closing bracket, or -1 when it is longer than limit bytes or does not
 // end. It only follows the brackets and strings; the text it delimits is
-// checked by parsing it before it is ever cached.
-func skip(data []byte, pos, limit int) int {
+// checked by parsing it before it is ever cached. It notes in m, when not
+// nil, the ends of the containers nested in it that it passes (maxNoted
+// levels deep).
+func skip(data []byte, pos, limit int, m *endMemo) int {
 	end := min(len(data), pos+limit)
 	depth := 0
+	var open [maxNoted]int
 	for i := pos; i < end; i++ {
 		switch data[i] {
 		case '{', '[':
+			if depth < maxNoted {
+				open[depth] = i //nolint:gosec // depth < maxNoted
+			}
 			depth++
 		case '}', ']':
-			if depth--; depth == 0 {
+			depth--
+			if depth == 0 {
 				return i + 1
+			}
+			if m != nil && depth < maxNoted {
+				m.note(open[depth], i+1) //nolint:gosec // 0 < depth < maxNoted
 			}
 		case '"':
 			for i++; i < end && data[i] != '"'; i++ {
@@ -183,4 +196,36 @@ func skip(data []byte, pos, limit int) int {
 		}
 	}
 	return -1
+}
+
+// endSlots is how many ends of containers a parse remembers (endMemo); a
+// power of two.
+const endSlots = 64
+
+// maxNoted is how many levels deep inside the container it looks up a scan
+// notes the ends of the containers it passes.
+const maxNoted = 16
+
+// endMemo remembers where the containers a lookup's scan passed end, by
+// where they start, so that the lookups of the containers inside them find
+// their ends without scanning them again: without it, a text nesting
+// containers is scanned once for each container around each byte. A slot
+// keeps the last container noted whose start maps to it.
+type endMemo struct {
+	starts, ends [endSlots]int32 // start+1 (0: an empty slot), end
+}
+
+// note remembers that the container at start ends at end.
+func (m *endMemo) note(start, end int) {
+	i := start & (endSlots - 1)
+	m.starts[i], m.ends[i] = int32(start+1), int32(end) //nolint:gosec // a review is at most a few MiB
+}
+
+// end is where the container at start ends, -1 when not noted.
+func (m *endMemo) end(start int) int {
+	i := start & (endSlots - 1)
+	if m.starts[i] != int32(start+1) { //nolint:gosec // as in note
+		return -1
+	}
+	return int(m.ends[i])
 }

@@ -307,8 +307,44 @@ func TestSkipFindsTheEndOfAContainer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := skip([]byte(tt.text), 0, tt.limit); got != tt.end {
+			if got := skip([]byte(tt.text), 0, tt.limit, nil); got != tt.end {
 				t.Errorf("skip(%q, %d) = %d, want %d", tt.text, tt.limit, got, tt.end)
+			}
+		})
+	}
+}
+
+func TestSkipNotesTheEndsOfTheContainersItPasses(t *testing.T) {
+	tests := []struct {
+		name, text string
+		limit      int
+	}{
+		{"nested objects and arrays", `{"a": [{"b": {}}, [1, [2]]], "c": {"d": "}"}} tail`, 100},
+		{"brackets in strings", `[{"x": "[{"}, ["\"]"]]`, 100},
+		{"a scan stopped by the limit", `{"a": {"b": 1}, "c": {"d": [1, 2, 3]}}`, 20},
+		{"deeper than the levels noted", strings.Repeat("[", 20) + strings.Repeat("]", 20), 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := []byte(tt.text)
+			var m endMemo
+			skip(data, 0, tt.limit, &m)
+			noted := 0
+			for start := 1; start < len(data); start++ {
+				end := m.end(start)
+				if end < 0 {
+					continue
+				}
+				noted++
+				if want := skip(data, start, len(data), nil); end != want {
+					t.Errorf("the container at %d: noted end %d, skip finds %d", start, end, want)
+				}
+			}
+			if noted == 0 {
+				t.Error("no end noted")
+			}
+			if m.end(0) >= 0 {
+				t.Error("the container looked up itself is noted")
 			}
 		})
 	}

@@ -92,8 +92,10 @@ type parser struct {
 	paths []Path
 	spans []Span
 	cache *Cache
-	// scan is how many more bytes the cache's lookups may scan (skip).
+	// scan is how many more bytes the cache's lookups may scan (skip);
+	// ends are the ends of containers their scans passed.
 	scan int
+	ends endMemo
 	// terms counts the terms of the values read, those from the cache
 	// included (as many as parsing their text builds); deepest is the
 	// deepest nesting reached: what a value costs the cache that keeps it
