@@ -363,9 +363,9 @@ func (c compiler) call(s *call) instr {
 			return next
 		}
 	}
-	nat := natives[callee.name]
-	if callee.relation {
-		nat = nil
+	var nat native // a relation gives every output: topdown's alone
+	if !callee.relation {
+		nat = natives[callee.name]
 	}
 	return func(e *evaluation, l []*ast.Term) int {
 		in := e.args[:0]

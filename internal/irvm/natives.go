@@ -11,9 +11,9 @@ import (
 // native is a built-in's common case answered in place: its result, or nil
 // when the arguments are not that case (an operand of the wrong type), which
 // topdown's built-in then answers, errors included. A plan calls a few
-// cheap built-ins dozens of times an evaluation, and calling topdown's
-// costs more than their work: a copy of its BuiltinContext, an output
-// callback and an error wrapper. Each native returns what topdown's
+// built-ins dozens of times an evaluation, and calling topdown's costs
+// more than the common case's work: a copy of its BuiltinContext, an output
+// callback and an error wrapper (and, for sprintf, fmt's reflection). Each native returns what topdown's
 // built-in of the same name (opa/v1/topdown) returns for those arguments,
 // which TestNativesAnswerAsTopdownsBuiltins holds.
 type native func(args []*ast.Term) *ast.Term
