@@ -188,3 +188,17 @@ func (p *Program) constantOperand(op ir.Operand) *ast.Term {
 	}
 	return nil
 }
+
+// foldedIn are the folded literals of blocks and of the blocks nested in
+// them.
+func foldedIn(blocks []*ir.Block) (out []*constant) {
+	for _, b := range blocks {
+		for _, s := range b.Stmts {
+			if c, ok := s.(*constant); ok {
+				out = append(out, c)
+			}
+			out = append(out, foldedIn(nested(s))...)
+		}
+	}
+	return out
+}

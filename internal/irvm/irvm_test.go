@@ -223,30 +223,10 @@ x := [s, o, a, object.get({}, "k", []), ["spec", "template"], {"k": "v", "b": tr
 
 // constants are the values of a program's folded literals, sorted.
 func constants(p *Program) (out []string) {
-	for _, c := range folded(p) {
+	for _, c := range p.folded {
 		out = append(out, c.Value.String())
 	}
 	slices.Sort(out)
-	return out
-}
-
-// folded are a program's folded literals.
-func folded(p *Program) (out []*constant) {
-	var walk func(blocks []*ir.Block)
-	walk = func(blocks []*ir.Block) {
-		for _, b := range blocks {
-			for _, s := range b.Stmts {
-				if c, ok := s.(*constant); ok {
-					out = append(out, c)
-				}
-				walk(nested(s))
-			}
-		}
-	}
-	walk(p.plan.Blocks)
-	for _, fn := range p.dynamic.all() {
-		walk(fn.blocks)
-	}
 	return out
 }
 
@@ -274,7 +254,7 @@ x := q`, "data.p.x")
 			t.Fatalf("evaluation %d answered %v, the first %s", i, v, first)
 		}
 	}
-	for _, c := range folded(p) {
+	for _, c := range p.folded {
 		if s := c.Value.String(); (s == `{"x"}` || s == `{"y"}`) && c.Term != nil {
 			t.Errorf("literal %s is shared, yet added to once read back", s)
 		}
@@ -291,7 +271,7 @@ alias := y if {
 }
 x := [kinds, grown, alias, ["spec", "template"], [n | some n in input.ns]]`, "data.p.x")
 	perEvaluation := map[string]bool{}
-	for _, c := range folded(p) {
+	for _, c := range p.folded {
 		perEvaluation[c.Value.String()] = c.Term == nil
 	}
 	want := map[string]bool{`{"Job", "Pod"}`: false, `{"c", "d"}`: true, `["a"]`: false, `["spec", "template"]`: false, `[]`: true}
@@ -443,16 +423,4 @@ func normal(tb testing.TB, v any) any {
 		tb.Fatal(err)
 	}
 	return j
-}
-
-// all is every function under n.
-func (n *pathNode) all() []*function {
-	var out []*function
-	if n.fn != nil {
-		out = append(out, n.fn)
-	}
-	for _, c := range n.children {
-		out = append(out, c.all()...)
-	}
-	return out
 }

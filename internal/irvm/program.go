@@ -15,6 +15,7 @@ import (
 // Program is a plan made ready to run: functions and built-ins resolved,
 // string constants made values. It is immutable and safe for concurrent use.
 type Program struct {
+	// plan is the query's plan, until New has compiled it.
 	plan    *ir.Plan
 	strings []*ast.Term
 	// numbers are the string constants MakeNumberRefStmt reads, as numbers
@@ -25,6 +26,9 @@ type Program struct {
 	dynamic *pathNode
 	// memoized counts the functions computed at most once per evaluation.
 	memoized int
+	// folded are the literals folded into constants, which the code
+	// shares between evaluations (fold.go).
+	folded []*constant
 	// locals is the frame size of the plan itself.
 	locals int
 	// code is the plan's blocks compiled.
@@ -152,6 +156,15 @@ func New(policy *ir.Policy) (*Program, error) {
 	p.code = c.blocks(p.plan.Blocks)
 	for _, fn := range fns {
 		fn.code = c.blocks(fn.blocks)
+	}
+	// The compiled code is all an evaluation runs: the statements it was
+	// compiled from, megabytes for the library that would live as long as
+	// the program, are dropped; the folded literals are kept (for tests).
+	p.folded = foldedIn(p.plan.Blocks)
+	p.plan = nil
+	for _, fn := range fns {
+		p.folded = append(p.folded, foldedIn(fn.blocks)...)
+		fn.blocks = nil
 	}
 	return p, nil
 }
