@@ -73,6 +73,12 @@ func (v *View) Used(tenant, key string) int64 {
 	return int64(v.Count(tenant, key))
 }
 
+// UsedAdmitted is Used without what the requests being decided add, as
+// CountAdmitted is Count without the creates being decided.
+func (v *View) UsedAdmitted(tenant, key string) int64 {
+	return int64(v.CountAdmitted(tenant, key))
+}
+
 // ReserveUsage holds what a create or update of the object c names adds to
 // its tenant's sums (adds) while it is decided, as Reserve holds a create's
 // place in the counts, and returns the tenant's sum of each key of adds as

@@ -320,6 +320,17 @@ func (v *View) Count(tenant, key string) int {
 	return v.perTenant[tenant][key] + v.reservations.Reserved(tenant, key)
 }
 
+// CountAdmitted is Count without the creates being decided, which may yet
+// be refused: the objects seen plus the creates admitted and not seen yet.
+// An object the cluster has already is judged against it (the audit), so
+// that a burst of creates refused at a tenant's quota does not make the
+// objects the tenant holds look over it meanwhile.
+func (v *View) CountAdmitted(tenant, key string) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.perTenant[tenant][key] + v.reservations.Admitted(tenant, key)
+}
+
 // seenCount is how many objects of a quota key the view has seen of a
 // tenant; the caller holds v.mu.
 func (v *View) seenCount(tenant, key string) int {

@@ -10,9 +10,10 @@ import (
 
 // ReviewExisting decides the CREATE of an object the cluster already has, as
 // if it were created now (the audit): Review, except that the tenant counts
-// and sums leave out the object's own place and usage. The view already
-// counts the object, so that a tenant exactly at its quota is not refused
-// the objects it holds. (The hosts an Ingress or route serves are read as
+// and sums leave out the object's own place and usage, which the view
+// counts already, so that a tenant exactly at its quota is not refused the
+// objects it holds, and the creates being decided, which may yet be refused
+// (clusterview.View.CountAdmitted). (The hosts an Ingress or route serves are read as
 // for any request: their holders other than the object itself.)
 func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
 	h := &held{resources: e.resourcedExisting(req, view), resourcesKnown: true}
@@ -23,7 +24,7 @@ func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, vie
 	own := e.countedUnder(req, view, key, tenants)
 	counts := make(map[string]int, len(tenants))
 	for _, t := range tenants {
-		n := view.Count(t, key)
+		n := view.CountAdmitted(t, key)
 		if t == own && n > 0 {
 			n--
 		}
@@ -43,7 +44,7 @@ func (e *Engine) resourcedExisting(req *admission.Request, view *clusterview.Vie
 	own, _ := view.SeenUsage(quota.CountClaim(r.claim))
 	r.used = make(map[string]int64, len(r.adds))
 	for _, a := range r.adds {
-		r.used[a.Key] = view.Used(r.tenant, a.Key) - own.Get(a.Key)
+		r.used[a.Key] = view.UsedAdmitted(r.tenant, a.Key) - own.Get(a.Key)
 	}
 	return r
 }

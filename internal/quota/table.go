@@ -20,9 +20,11 @@ import (
 //
 // Use NewTable; the zero value is not usable.
 type Table struct {
-	mu      sync.Mutex
-	held    map[Claim]*place
-	pending map[tenantKey]int
+	mu   sync.Mutex
+	held map[Claim]*place
+	// pending counts every place by tenant and key; admitted only those of
+	// the creates admitted (kept), not of those being decided.
+	pending, admitted map[tenantKey]int
 	// nextExpiry is when expire next looks for places whose time is up.
 	nextExpiry time.Time
 	now        func() time.Time
@@ -33,6 +35,8 @@ type tenantKey struct{ tenant, key string }
 
 // place is the hold of one claim.
 type place struct {
+	// key is the claim's quota key, which the place counts under.
+	key     string
 	tenants []string
 	// deciding counts the decisions of this claim still running (the API
 	// server may retry a create while the first call is being decided).
@@ -49,7 +53,7 @@ type place struct {
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{held: map[Claim]*place{}, pending: map[tenantKey]int{}, now: time.Now}
+	return &Table{held: map[Claim]*place{}, pending: map[tenantKey]int{}, admitted: map[tenantKey]int{}, now: time.Now}
 }
 
 // Reservation is a claim's hold. Take it once, then call exactly one of
@@ -73,11 +77,12 @@ func (t *Table) Prepare(c Claim, tenants []string, ttl time.Duration) *Reservati
 	// The table keeps copies: a claim's strings may share a whole request
 	// body, and the hold outlives the request. Made here, they are dropped
 	// when the claim is held already (the API server retried the create).
+	claim := Claim{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)}
 	return &Reservation{
 		table:  t,
-		claim:  Claim{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)},
+		claim:  claim,
 		ttl:    ttl,
-		fresh:  &place{tenants: slices.Clone(tenants)},
+		fresh:  &place{key: claim.Key, tenants: slices.Clone(tenants)},
 		counts: make(map[string]int, len(tenants)),
 	}
 }
@@ -118,7 +123,7 @@ func (r *Reservation) hold() ([]string, *place) {
 	if p == nil {
 		p = fresh
 		t.held[r.claim] = p
-		t.add(r.claim, p, 1)
+		addPlace(t.pending, p, 1)
 	}
 	p.deciding++
 	p.expires = now.Add(r.ttl)
@@ -133,7 +138,10 @@ func (r *Reservation) Keep() {
 	defer t.mu.Unlock()
 	if p := t.held[r.claim]; p != nil {
 		p.deciding--
-		p.kept = true
+		if !p.kept {
+			p.kept = true
+			addPlace(t.admitted, p, 1)
+		}
 		p.expires = t.now().Add(r.ttl)
 	}
 }
@@ -152,11 +160,22 @@ func (r *Reservation) Release() {
 	}
 }
 
-// Reserved returns how many creates hold a place in tenant's count of key.
+// Reserved returns how many creates hold a place in tenant's count of key
+// (or, for a resource, what their holds add to its sum): those admitted and
+// not seen yet, and those being decided.
 func (t *Table) Reserved(tenant, key string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.pending[tenantKey{tenant, key}]
+}
+
+// Admitted is Reserved without the creates being decided: only those
+// admitted and not seen yet. An object already stored is judged against
+// these (the audit), not against creates that may yet be refused.
+func (t *Table) Admitted(tenant, key string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.admitted[tenantKey{tenant, key}]
 }
 
 // TakeOver drops the hold of an object seen, whose count now includes it.
@@ -176,30 +195,34 @@ func (t *Table) drop(c Claim) {
 		return
 	}
 	delete(t.held, c)
-	t.add(c, p, -1)
+	addPlace(t.pending, p, -1)
+	if p.kept {
+		addPlace(t.admitted, p, -1)
+	}
 }
 
-// add counts a place in its tenants' pending counts (n = 1) or takes it
-// out (n = -1); the caller holds t.mu.
-func (t *Table) add(c Claim, p *place, n int) {
+// addPlace counts a place in its tenants' counts (n = 1) or takes it out
+// (n = -1): one object under its claim's key, or what it adds to each
+// resource's sum; the caller holds the table's lock.
+func addPlace(counts map[tenantKey]int, p *place, n int) {
 	if p.adds == nil {
-		t.count(c.Key, p.tenants, n)
+		count(counts, p.key, p.tenants, n)
 		return
 	}
 	for _, a := range p.adds {
-		t.count(a.Key, p.tenants, n*int(a.N))
+		count(counts, a.Key, p.tenants, n*int(a.N))
 	}
 }
 
-// count adds n to each tenant's pending count of key; the caller holds
-// t.mu. Counts that reach zero are dropped, so that tenant names seen once
-// (a namespace label naming no tenant) leave nothing behind.
-func (t *Table) count(key string, tenants []string, n int) {
+// count adds n to each tenant's count of key. Counts that reach zero are
+// dropped, so that tenant names seen once (a namespace label naming no
+// tenant) leave nothing behind.
+func count(counts map[tenantKey]int, key string, tenants []string, n int) {
 	for _, tenant := range tenants {
 		k := tenantKey{tenant, key}
-		t.pending[k] += n
-		if t.pending[k] == 0 {
-			delete(t.pending, k)
+		counts[k] += n
+		if counts[k] == 0 {
+			delete(counts, k)
 		}
 	}
 }

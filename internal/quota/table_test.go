@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // These tests look into a Table alone, with no object seen: its clock and
@@ -46,5 +48,80 @@ func TestAGivenBackReservationLeavesNoTraceOfItsTenantName(t *testing.T) {
 	}
 	if len(table.pending) != 0 || len(table.held) != 0 {
 		t.Errorf("pending %v, held %d after every reservation was given back", table.pending, len(table.held))
+	}
+}
+
+// TestAdmittedCountsOnlyTheCreatesAdmitted follows one claim's place
+// through its life: Reserved counts it from the start, Admitted only once
+// a decision admitted it, until the object is seen or its hold expires. A
+// second decision of the same claim (the API server retrying the create)
+// does not count it twice.
+func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
+	pod := Claim{Key: "pods", Namespace: "a", Name: "web"}
+	pod2 := Claim{Key: "pods", Namespace: "a", Name: "db"}
+	tests := []struct {
+		name                   string
+		steps                  func(*Table, func(time.Duration))
+		wantReserved, wantKept int
+	}{
+		{"a create being decided is reserved, not admitted", func(tb *Table, _ func(time.Duration)) {
+			reserve(tb, pod, []string{"oil"}, time.Minute)
+		}, 1, 0},
+		{"a create admitted is both", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+		}, 1, 1},
+		{"a create refused is neither", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Release()
+		}, 0, 0},
+		{"a create admitted then seen is neither", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+			tb.TakeOver(pod)
+		}, 0, 0},
+		{"a create admitted whose hold expired is neither", func(tb *Table, pass func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+			pass(2 * time.Minute)
+			_, r2 := reserve(tb, pod2, []string{"oil"}, time.Minute)
+			r2.Release()
+		}, 0, 0},
+		{"a create admitted, retried and refused the second time counts once", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+			_, again := reserve(tb, pod, []string{"oil"}, time.Minute)
+			again.Release()
+		}, 1, 1},
+		{"a create admitted twice (retried) counts once", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+			_, again := reserve(tb, pod, []string{"oil"}, time.Minute)
+			again.Keep()
+		}, 1, 1},
+		{"a create admitted beside one being decided", func(tb *Table, _ func(time.Duration)) {
+			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
+			r.Keep()
+			reserve(tb, pod2, []string{"oil"}, time.Minute)
+		}, 2, 1},
+		{"what a resources hold adds counts by resource", func(tb *Table, _ func(time.Duration)) {
+			r := tb.PrepareUsage(UsageClaim(pod), "oil", usage.List{{Key: "pods", N: 3}}, nil, time.Minute)
+			r.TakeUsage(func(string, string) int { return 0 })
+			r.Keep()
+		}, 3, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table := NewTable()
+			now := time.Unix(1000, 0)
+			table.now = func() time.Time { return now }
+			tt.steps(table, func(d time.Duration) { now = now.Add(d) })
+			if got := table.Reserved("oil", "pods"); got != tt.wantReserved {
+				t.Errorf("reserved %d, want %d", got, tt.wantReserved)
+			}
+			if got := table.Admitted("oil", "pods"); got != tt.wantKept {
+				t.Errorf("admitted %d, want %d", got, tt.wantKept)
+			}
+		})
 	}
 }
