@@ -12,9 +12,10 @@ import (
 // if it were created now (the audit): Review, except that the tenant counts
 // and sums leave out the object's own place and usage, which the view
 // counts already, so that a tenant exactly at its quota is not refused the
-// objects it holds, and the creates being decided, which may yet be refused
-// (clusterview.View.CountAdmitted). (The hosts an Ingress or route serves are read as
-// for any request: their holders other than the object itself.)
+// objects it holds; and they leave out the creates being decided, which may
+// yet be refused (clusterview.View.CountAdmitted). The hosts an Ingress or
+// route serves are read as for any request: their holders other than the
+// object itself.
 func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
 	h := &held{resources: e.resourcedExisting(req, view), resourcesKnown: true}
 	key, tenants := e.counted(req, view)

@@ -35,8 +35,6 @@ type tenantKey struct{ tenant, key string }
 
 // place is the hold of one claim.
 type place struct {
-	// key is the claim's quota key, which the place counts under.
-	key     string
 	tenants []string
 	// deciding counts the decisions of this claim still running (the API
 	// server may retry a create while the first call is being decided).
@@ -77,12 +75,11 @@ func (t *Table) Prepare(c Claim, tenants []string, ttl time.Duration) *Reservati
 	// The table keeps copies: a claim's strings may share a whole request
 	// body, and the hold outlives the request. Made here, they are dropped
 	// when the claim is held already (the API server retried the create).
-	claim := Claim{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)}
 	return &Reservation{
 		table:  t,
-		claim:  claim,
+		claim:  Claim{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)},
 		ttl:    ttl,
-		fresh:  &place{key: claim.Key, tenants: slices.Clone(tenants)},
+		fresh:  &place{tenants: slices.Clone(tenants)},
 		counts: make(map[string]int, len(tenants)),
 	}
 }
@@ -123,7 +120,7 @@ func (r *Reservation) hold() ([]string, *place) {
 	if p == nil {
 		p = fresh
 		t.held[r.claim] = p
-		addPlace(t.pending, p, 1)
+		addPlace(t.pending, r.claim.Key, p, 1)
 	}
 	p.deciding++
 	p.expires = now.Add(r.ttl)
@@ -140,7 +137,7 @@ func (r *Reservation) Keep() {
 		p.deciding--
 		if !p.kept {
 			p.kept = true
-			addPlace(t.admitted, p, 1)
+			addPlace(t.admitted, r.claim.Key, p, 1)
 		}
 		p.expires = t.now().Add(r.ttl)
 	}
@@ -195,18 +192,18 @@ func (t *Table) drop(c Claim) {
 		return
 	}
 	delete(t.held, c)
-	addPlace(t.pending, p, -1)
+	addPlace(t.pending, c.Key, p, -1)
 	if p.kept {
-		addPlace(t.admitted, p, -1)
+		addPlace(t.admitted, c.Key, p, -1)
 	}
 }
 
 // addPlace counts a place in its tenants' counts (n = 1) or takes it out
 // (n = -1): one object under its claim's key, or what it adds to each
 // resource's sum; the caller holds the table's lock.
-func addPlace(counts map[tenantKey]int, p *place, n int) {
+func addPlace(counts map[tenantKey]int, key string, p *place, n int) {
 	if p.adds == nil {
-		count(counts, p.key, p.tenants, n)
+		count(counts, key, p.tenants, n)
 		return
 	}
 	for _, a := range p.adds {
