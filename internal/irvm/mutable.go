@@ -52,7 +52,7 @@ type callSite struct {
 
 // mutability returns the mutable locals of each function and of the plan
 // (under the nil key).
-func (p *Program) mutability(fns []*function) map[*function]map[ir.Local]bool {
+func mutability(plan []*ir.Block, fns []*function) map[*function]map[ir.Local]bool {
 	bodies := make([]*body, 0, len(fns)+1)
 	byFn := map[*function]*body{}
 	for _, fn := range fns {
@@ -60,7 +60,7 @@ func (p *Program) mutability(fns []*function) map[*function]map[ir.Local]bool {
 		bodies = append(bodies, b)
 		byFn[fn] = b
 	}
-	bodies = append(bodies, newBody(nil, p.plan.Blocks))
+	bodies = append(bodies, newBody(nil, plan))
 	readBack := false
 	for changed := true; changed; {
 		changed = false

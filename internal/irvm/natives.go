@@ -13,9 +13,10 @@ import (
 // topdown's built-in then answers, errors included. A plan calls a few
 // built-ins dozens of times an evaluation, and calling topdown's costs
 // more than the common case's work: a copy of its BuiltinContext, an output
-// callback and an error wrapper (and, for sprintf, fmt's reflection). Each native returns what topdown's
-// built-in of the same name (opa/v1/topdown) returns for those arguments,
-// which TestNativesAnswerAsTopdownsBuiltins holds.
+// callback and an error wrapper (and, for sprintf, fmt's reflection). Each
+// native returns what topdown's built-in of the same name (opa/v1/topdown)
+// returns for those arguments, which TestNativesAnswerAsTopdownsBuiltins
+// holds.
 type native func(args []*ast.Term) *ast.Term
 
 // natives are the built-ins answered in place, by name.

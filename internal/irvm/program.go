@@ -15,8 +15,6 @@ import (
 // Program is a plan made ready to run: functions and built-ins resolved,
 // string constants made values. It is immutable and safe for concurrent use.
 type Program struct {
-	// plan is the query's plan, until New has compiled it.
-	plan    *ir.Plan
 	strings []*ast.Term
 	// numbers are the string constants MakeNumberRefStmt reads, as numbers
 	// parsed once; nil for the others.
@@ -42,6 +40,8 @@ type function struct {
 	name   string
 	params []ir.Local
 	ret    ir.Local
+	// blocks are the function's statements, until New has compiled them
+	// into code.
 	blocks []*ir.Block
 	// code is blocks compiled.
 	code   []code
@@ -93,10 +93,8 @@ func New(policy *ir.Policy) (*Program, error) {
 	if policy.Plans == nil || len(policy.Plans.Plans) != 1 {
 		return nil, fmt.Errorf("the policy has %d query plans, not 1", countPlans(policy))
 	}
-	p := &Program{
-		plan:    policy.Plans.Plans[0],
-		dynamic: &pathNode{},
-	}
+	plan := policy.Plans.Plans[0]
+	p := &Program{dynamic: &pathNode{}}
 	if policy.Static != nil {
 		p.strings = make([]*ast.Term, len(policy.Static.Strings))
 		p.numbers = make([]*ast.Term, len(policy.Static.Strings))
@@ -135,33 +133,33 @@ func New(policy *ir.Policy) (*Program, error) {
 		}
 		fn.locals = size + 1
 	}
-	size, err := r.blocks(p.plan.Blocks, int(ir.Data))
+	size, err := r.blocks(plan.Blocks, int(ir.Data))
 	if err != nil {
-		return nil, fmt.Errorf("plan %s: %w", p.plan.Name, err)
+		return nil, fmt.Errorf("plan %s: %w", plan.Name, err)
 	}
 	p.locals = size + 1
 	fns := slices.Collect(maps.Values(byName))
-	p.fold(p.plan.Blocks)
+	p.fold(plan.Blocks)
 	for _, fn := range fns {
 		p.fold(fn.blocks)
 	}
 	// after folding: the statements that built a literal add to nothing
 	// any more
-	mutable := p.mutability(fns)
-	share(p.plan.Blocks, mutable[nil])
+	mutable := mutability(plan.Blocks, fns)
+	share(plan.Blocks, mutable[nil])
 	for _, fn := range fns {
 		share(fn.blocks, mutable[fn])
 	}
 	c := compiler{p}
-	p.code = c.blocks(p.plan.Blocks)
+	p.code = c.blocks(plan.Blocks)
 	for _, fn := range fns {
 		fn.code = c.blocks(fn.blocks)
 	}
 	// The compiled code is all an evaluation runs: the statements it was
 	// compiled from, megabytes for the library that would live as long as
-	// the program, are dropped; the folded literals are kept (for tests).
-	p.folded = foldedIn(p.plan.Blocks)
-	p.plan = nil
+	// the program, are not kept (the caller drops the plan); the folded
+	// literals are listed, for the tests that check them.
+	p.folded = foldedIn(plan.Blocks)
 	for _, fn := range fns {
 		p.folded = append(p.folded, foldedIn(fn.blocks)...)
 		fn.blocks = nil

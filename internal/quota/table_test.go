@@ -59,50 +59,45 @@ func TestAGivenBackReservationLeavesNoTraceOfItsTenantName(t *testing.T) {
 func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 	pod := Claim{Key: "pods", Namespace: "a", Name: "web"}
 	pod2 := Claim{Key: "pods", Namespace: "a", Name: "db"}
+	// take is a create of c by tenant oil taking its place, being decided.
+	take := func(tb *Table, c Claim) *Reservation {
+		_, r := reserve(tb, c, []string{"oil"}, time.Minute)
+		return r
+	}
 	tests := []struct {
 		name                   string
 		steps                  func(*Table, func(time.Duration))
 		wantReserved, wantKept int
 	}{
 		{"a create being decided is reserved, not admitted", func(tb *Table, _ func(time.Duration)) {
-			reserve(tb, pod, []string{"oil"}, time.Minute)
+			take(tb, pod)
 		}, 1, 0},
 		{"a create admitted is both", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
+			take(tb, pod).Keep()
 		}, 1, 1},
 		{"a create refused is neither", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Release()
+			take(tb, pod).Release()
 		}, 0, 0},
 		{"a create admitted then seen is neither", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
+			take(tb, pod).Keep()
 			tb.TakeOver(pod)
 		}, 0, 0},
 		{"a create admitted whose hold expired is neither", func(tb *Table, pass func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
+			take(tb, pod).Keep()
 			pass(2 * time.Minute)
-			_, r2 := reserve(tb, pod2, []string{"oil"}, time.Minute)
-			r2.Release()
+			take(tb, pod2).Release() // the next hold taken drops the expired ones
 		}, 0, 0},
 		{"a create admitted, retried and refused the second time counts once", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
-			_, again := reserve(tb, pod, []string{"oil"}, time.Minute)
-			again.Release()
+			take(tb, pod).Keep()
+			take(tb, pod).Release()
 		}, 1, 1},
 		{"a create admitted twice (retried) counts once", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
-			_, again := reserve(tb, pod, []string{"oil"}, time.Minute)
-			again.Keep()
+			take(tb, pod).Keep()
+			take(tb, pod).Keep()
 		}, 1, 1},
 		{"a create admitted beside one being decided", func(tb *Table, _ func(time.Duration)) {
-			_, r := reserve(tb, pod, []string{"oil"}, time.Minute)
-			r.Keep()
-			reserve(tb, pod2, []string{"oil"}, time.Minute)
+			take(tb, pod).Keep()
+			take(tb, pod2)
 		}, 2, 1},
 		{"what a resources hold adds counts by resource", func(tb *Table, _ func(time.Duration)) {
 			r := tb.PrepareUsage(UsageClaim(pod), "oil", usage.List{{Key: "pods", N: 3}}, nil, time.Minute)
