@@ -31,22 +31,7 @@ type arrayFields struct {
 }
 
 // inPlace reports whether ast.Array is laid out as arrayFields.
-var inPlace = sameFields(reflect.TypeFor[ast.Array](), reflect.TypeFor[arrayFields]())
-
-// sameFields reports whether structs a and b have the same fields, in
-// name, type and offset.
-func sameFields(a, b reflect.Type) bool {
-	if a.Size() != b.Size() || a.NumField() != b.NumField() {
-		return false
-	}
-	for i := range a.NumField() {
-		fa, fb := a.Field(i), b.Field(i)
-		if fa.Name != fb.Name || fa.Type != fb.Type || fa.Offset != fb.Offset {
-			return false
-		}
-	}
-	return true
-}
+var inPlace = sameLayout(reflect.TypeFor[ast.Array](), reflect.TypeFor[arrayFields]())
 
 // firstCapacity is the capacity of a comprehension's array, made at its
 // first element.

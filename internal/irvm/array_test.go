@@ -1,44 +1,10 @@
 package irvm
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
-
-func TestArraysAreAppendedToInPlaceOnlyWithOPAsLayout(t *testing.T) {
-	if !inPlace {
-		t.Fatal("ast.Array is no longer laid out as arrayFields: update arrayFields to OPA's, or arrays are built by copies")
-	}
-	fields := reflect.VisibleFields(reflect.TypeFor[arrayFields]())
-	// Structs that differ from arrayFields in one field: left out, renamed,
-	// or of another type of the same size.
-	otherType := map[reflect.Kind]reflect.Type{
-		reflect.Slice: reflect.TypeFor[[]uintptr](), reflect.Int: reflect.TypeFor[uint](), reflect.Bool: reflect.TypeFor[uint8](),
-	}
-	for i := range fields {
-		for _, change := range []string{"left out", "renamed", "of another type"} {
-			var changed []reflect.StructField
-			for j, f := range fields {
-				g := reflect.StructField{Name: f.Name, PkgPath: f.PkgPath, Type: f.Type}
-				switch {
-				case j != i:
-				case change == "left out":
-					continue
-				case change == "renamed":
-					g.Name += "2"
-				default:
-					g.Type = otherType[f.Type.Kind()]
-				}
-				changed = append(changed, g)
-			}
-			if sameFields(reflect.TypeFor[ast.Array](), reflect.StructOf(changed)) {
-				t.Errorf("a struct with field %s %s has ast.Array's fields", fields[i].Name, change)
-			}
-		}
-	}
-}
 
 func TestAnArrayGrownInPlaceEqualsOneMadeWhole(t *testing.T) {
 	elems := []*ast.Term{ast.IntNumberTerm(1), ast.StringTerm("a"), ast.VarTerm("x"), ast.ObjectTerm(ast.Item(ast.StringTerm("k"), ast.IntNumberTerm(2))), ast.FloatNumberTerm(1.5), ast.NullTerm()}

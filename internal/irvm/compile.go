@@ -327,6 +327,25 @@ func (c compiler) dot(s *ir.DotStmt) instr {
 		return func(*evaluation, []*ast.Term) int { return 0 }
 	}
 	from := src.local
+	if k, ok := constantString(key); ok {
+		return func(_ *evaluation, l []*ast.Term) int {
+			t := l[from]
+			if t == nil {
+				return 0
+			}
+			var v *ast.Term
+			if obj, ok := t.Value.(ast.Object); ok {
+				v = getString(obj, k)
+			} else {
+				v = dot(t.Value, k.term) // a set's element
+			}
+			if v == nil {
+				return 0
+			}
+			l[target] = v
+			return next
+		}
+	}
 	return func(_ *evaluation, l []*ast.Term) int {
 		t := l[from]
 		if t == nil {

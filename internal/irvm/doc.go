@@ -23,4 +23,9 @@
 // first element. A literal the plan may add to gets a term of its own per
 // evaluation, whose shared value is copied before the first change; any
 // other shares one term (mutable.go). So no evaluation sees another's.
+//
+// Most lookups have a key the plan spells out: such a key is hashed once,
+// when compiled, and looked up in OPA's object through a layout of the
+// evaluator's own (object.go), used only when OPA's is found alike at
+// start, as for arrays grown in place (array.go).
 package irvm

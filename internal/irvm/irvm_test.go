@@ -136,6 +136,9 @@ else := "undefined"
 y := [sprintf("%d", [n]) | some n in [1, 2]]`, input: map[string]any{"zero": 0}},
 		{name: "arrays index by number and sets by member", module: `
 x := [input.a[1], {1, 2}[2], object.get(input, ["m", "k"], "none")]`, input: map[string]any{"a": []any{"p", "q"}, "m": map[string]any{}}},
+		{name: "a string key reads an object's value, a set's member and nothing of an array", module: `
+s := {"a", "b"}
+x := [input.o.k, input.o["1"], s["a"], {"q"}["q"], [m | m := s["c"]], [e | e := input.arr.k], [v | v := input.o.missing]]`, input: map[string]any{"o": map[string]any{"k": "v", "1": "one"}, "arr": []any{"k"}}},
 		{name: "walk gives every path", module: `
 x := [p | walk(input, [p, v]); v == 1]`, input: map[string]any{"a": map[string]any{"b": 1}, "c": []any{1}}},
 		{name: "numbers compare by value", module: `

@@ -89,11 +89,14 @@ func objectGet(a []*ast.Term) *ast.Term {
 	}
 	path, ok := a[1].Value.(*ast.Array)
 	if !ok {
+		if k, ok := newStringKey(a[1]); ok {
+			return cmp.Or(getString(obj, k), a[2])
+		}
 		return cmp.Or(obj.Get(a[1]), a[2])
 	}
 	curr := a[0]
 	for i := range path.Len() {
-		if curr = curr.Get(path.Elem(i)); curr == nil {
+		if curr = pathStep(curr, path, i); curr == nil {
 			break
 		}
 	}
