@@ -149,7 +149,7 @@ fuzz: ## Run every fuzz target for its budget of executions times FUZZ_SCALE (de
 	done
 
 .PHONY: bench
-bench: control-plane $(OPA) tgload ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
+bench: control-plane gateway-crds $(OPA) tgload ## Run the Go benchmarks and the side-by-side load comparison; print the targets table, rewrite BENCHMARKS.md's generated section and docs/bench/latency.png
 	@mkdir -p $(BENCH_OUT) docs/bench
 	go test -run '^$$' -bench . -benchmem -count 5 ./internal/engine/ | tee $(BENCH_OUT)/engine.txt
 	go test -run '^$$' -bench . -benchmem -count 5 ./webhook/admission/ | tee $(BENCH_OUT)/admission.txt
