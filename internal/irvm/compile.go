@@ -337,7 +337,7 @@ func (c compiler) dot(s *ir.DotStmt) instr {
 			if obj, ok := t.Value.(ast.Object); ok {
 				v = getString(obj, k)
 			} else {
-				v = dot(t.Value, k.term) // a set's element
+				v = dot(t.Value, k.term) // a set's member; an array has no string key
 			}
 			if v == nil {
 				return 0

@@ -61,7 +61,10 @@ type stringKey struct {
 // newStringKey is the key t, when it holds a string.
 func newStringKey(t *ast.Term) (stringKey, bool) {
 	s, ok := t.Value.(ast.String)
-	return stringKey{term: t, str: s, hash: t.Hash()}, ok
+	if !ok {
+		return stringKey{}, false
+	}
+	return stringKey{term: t, str: s, hash: s.Hash()}, true
 }
 
 // getString is obj.Get(k.term).
