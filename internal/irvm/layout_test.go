@@ -15,13 +15,12 @@ func TestOPAsValuesAreReadThroughLayoutsOfOurOwnOnlyWhenAlike(t *testing.T) {
 		t.Error("OPA's object is no longer laid out as objectFields: update objectFields to OPA's, or every lookup is Get's")
 	}
 	tests := []struct {
-		name       string
-		opa, ours  reflect.Type
-		wantFields int
+		name      string
+		opa, ours reflect.Type
 	}{
-		{"ast.Array and arrayFields", reflect.TypeFor[ast.Array](), reflect.TypeFor[arrayFields](), 4},
-		{"OPA's object and objectFields", reflect.TypeOf(ast.NewObject()).Elem(), reflect.TypeFor[objectFields](), 5},
-		{"OPA's object element and elemFields", reflect.TypeOf(ast.NewObject()).Elem().Field(0).Type.Elem().Elem(), reflect.TypeFor[elemFields](), 3},
+		{"ast.Array and arrayFields", reflect.TypeFor[ast.Array](), reflect.TypeFor[arrayFields]()},
+		{"OPA's object and objectFields", reflect.TypeOf(ast.NewObject()).Elem(), reflect.TypeFor[objectFields]()},
+		{"OPA's object element and elemFields", reflect.TypeOf(ast.NewObject()).Elem().Field(0).Type.Elem().Elem(), reflect.TypeFor[elemFields]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,9 +28,6 @@ func TestOPAsValuesAreReadThroughLayoutsOfOurOwnOnlyWhenAlike(t *testing.T) {
 				t.Fatal("not laid out alike")
 			}
 			fields := reflect.VisibleFields(tt.ours)
-			if len(fields) != tt.wantFields {
-				t.Fatalf("%d fields, want %d", len(fields), tt.wantFields)
-			}
 			// Structs that differ from ours in one field: left out,
 			// renamed, or of another type of the same size.
 			for i := range fields {

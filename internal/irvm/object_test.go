@@ -1,6 +1,7 @@
 package irvm
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -48,7 +49,7 @@ func TestAStringKeyFindsWhatGetFinds(t *testing.T) {
 func grown(n int) ast.Object {
 	o := ast.NewObject()
 	for i := range n {
-		o.Insert(ast.StringTerm("k"+string(rune('0'+i/10))+string(rune('0'+i%10))), ast.InternedTerm(i))
+		o.Insert(ast.StringTerm(fmt.Sprintf("k%02d", i)), ast.InternedTerm(i))
 	}
 	return o
 }
