@@ -33,9 +33,10 @@ const webhookEnforcementPoint = "validation.gatekeeper.sh"
 // engine's, sentence for sentence.
 func gatekeeperJudge(cat *catalog.Catalog) judge {
 	var (
-		client *constraintclient.Client
-		lib    *export.Library
-		synced map[schema.GroupVersionKind]bool
+		client  *constraintclient.Client
+		lib     *export.Library
+		synced  map[schema.GroupVersionKind]bool
+		clients gatekeeperClients
 	)
 	return judge{
 		name:     "Gatekeeper",
@@ -52,7 +53,7 @@ func gatekeeperJudge(cat *catalog.Catalog) judge {
 				t.Fatal(err)
 			}
 			synced = syncSetKinds(t, lib)
-			client = gatekeeperClient(t, lib)
+			client = clients.load(t, lib)
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			var added []*unstructured.Unstructured
@@ -150,6 +151,63 @@ func (c *corpusCase) hasMessage(msg string) bool {
 // templates and constraints added, as Gatekeeper's controllers add them.
 func gatekeeperClient(t testing.TB, lib *export.Library) *constraintclient.Client {
 	t.Helper()
+	var g gatekeeperClients
+	return g.load(t, lib)
+}
+
+// gatekeeperClients keeps a client from one library to the next. Libraries
+// of different registries differ in their constraints' parameters, not in
+// their templates: the next one's constraints then replace the last one's
+// in the same client, as Gatekeeper's controller updates constraints
+// without compiling the templates again, which took most of a load (about
+// 6 s under the race detector). Different templates get a new client.
+type gatekeeperClients struct {
+	client *constraintclient.Client
+	// templates is the JSON of the client's templates.
+	templates   string
+	constraints []*unstructured.Unstructured
+}
+
+// load returns a client holding lib's templates and constraints only.
+func (g *gatekeeperClients) load(t testing.TB, lib *export.Library) *constraintclient.Client {
+	t.Helper()
+	var tmpls, constraints []map[string]any
+	for _, obj := range lib.Objects {
+		switch obj["kind"] {
+		case "ConstraintTemplate":
+			tmpls = append(tmpls, obj)
+		case "SyncSet":
+		default:
+			constraints = append(constraints, obj)
+		}
+	}
+	key, err := json.Marshal(tmpls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.client == nil || string(key) != g.templates {
+		g.client, g.templates, g.constraints = newGatekeeperClient(t, tmpls), string(key), nil
+	}
+	for _, c := range g.constraints {
+		if _, err := g.client.RemoveConstraint(t.Context(), c); err != nil {
+			t.Fatalf("Gatekeeper did not remove constraint %s: %v", c.GetName(), err)
+		}
+	}
+	g.constraints = g.constraints[:0]
+	for _, obj := range constraints {
+		c := &unstructured.Unstructured{Object: obj}
+		if _, err := g.client.AddConstraint(t.Context(), c); err != nil {
+			t.Fatalf("Gatekeeper refused constraint %v: %v", obj["metadata"], err)
+		}
+		g.constraints = append(g.constraints, c)
+	}
+	return g.client
+}
+
+// newGatekeeperClient is a constraint framework client with the templates
+// added.
+func newGatekeeperClient(t testing.TB, tmpls []map[string]any) *constraintclient.Client {
+	t.Helper()
 	driver, err := rego.New()
 	if err != nil {
 		t.Fatal(err)
@@ -159,23 +217,15 @@ func gatekeeperClient(t testing.TB, lib *export.Library) *constraintclient.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range lib.Objects {
-		switch obj["kind"] {
-		case "ConstraintTemplate":
-			var versioned templatesv1.ConstraintTemplate
-			convert(t, obj, &versioned)
-			var tmpl templates.ConstraintTemplate
-			if err := gatekeeperScheme.Convert(&versioned, &tmpl, nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := client.AddTemplate(t.Context(), &tmpl); err != nil {
-				t.Fatalf("Gatekeeper refused template %s: %v", tmpl.Name, err)
-			}
-		case "SyncSet":
-		default:
-			if _, err := client.AddConstraint(t.Context(), &unstructured.Unstructured{Object: obj}); err != nil {
-				t.Fatalf("Gatekeeper refused constraint %v: %v", obj["metadata"], err)
-			}
+	for _, obj := range tmpls {
+		var versioned templatesv1.ConstraintTemplate
+		convert(t, obj, &versioned)
+		var tmpl templates.ConstraintTemplate
+		if err := gatekeeperScheme.Convert(&versioned, &tmpl, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.AddTemplate(t.Context(), &tmpl); err != nil {
+			t.Fatalf("Gatekeeper refused template %s: %v", tmpl.Name, err)
 		}
 	}
 	return client
