@@ -69,7 +69,7 @@ func soak(args []string, stdout io.Writer) error {
 		return err
 	}
 	fs.BoolVar(&cfg.LiveHeap, "live-heap", true, "collect the target's garbage after each window and hold its live heap to -max-live-growth")
-	fs.Float64Var(&cfg.MaxLiveGrowth, "max-live-growth", load.DefaultMaxLiveGrowth, "live heap growth allowed, last window against first (fraction)")
+	fs.Float64Var(&cfg.MaxLiveGrowth, "max-live-growth", load.DefaultMaxLiveGrowth, "live heap growth allowed, the median of the last three windows against that of the first three (fraction)")
 	fs.StringVar(&cfg.HeapProfiles, "heap-profiles", "", "write the target's heap profiles after the first and last windows here (first.pprof, last.pprof)")
 	jsonOut := fs.String("json", "", "write the report as JSON here")
 	if err := fs.Parse(args); err != nil {
