@@ -97,6 +97,32 @@ func (v *View) ReserveUsage(c quota.Claim, tenant string, adds, expect usage.Lis
 func (v *View) SeenUsage(c quota.Claim) (usage.List, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.seenUsage(c)
+}
+
+// UsedUnseen is Used of each key plus what each pending entry adds, unless
+// the view has seen its object with the usage it expects, in one read
+// (quota.Counter).
+func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingUsage) map[string]int64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	used := make(map[string]int64, len(keys))
+	for _, k := range keys {
+		used[k] = int64(v.perTenant[tenant][k] + v.reservations.Reserved(tenant, k))
+	}
+	for _, p := range pending {
+		if seen, ok := v.seenUsage(p.Claim); ok && seen.Covers(p.Expect) {
+			continue
+		}
+		for _, k := range keys {
+			used[k] += p.Adds.Get(k)
+		}
+	}
+	return used
+}
+
+// seenUsage is SeenUsage; the caller holds v.mu.
+func (v *View) seenUsage(c quota.Claim) (usage.List, bool) {
 	ref, ok := v.objects[v.id(c)]
 	if !ok {
 		return nil, false

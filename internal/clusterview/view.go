@@ -365,6 +365,25 @@ func (v *View) Reserved(tenant, key string) int {
 func (v *View) Seen(c quota.Claim) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.seen(c)
+}
+
+// CountUnseen is Count plus the claims whose objects the view has not seen,
+// in one read (quota.Counter).
+func (v *View) CountUnseen(tenant, key string, claims []quota.Claim) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	n := v.perTenant[tenant][key] + v.reservations.Reserved(tenant, key)
+	for _, c := range claims {
+		if !v.seen(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// seen is Seen; the caller holds v.mu.
+func (v *View) seen(c quota.Claim) bool {
 	if c.Key == NamespacesKey && c.Namespace == "" {
 		_, ok := v.namespaces[c.Name]
 		return ok

@@ -10,16 +10,26 @@ import (
 )
 
 // Counter is what the strict ledger needs of the cluster view
-// (clusterview.View): the counts of the objects seen, and whether the object
-// of a ledger's claim has been seen (it then counts as an object, no longer
-// as a claim).
+// (clusterview.View): the counts and sums of the objects seen, with the
+// ledger's claims whose objects are not seen yet (a claim seen counts as an
+// object, no longer as a claim). Each answer is one read of the view: an
+// object the view sees between two reads would count in neither.
 type Counter interface {
-	Count(tenant, key string) int
-	Seen(c Claim) bool
-	// Used is a tenant's sum of a quota resource; SeenUsage the usage of
-	// the object a claim names as seen, and whether it is.
-	Used(tenant, key string) int64
-	SeenUsage(c Claim) (usage.List, bool)
+	// CountUnseen is a tenant's count of a quota key plus the claims
+	// whose objects are not seen.
+	CountUnseen(tenant, key string, claims []Claim) int
+	// UsedUnseen is a tenant's sum of each key plus what each pending
+	// entry adds, unless its object is seen with the usage it expects.
+	UsedUnseen(tenant string, keys []string, pending []PendingUsage) map[string]int64
+}
+
+// PendingUsage is a ledger's admitted create or update not seen yet: the
+// object it names, what it adds and the usage its object is expected to
+// have once stored.
+type PendingUsage struct {
+	Claim  Claim
+	Adds   usage.List
+	Expect usage.List
 }
 
 // StrictLedger implements Ledger on the API server: one ledger ConfigMap per
@@ -84,14 +94,14 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 			h.Release()
 			return nil, nil, err
 		}
-		n := l.view.Count(t, c.Key)
 		p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
+		var claims []Claim
 		for _, e := range p.entries {
-			if x := e.claim(); x.Key == c.Key && x != c && !l.view.Seen(x) {
-				n++
+			if x := e.claim(); x.Key == c.Key && x != c {
+				claims = append(claims, x)
 			}
 		}
-		counts[t] = n
+		counts[t] = l.view.CountUnseen(t, c.Key, claims)
 		h.pages = append(h.pages, p)
 	}
 	return counts, h, nil
@@ -112,24 +122,19 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 		h.Release()
 		return nil, nil, err
 	}
-	used := make(map[string]int64, len(adds))
-	for _, a := range adds {
-		used[a.Key] = l.view.Used(tenant, a.Key)
+	keys := make([]string, len(adds))
+	for i, a := range adds {
+		keys[i] = a.Key
 	}
 	now := l.now()
 	p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
+	var pending []PendingUsage
 	for _, e := range p.entries {
-		x := e.claim()
-		if x == c {
-			continue
-		}
-		if seen, ok := l.view.SeenUsage(CountClaim(x)); ok && seen.Covers(e.Expect) {
-			continue
-		}
-		for _, a := range adds {
-			used[a.Key] += e.Adds.Get(a.Key)
+		if x := e.claim(); x != c {
+			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect})
 		}
 	}
+	used := l.view.UsedUnseen(tenant, keys, pending)
 	h.pages = []*page{p}
 	return used, h, nil
 }

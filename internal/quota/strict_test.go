@@ -145,6 +145,52 @@ func TestAnObjectSeenCountsOnceNotAlsoAsItsClaim(t *testing.T) {
 	}
 }
 
+// TestAnObjectSeenWhileACreateIsDecidedCountsOnce admits a create in strict
+// mode, then has the view see its object come and go while other creates
+// are reserved: each must count it once, as the object or as the ledger's
+// claim. Reading the count and then whether the claim's object is seen, in
+// two reads of the view, counted it in neither (or in both) when the object
+// came (or went) between them: an 11th pod against room for 10.
+func TestAnObjectSeenWhileACreateIsDecidedCountsOnce(t *testing.T) {
+	view := oilView(2)
+	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	_, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Keep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			view.Upsert(pod("web"))
+			view.Delete(pod("web"))
+		}
+	})
+	defer func() { close(done); wg.Wait() }()
+	wrong := map[int]int{}
+	for i := range 5000 {
+		counts, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("other-%d", i)}, []string{"oil"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold.Release()
+		if counts["oil"] != 3 {
+			wrong[counts["oil"]]++
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("of 5000 creates, these saw a count other than 3 (2 pods and web, seen or claimed): %v", wrong)
+	}
+}
+
 // TestTwoLedgersWithTheirOwnPrefixesKeepApart runs two strict ledgers, as
 // two releases would, on one namespace's ConfigMaps: each keeps its own
 // ConfigMap per tenant and counts only its own claims.

@@ -143,3 +143,50 @@ func TestSumsFollowTheirNamespacesBetweenTenants(t *testing.T) {
 		t.Fatalf("a finished pod still counts: %dm, want 200m", got)
 	}
 }
+
+// TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums is
+// TestAnObjectSeenWhileACreateIsDecidedCountsOnce for sums: an admitted
+// pod of 100m whose object the view sees come and go adds 100m to every
+// sum read meanwhile, as the object or as the ledger's entry.
+func TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums(t *testing.T) {
+	view := busyView(2)
+	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	web := pod("web")
+	web.Usage = cpu(100)
+	_, hold, err := ledger.ReserveUsage(t.Context(), quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: "web"}), "oil", cpu(100), cpu(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Keep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			view.Upsert(web)
+			view.Delete(web)
+		}
+	})
+	defer func() { close(done); wg.Wait() }()
+	wrong := map[int64]int{}
+	for i := range 5000 {
+		c := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("other-%d", i)})
+		used, hold, err := ledger.ReserveUsage(t.Context(), c, "oil", cpu(100), cpu(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold.Release()
+		if used["requests.cpu"] != 300 {
+			wrong[used["requests.cpu"]]++
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("of 5000 pods, these saw a sum other than 300m (two pods and web, seen or in the ledger): %v", wrong)
+	}
+}
