@@ -38,6 +38,25 @@ func pod(name string) clusterview.Object {
 	return clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: "a", Name: name}
 }
 
+// flipping has the view see o come and go, again and again, until the test
+// ends.
+func flipping(t *testing.T, view *clusterview.View, o clusterview.Object) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			view.Upsert(o)
+			view.Delete(o)
+		}
+	})
+	t.Cleanup(func() { close(done); wg.Wait() })
+}
+
 func TestReservationsHoldPlacesInTheCounts(t *testing.T) {
 	const ttl = time.Minute
 	tests := []struct {

@@ -161,20 +161,7 @@ func TestAnObjectSeenWhileACreateIsDecidedCountsOnce(t *testing.T) {
 	if err := hold.Keep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			view.Upsert(pod("web"))
-			view.Delete(pod("web"))
-		}
-	})
-	defer func() { close(done); wg.Wait() }()
+	flipping(t, view, pod("web"))
 	wrong := map[int]int{}
 	for i := range 5000 {
 		counts, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("other-%d", i)}, []string{"oil"})

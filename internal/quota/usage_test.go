@@ -160,20 +160,7 @@ func TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums(t *testing.T) {
 	if err := hold.Keep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			view.Upsert(web)
-			view.Delete(web)
-		}
-	})
-	defer func() { close(done); wg.Wait() }()
+	flipping(t, view, web)
 	wrong := map[int64]int{}
 	for i := range 5000 {
 		c := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("other-%d", i)})
