@@ -143,8 +143,8 @@ test-engines: ## ./tests: the exported library through OPA, Gatekeeper, Kyverno 
 # policy engines, which the race detector slows down (317 s with it in make
 # test, beside tests/e2e; 105 s without, alone), while the tenantguard code
 # it calls is raced in its own packages. go test starts packages in the
-# order given, two at a time: tests/e2e, the longest (280 s), first, so
-# that the others run beside it instead of before it.
+# order given, two at a time: tests/e2e, the longest (280 to 370 s), first,
+# so that the others run beside it instead of before it.
 MODULE        = $(shell go list -m)
 RACE_PACKAGES = $(MODULE)/tests/e2e $(filter-out $(MODULE)/tests $(MODULE)/tests/e2e,$(shell go list ./...))
 

@@ -108,7 +108,7 @@ func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingU
 	defer v.mu.RUnlock()
 	used := make(map[string]int64, len(keys))
 	for _, k := range keys {
-		used[k] = int64(v.perTenant[tenant][k] + v.reservations.Reserved(tenant, k))
+		used[k] = int64(v.count(tenant, k))
 	}
 	for _, p := range pending {
 		if seen, ok := v.seenUsage(p.Claim); ok && seen.Covers(p.Expect) {

@@ -317,6 +317,11 @@ func (v *View) Namespace(name string, build func(name string, labels Labels) any
 func (v *View) Count(tenant, key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.count(tenant, key)
+}
+
+// count is Count; the caller holds v.mu.
+func (v *View) count(tenant, key string) int {
 	return v.perTenant[tenant][key] + v.reservations.Reserved(tenant, key)
 }
 
@@ -373,7 +378,7 @@ func (v *View) Seen(c quota.Claim) bool {
 func (v *View) CountUnseen(tenant, key string, claims []quota.Claim) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	n := v.perTenant[tenant][key] + v.reservations.Reserved(tenant, key)
+	n := v.count(tenant, key)
 	for _, c := range claims {
 		if !v.seen(c) {
 			n++
