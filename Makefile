@@ -146,7 +146,10 @@ test-engines: ## ./tests: the exported library through OPA, Gatekeeper, Kyverno 
 # order given, two at a time: tests/e2e, the longest (280 to 370 s), first,
 # so that the others run beside it instead of before it.
 MODULE        = $(shell go list -m)
-RACE_PACKAGES = $(MODULE)/tests/e2e $(filter-out $(MODULE)/tests $(MODULE)/tests/e2e,$(shell go list ./...))
+# PACKAGES are the root module's packages (not the copies bench-compare
+# makes under $(BENCH_OUT), nor tests/load, which are modules of their own)
+PACKAGES      = $(shell go list ./...)
+RACE_PACKAGES = $(MODULE)/tests/e2e $(filter-out $(MODULE)/tests $(MODULE)/tests/e2e,$(PACKAGES))
 
 .PHONY: fuzz-short
 fuzz-short: ## The fuzzing `make test` runs: every fuzz target for its budget of executions (FUZZ_SCALE=1, about 5 s each)
@@ -157,9 +160,10 @@ bench-smoke: ## Run every Go benchmark once, on the smaller fixtures of -short, 
 	go test -run '^$$' -bench . -benchtime 1x -short $(BENCH_PACKAGES)
 	go -C $(LOAD_MOD) test -run '^$$' -bench . -benchtime 1x -short ./...
 
-# BENCH_PACKAGES are the root module's packages with a benchmark: go test
-# links a test binary for every package it is given, with benchmarks or not
-BENCH_PACKAGES = $(sort $(dir $(shell grep -rl --include='*_test.go' '^func Benchmark' . | grep -v '^\./$(LOAD_MOD)/')))
+# BENCH_PACKAGES are the root module's packages with a benchmark, as
+# ./paths: go test links a test binary for every package it is given, with
+# benchmarks or not
+BENCH_PACKAGES = $(foreach d,$(patsubst $(MODULE)%,.%,$(PACKAGES)),$(if $(shell grep -ls '^func Benchmark' $(d)/*_test.go),$(d)/))
 
 .PHONY: test-rego
 test-rego: $(OPA) ## Test the Rego library with the real opa CLI (coverage >= REGO_COVERAGE%)
