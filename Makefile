@@ -124,7 +124,7 @@ generate: ## Regenerate what the rule library's METADATA gives: policies/ (the e
 test: lint test-rego test-go ## Run every test: lint (Go and Rego), opa test with coverage, Go tests and short fuzzing
 
 .PHONY: test-go
-test-go: control-plane kyverno-crds gateway-crds build $(HELM) ## Run the Go tests (with the race detector, but for ./tests: test-race, test-engines; e2e on the real API server), short fuzz runs, every benchmark once and the short soak
+test-go: control-plane kyverno-crds gateway-crds build $(HELM) ## Run the Go tests (with the race detector, but for ./tests: test-race, test-engines, test-load; e2e on the real API server), short fuzz runs, every benchmark once and the short soak
 	go vet ./...
 	go -C $(LOAD_MOD) vet ./...
 	$(MAKE) -j2 --output-sync=line test-race test-beside-race
