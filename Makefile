@@ -195,7 +195,7 @@ fuzz: ## Run every fuzz target for its budget of executions times FUZZ_SCALE (de
 	@set -e; for target in $(FUZZ_TARGETS); do \
 	  pkg=$${target%%:*}; rest=$${target#*:}; name=$${rest%%:*}; runs=$$(( $${rest#*:} * $(FUZZ_SCALE) )); \
 	  grep -qs "^func $$name(" $$pkg/*_test.go || { echo "no fuzz target $$name in $$pkg"; exit 1; }; \
-	  echo "go test ./$$pkg/ -run '^\$$' -fuzz '^$$name\$$' -fuzztime $${runs}x"; \
+	  echo "go test ./$$pkg/ -run '^\$$' -fuzz '^$$name\$$' -fuzztime $${runs}x -ldflags='$(TEST_LDFLAGS)'"; \
 	  go test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime "$${runs}x" -ldflags='$(TEST_LDFLAGS)'; \
 	done
 
