@@ -158,7 +158,7 @@ test-engines: ## ./tests: the exported library through OPA, Gatekeeper, Kyverno 
 # policy engines, which the race detector slows down (317 s with it in make
 # test, beside tests/e2e; 105 s without, alone), while the tenantguard code
 # it calls is raced in its own packages. go test starts packages in the
-# order given, two at a time: tests/e2e, the longest (280 to 370 s), first,
+# order given, two at a time: tests/e2e, the longest (280 to 465 s), first,
 # so that the others run beside it instead of before it.
 MODULE        = $(shell go list -m)
 # PACKAGES are the root module's packages (not the copies bench-compare

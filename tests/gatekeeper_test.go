@@ -33,10 +33,9 @@ const webhookEnforcementPoint = "validation.gatekeeper.sh"
 // engine's, sentence for sentence.
 func gatekeeperJudge(cat *catalog.Catalog) judge {
 	var (
-		client  *constraintclient.Client
 		lib     *export.Library
 		synced  map[schema.GroupVersionKind]bool
-		clients gatekeeperClients
+		clients gatekeeperClients // holds the client of the last registry
 	)
 	return judge{
 		name:     "Gatekeeper",
@@ -53,7 +52,7 @@ func gatekeeperJudge(cat *catalog.Catalog) judge {
 				t.Fatal(err)
 			}
 			synced = syncSetKinds(t, lib)
-			client = clients.load(t, lib)
+			clients.load(t, lib)
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			var added []*unstructured.Unstructured
@@ -62,14 +61,14 @@ func gatekeeperJudge(cat *catalog.Catalog) judge {
 				if !synced[u.GroupVersionKind()] {
 					continue // not in the SyncSet, so not in Gatekeeper's inventory
 				}
-				if _, err := client.AddData(t.Context(), u); err != nil {
+				if _, err := clients.client.AddData(t.Context(), u); err != nil {
 					t.Fatal(err)
 				}
 				added = append(added, u)
 			}
 			defer func() {
 				for _, u := range added {
-					if _, err := client.RemoveData(t.Context(), u); err != nil {
+					if _, err := clients.client.RemoveData(t.Context(), u); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -82,7 +81,7 @@ func gatekeeperJudge(cat *catalog.Catalog) judge {
 				review.Namespace = &typed
 				opts = append(opts, reviews.Namespace(ns))
 			}
-			resp, err := client.Review(t.Context(), review, append(opts, reviews.EnforcementPoint(webhookEnforcementPoint))...)
+			resp, err := clients.client.Review(t.Context(), review, append(opts, reviews.EnforcementPoint(webhookEnforcementPoint))...)
 			if err != nil {
 				t.Fatal(err)
 			}

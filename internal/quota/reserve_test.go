@@ -57,6 +57,29 @@ func flipping(t *testing.T, view *clusterview.View, o clusterview.Object) {
 	t.Cleanup(func() { close(done); wg.Wait() })
 }
 
+// whileFlipping keeps the create hold made, has the view see o come and go
+// (flipping), and then reserves n other creates, each released at once:
+// it tallies the answers other than want.
+func whileFlipping[T comparable](t *testing.T, view *clusterview.View, o clusterview.Object, hold quota.Hold, n int, reserve func(i int) (T, quota.Hold, error), want T) map[T]int {
+	t.Helper()
+	if err := hold.Keep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	flipping(t, view, o)
+	wrong := map[T]int{}
+	for i := range n {
+		got, h, err := reserve(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+		if got != want {
+			wrong[got]++
+		}
+	}
+	return wrong
+}
+
 func TestReservationsHoldPlacesInTheCounts(t *testing.T) {
 	const ttl = time.Minute
 	tests := []struct {

@@ -157,22 +157,11 @@ func TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hold.Keep(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	flipping(t, view, web)
-	wrong := map[int64]int{}
-	for i := range 5000 {
+	wrong := whileFlipping(t, view, web, hold, 5000, func(i int) (int64, quota.Hold, error) {
 		c := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: fmt.Sprintf("other-%d", i)})
 		used, hold, err := ledger.ReserveUsage(t.Context(), c, "oil", cpu(100), cpu(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hold.Release()
-		if used["requests.cpu"] != 300 {
-			wrong[used["requests.cpu"]]++
-		}
-	}
+		return used["requests.cpu"], hold, err
+	}, 300)
 	if len(wrong) > 0 {
 		t.Errorf("of 5000 pods, these saw a sum other than 300m (two pods and web, seen or in the ledger): %v", wrong)
 	}
