@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/quota"
@@ -268,18 +267,18 @@ func (v *View) tenantOf(namespace string) string {
 	return ""
 }
 
-// namespace is what the view keeps of a namespace. It is replaced, never
-// changed, when the namespace changes.
+// namespace is what the view keeps of a namespace: its labels, and nothing
+// built from them for the policy. Its input term, kept per namespace, would
+// be about 19 objects and 0.8 kB for a namespace with one label: 7.9 MB
+// and 190,000 objects at 10,000 namespaces once requests or an audit have
+// read each, which every collection marks, to save a request about 700
+// bytes. It is replaced, never changed, when the namespace changes.
 type namespace struct {
-	// name is the view's own copy, which a memo may keep: the caller's
-	// may share a whole request body.
+	// name is the view's own copy, which the host index's holders share:
+	// the caller's may share a whole request body.
 	name   string
 	labels Labels
-	// memo holds a memoBox once Namespace has built it.
-	memo atomic.Value
 }
-
-type memoBox struct{ v any }
 
 // NamespaceLabels returns a namespace's labels. ok is false for a
 // namespace the view has not seen.
@@ -290,26 +289,6 @@ func (v *View) NamespaceLabels(name string) (labels Labels, ok bool) {
 		return ns.labels, true
 	}
 	return Labels{}, false
-}
-
-// Namespace is NamespaceLabels with a memo: a value built from the
-// namespace by build on the first call after the namespace was added or
-// last changed, and returned again until it changes. build must depend on
-// its arguments only, and the memo must not be modified; a namespace read
-// by requests in parallel may build it more than once.
-func (v *View) Namespace(name string, build func(name string, labels Labels) any) (labels Labels, memo any, ok bool) {
-	v.mu.RLock()
-	ns := v.namespaces[name]
-	v.mu.RUnlock()
-	if ns == nil {
-		return Labels{}, nil, false
-	}
-	if box, built := ns.memo.Load().(memoBox); built {
-		return ns.labels, box.v, true
-	}
-	memo = build(ns.name, ns.labels)
-	ns.memo.Store(memoBox{memo})
-	return ns.labels, memo, true
 }
 
 // Count returns how many objects of a quota key a tenant has: the objects

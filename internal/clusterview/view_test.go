@@ -138,32 +138,3 @@ func TestParseRefusesObjectsWithoutIdentity(t *testing.T) {
 		t.Errorf("a syntax error: %v, want it at line 5", err)
 	}
 }
-
-func TestANamespaceMemoIsBuiltOnceAndAgainWhenTheNamespaceChanges(t *testing.T) {
-	v := New(label)
-	builds := 0
-	build := func(name string, labels Labels) any {
-		builds++
-		return name + "=" + labels.Get(label)
-	}
-	steps := []struct {
-		name       string
-		change     func()
-		wantMemo   any
-		wantBuilds int
-	}{
-		{"a namespace not seen has no memo", func() {}, nil, 0},
-		{"the first read builds it", func() { v.Upsert(ns("a", "oil")) }, "a=oil", 1},
-		{"the next reads keep it", func() {}, "a=oil", 1},
-		{"a pod in the namespace leaves it", func() { v.Upsert(pod("a", "1")) }, "a=oil", 1},
-		{"a label change builds it again", func() { v.Upsert(ns("a", "gas")) }, "a=gas", 2},
-		{"a deleted namespace has none", func() { v.Delete(ns("a", "")) }, nil, 2},
-	}
-	for _, s := range steps {
-		s.change()
-		_, memo, ok := v.Namespace("a", build)
-		if memo != s.wantMemo || ok != (s.wantMemo != nil) || builds != s.wantBuilds {
-			t.Fatalf("%s: memo %v, %v after %d builds; want %v after %d", s.name, memo, ok, builds, s.wantMemo, s.wantBuilds)
-		}
-	}
-}

@@ -139,19 +139,19 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counti
 		cluster.Insert(ast.InternedTerm("hosts"), hostFacts(s, view))
 	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
-		if _, facts, ok := view.Namespace(req.Name, namespaceFacts); ok {
-			cluster.Insert(ast.InternedTerm("namespace"), facts.(*ast.Term))
+		if labels, ok := view.NamespaceLabels(req.Name); ok {
+			cluster.Insert(ast.InternedTerm("namespace"), namespaceTerm(req.Name, labels))
 		}
 		return cluster
 	}
 	if req.Namespace == "" {
 		return cluster
 	}
-	labels, facts, ok := view.Namespace(req.Namespace, namespaceFacts)
+	labels, ok := view.NamespaceLabels(req.Namespace)
 	if !ok {
 		return cluster
 	}
-	cluster.Insert(ast.InternedTerm("namespace"), facts.(*ast.Term))
+	cluster.Insert(ast.InternedTerm("namespace"), namespaceTerm(req.Namespace, labels))
 	tenant, known := e.registry.Tenant(labels.Get(e.registry.TenantLabel()))
 	if !known || !creating(req) {
 		return cluster
@@ -226,12 +226,9 @@ func countFacts(q *counting, view *clusterview.View) *ast.Term {
 	return ast.ObjectTerm(facts...)
 }
 
-// namespaceFacts is cluster.namespace, which the view keeps with the
-// namespace (clusterview.View.Namespace).
-func namespaceFacts(name string, labels clusterview.Labels) any {
-	return settled(namespaceTerm(name, labels))
-}
-
+// namespaceTerm is cluster.namespace, built for each request: kept with the
+// namespace in the view, it would cost every collection its objects (see
+// clusterview's namespace).
 func namespaceTerm(name string, labels clusterview.Labels) *ast.Term {
 	l := make([][2]*ast.Term, 0, labels.Len())
 	for k, v := range labels.All() {
