@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
@@ -48,6 +49,11 @@ func (f *fleet) launch(ctx context.Context, b Build) (*running, error) {
 		return nil, err
 	}
 	f.served = append(f.served, s)
+	if b.Target == TargetTenantguard {
+		if err := decideEveryNamespace(ctx, s.target, f.cfg.Scale, f.cfg.Saturate.Workers); err != nil {
+			return s, err
+		}
+	}
 	return s, f.warm(ctx, s.target)
 }
 
@@ -89,6 +95,20 @@ func (f *fleet) warm(ctx context.Context, t *Target) error {
 	w := Drive(ctx, t, f.corpus, Run{Mode: Saturated, Workers: f.cfg.Saturate.Workers, Duration: f.cfg.Warmup})
 	if w.Errors+w.Wrong > 0 {
 		return fmt.Errorf("%s: %d errors and %d wrong answers while warming up; first: %s", t.Name, w.Errors, w.Wrong, w.FirstError)
+	}
+	return nil
+}
+
+// decideEveryNamespace has a tenantguard decide once in every namespace of
+// the scale cluster (scale.EveryNamespace), untimed, and fails on an error
+// or a wrong answer: what it keeps per namespace decided in is then in the
+// figures, as in a server that has served a while, and not only for the
+// corpus's namespace of each tenant.
+func decideEveryNamespace(ctx context.Context, t *Target, s Scale, workers int) error {
+	every := scale.EveryNamespace(s.Tenants, s.Namespaces)
+	w := Drive(ctx, t, every, Run{Mode: Saturated, Workers: workers, Duration: 10 * time.Minute, MaxRequests: len(every)})
+	if w.Errors+w.Wrong > 0 || w.Requests < int64(len(every)) {
+		return fmt.Errorf("%s: %d errors and %d wrong answers in %d of %d namespaces while deciding once in each; first: %s", t.Name, w.Errors, w.Wrong, w.Requests, len(every), w.FirstError)
 	}
 	return nil
 }

@@ -266,7 +266,8 @@ func (r *Report) Markdown(plot string) string {
 		"each target in its own process, all in one run. The null webhook and tenantguard run saturated in turns, "+
 		"%s, then at each open-loop rate, in turns the same way%s%s. Mixed corpus of %d validating "+
 		"AdmissionReviews (pods, Deployments, claims, Services, namespace creates and host-path pods; "+
-		"a fifth of them refused), every answer checked. Cluster: %d tenants, %d namespaces, %d pods, "+
+		"a fifth of them refused), every answer checked; before its warm-up tenantguard decides once "+
+		"in each namespace (the corpus's requests go to one namespace per tenant). Cluster: %d tenants, %d namespaces, %d pods, "+
 		"in tenantguard's view and in OPA's data.kubernetes. tenantguard's soft memory limit "+
 		"(`serve --memory-limit`): %s; its garbage collector target (`serve --gc-percent`): %s.\n\n",
 		roundsText(r.Rounds), latencyStepText(r.LatencyStep, r.LatencyRounds), opaText(r.Targets), r.Corpus, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))

@@ -149,6 +149,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	defer p.Stop()
 	target := &Target{Name: TargetTenantguard, URL: "https://" + st.Addr + "/validate?timeout=10s", Client: newClient(pool, cfg.Workers), Decides: true}
+	if err := decideEveryNamespace(ctx, target, cfg.Scale, cfg.Workers); err != nil {
+		return nil, err
+	}
 	corpus := scale.Corpus(cfg.Scale.Tenants, cfg.Corpus)
 	run := Run{Mode: OpenLoop, Rate: cfg.Rate, Workers: cfg.Workers, Duration: cfg.Warmup}
 	if warm := Drive(ctx, target, corpus, run); warm.Errors+warm.Wrong > 0 {

@@ -39,9 +39,7 @@ type shape struct {
 // tenant does not allow (refused). The Deployments and Services (6 of 20)
 // need no tenant-wide count; the others do (Request.Counted).
 var shapes = []shape{
-	{"pod", 7, true, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
-	}},
+	{"pod", 7, true, true, func(uid string, i int) []byte { return podIn(uid, i, corpusNamespace) }},
 	{"deployment", 4, true, false, func(uid string, i int) []byte {
 		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, mutatedPodSpec(i, "registry.example.com/web:1.4")))
 	}},
@@ -70,10 +68,41 @@ func mutatedPodSpec(i int, image string) string {
 	return fmt.Sprintf(`{"volumes":[{"name":"tmp","emptyDir":{}}],"containers":[{"name":"web","image":%[2]q,"ports":[{"containerPort":80}],"resources":%[3]s,"imagePullPolicy":"Always"}],"nodeSelector":{"pool":"t%[1]d"},"tolerations":[{"key":"pool","operator":"Equal","value":"t%[1]d","effect":"NoSchedule"}],"priorityClassName":"tenant-low","runtimeClassName":"gvisor"}`, i, image, PodResources)
 }
 
-// review wraps a namespaced object (API version v1 of its group) created by tenant i's owner in namespace
-// t<i>-ns3 into an AdmissionReview.
+// corpusNamespace is the namespace of tenant i, t<i>-ns<corpusNamespace>,
+// that the corpus's namespaced requests go to.
+const corpusNamespace = 3
+
+// review wraps a namespaced object (API version v1 of its group) created by
+// tenant i's owner in namespace t<i>-ns3 into an AdmissionReview.
 func review(uid string, i int, group, kind, resource, object string) []byte {
-	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":%[2]q,"version":"v1","kind":%[3]q},"resource":{"group":%[2]q,"version":"v1","resource":%[4]q},"namespace":"t%[5]d-ns3","operation":"CREATE","userInfo":{"username":"u%[5]d","groups":["g%[5]d","system:authenticated"]},"object":%[6]s}}`, uid, group, kind, resource, i, object)
+	return reviewIn(uid, i, corpusNamespace, group, kind, resource, object)
+}
+
+// reviewIn is review in namespace t<i>-ns<j>.
+func reviewIn(uid string, i, j int, group, kind, resource, object string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":%[2]q,"version":"v1","kind":%[3]q},"resource":{"group":%[2]q,"version":"v1","resource":%[4]q},"namespace":"t%[5]d-ns%[7]d","operation":"CREATE","userInfo":{"username":"u%[5]d","groups":["g%[5]d","system:authenticated"]},"object":%[6]s}}`, uid, group, kind, resource, i, object, j)
+}
+
+// podIn is the corpus's pod of tenant i, admitted, in namespace t<i>-ns<j>.
+func podIn(uid string, i, j int) []byte {
+	return reviewIn(uid, i, j, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns%d","labels":{"app":"web"}},"spec":%s}`, i, j, mutatedPodSpec(i, "nginx")))
+}
+
+// EveryNamespace is the corpus's pod, admitted, once in each namespace of
+// the scale cluster (Fill's, of tenants tenants and namespaces namespaces
+// each). The corpus's requests all go to each tenant's ns3; sent once
+// before a run, these have the server decide in every namespace, as one
+// that has served a while has, so that what it keeps per namespace it has
+// decided in is in what the run measures.
+func EveryNamespace(tenants, namespaces int) []Request {
+	out := make([]Request, 0, tenants*namespaces)
+	for i := range tenants {
+		for j := range namespaces {
+			uid := fmt.Sprintf("every-%d-%d", i, j)
+			out = append(out, Request{Kind: "pod", UID: uid, Body: podIn(uid, i, j), Allowed: true, Counted: true})
+		}
+	}
+	return out
 }
 
 // Corpus is n requests of the mixed corpus, spread over the registry's
