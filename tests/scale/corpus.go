@@ -39,10 +39,10 @@ type shape struct {
 // tenant does not allow (refused). The Deployments and Services (6 of 20)
 // need no tenant-wide count; the others do (Request.Counted).
 var shapes = []shape{
-	{"pod", 7, true, true, func(uid string, i int) []byte { return podIn(uid, i, corpusNamespace) }},
-	{"deployment", 4, true, false, func(uid string, i int) []byte {
-		return review(uid, i, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, mutatedPodSpec(i, "registry.example.com/web:1.4")))
+	{"pod", 7, true, true, func(uid string, i int) []byte {
+		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
 	}},
+	{"deployment", 4, true, false, func(uid string, i int) []byte { return deploymentIn(uid, i, corpusNamespace) }},
 	{"persistentvolumeclaim", 2, true, true, func(uid string, i int) []byte {
 		return review(uid, i, "", "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
 	}},
@@ -83,23 +83,25 @@ func reviewIn(uid string, i, j int, group, kind, resource, object string) []byte
 	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":%[2]q,"version":"v1","kind":%[3]q},"resource":{"group":%[2]q,"version":"v1","resource":%[4]q},"namespace":"t%[5]d-ns%[7]d","operation":"CREATE","userInfo":{"username":"u%[5]d","groups":["g%[5]d","system:authenticated"]},"object":%[6]s}}`, uid, group, kind, resource, i, object, j)
 }
 
-// podIn is the corpus's pod of tenant i, admitted, in namespace t<i>-ns<j>.
-func podIn(uid string, i, j int) []byte {
-	return reviewIn(uid, i, j, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns%d","labels":{"app":"web"}},"spec":%s}`, i, j, mutatedPodSpec(i, "nginx")))
+// deploymentIn is the corpus's Deployment of tenant i, admitted, in
+// namespace t<i>-ns<j>.
+func deploymentIn(uid string, i, j int) []byte {
+	return reviewIn(uid, i, j, "apps", "Deployment", "deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"t%d-ns%d"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":%s}}}`, i, j, mutatedPodSpec(i, "registry.example.com/web:1.4")))
 }
 
-// EveryNamespace is the corpus's pod, admitted, once in each namespace of
-// the scale cluster (Fill's, of tenants tenants and namespaces namespaces
-// each). The corpus's requests all go to each tenant's ns3; sent once
-// before a run, these have the server decide in every namespace, as one
-// that has served a while has, so that what it keeps per namespace it has
-// decided in is in what the run measures.
+// EveryNamespace is the corpus's Deployment, admitted, once in each
+// namespace of the scale cluster (Fill's, of tenants tenants and namespaces
+// namespaces each). The corpus's requests all go to each tenant's ns3;
+// sent once before a run, these have the server decide in every namespace,
+// as one that has served a while has, so that what it keeps per namespace
+// it has decided in is in what the run measures. A Deployment counts
+// against no quota, so they leave no reservation behind.
 func EveryNamespace(tenants, namespaces int) []Request {
 	out := make([]Request, 0, tenants*namespaces)
 	for i := range tenants {
 		for j := range namespaces {
 			uid := fmt.Sprintf("every-%d-%d", i, j)
-			out = append(out, Request{Kind: "pod", UID: uid, Body: podIn(uid, i, j), Allowed: true, Counted: true})
+			out = append(out, Request{Kind: "deployment", UID: uid, Body: deploymentIn(uid, i, j), Allowed: true})
 		}
 	}
 	return out
