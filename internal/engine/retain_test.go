@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -27,15 +25,12 @@ func TestDecidingInEveryNamespaceKeepsNothingPerNamespace(t *testing.T) {
 	view := clusterview.New(registry.DefaultTenantLabel)
 	scale.Fill(view, tenants, namespaces, 0)
 	var reqs []*admission.Request
-	for i := range tenants {
-		body := string(scale.PodCreate(i, scale.PodSpec))
-		for j := range namespaces {
-			req, err := admission.Decode([]byte(strings.ReplaceAll(body, "-ns3", fmt.Sprintf("-ns%d", j))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs = append(reqs, req)
+	for _, r := range scale.EveryNamespace(tenants, namespaces) {
+		req, err := admission.Decode(r.Body)
+		if err != nil {
+			t.Fatal(err)
 		}
+		reqs = append(reqs, req)
 	}
 	decide := func(req *admission.Request) {
 		if d, err := eng.Validate(t.Context(), req, view); err != nil || !d.Allowed {
