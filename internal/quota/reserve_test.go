@@ -217,7 +217,7 @@ func TestCreatesAndTheInformerCountEachObjectOnce(t *testing.T) {
 
 // BenchmarkCreateRequests makes each request's calls on the view, in
 // parallel, as the webhook does for a counted create: the namespace's
-// labels, its memo, the hold, and the hold given back (a refused create),
+// labels, the hold, and the hold given back (a refused create),
 // so that the holds do not pile up over the run.
 func BenchmarkCreateRequests(b *testing.B) {
 	v := oilView(10)
@@ -226,7 +226,6 @@ func BenchmarkCreateRequests(b *testing.B) {
 		for pb.Next() {
 			name := "p-" + strconv.FormatInt(next.Add(1), 10)
 			v.NamespaceLabels("a")
-			v.Namespace("a", func(string, clusterview.Labels) any { return 1 })
 			_, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
 			r.Release()
 		}

@@ -40,23 +40,23 @@ type shape struct {
 // need no tenant-wide count; the others do (Request.Counted).
 var shapes = []shape{
 	{"pod", 7, true, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
 	}},
 	{"deployment", 4, true, false, func(uid string, i int) []byte { return deploymentIn(uid, i, corpusNamespace) }},
 	{"persistentvolumeclaim", 2, true, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
+		return review(uid, i, "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
 	}},
 	{"service", 2, true, false, func(uid string, i int) []byte {
-		return review(uid, i, "", "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i))
+		return review(uid, i, "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i))
 	}},
 	{"namespace", 2, false, true, func(uid string, i int) []byte {
 		return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"name":"t%[2]d-extra","operation":"CREATE","userInfo":{"username":"u%[2]d","groups":["g%[2]d","system:authenticated"]},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t%[2]d-extra","labels":{"tenantguard.io/tenant":"t%[2]d"}}}}}`, uid, i)
 	}},
 	{"pod-image", 1, false, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns3"},"spec":%s}`, i, mutatedPodSpec(i, "quay.io/evil/miner:1")))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns3"},"spec":%s}`, i, mutatedPodSpec(i, "quay.io/evil/miner:1")))
 	}},
 	{"pod-hostpath", 2, false, true, func(uid string, i int) []byte {
-		return review(uid, i, "", "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
 	}},
 }
 
@@ -72,13 +72,14 @@ func mutatedPodSpec(i int, image string) string {
 // that the corpus's namespaced requests go to.
 const corpusNamespace = 3
 
-// review wraps a namespaced object (API version v1 of its group) created by
+// review wraps a namespaced object of the core API group (v1) created by
 // tenant i's owner in namespace t<i>-ns3 into an AdmissionReview.
-func review(uid string, i int, group, kind, resource, object string) []byte {
-	return reviewIn(uid, i, corpusNamespace, group, kind, resource, object)
+func review(uid string, i int, kind, resource, object string) []byte {
+	return reviewIn(uid, i, corpusNamespace, "", kind, resource, object)
 }
 
-// reviewIn is review in namespace t<i>-ns<j>.
+// reviewIn is review in namespace t<i>-ns<j>, for an object of the API
+// group given (API version v1 of it).
 func reviewIn(uid string, i, j int, group, kind, resource, object string) []byte {
 	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":%[2]q,"version":"v1","kind":%[3]q},"resource":{"group":%[2]q,"version":"v1","resource":%[4]q},"namespace":"t%[5]d-ns%[7]d","operation":"CREATE","userInfo":{"username":"u%[5]d","groups":["g%[5]d","system:authenticated"]},"object":%[6]s}}`, uid, group, kind, resource, i, object, j)
 }
