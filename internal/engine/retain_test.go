@@ -14,8 +14,8 @@ import (
 // to what the view held before requests came: a server that has decided in
 // every namespace (as a long-running one has, and as each background audit
 // does) must not keep a term of the policy's input per namespace, which
-// every collection would mark (about 790 bytes and 19 objects a namespace
-// when the view kept them).
+// every collection would mark (792 bytes and 19 objects a namespace of one
+// label when the view kept them).
 func TestDecidingInEveryNamespaceKeepsNothingPerNamespace(t *testing.T) {
 	const tenants, namespaces = 200, 10
 	eng, err := New(t.Context(), scaleRegistry(t, tenants), Options{})

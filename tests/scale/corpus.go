@@ -40,23 +40,23 @@ type shape struct {
 // need no tenant-wide count; the others do (Request.Counted).
 var shapes = []shape{
 	{"pod", 7, true, true, func(uid string, i int) []byte {
-		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns3","labels":{"app":"web"}},"spec":%s}`, i, mutatedPodSpec(i, "nginx")))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%d-ns%d","labels":{"app":"web"}},"spec":%s}`, i, corpusNamespace, mutatedPodSpec(i, "nginx")))
 	}},
 	{"deployment", 4, true, false, func(uid string, i int) []byte { return deploymentIn(uid, i, corpusNamespace) }},
 	{"persistentvolumeclaim", 2, true, true, func(uid string, i int) []byte {
-		return review(uid, i, "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns3"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i))
+		return review(uid, i, "PersistentVolumeClaim", "persistentvolumeclaims", fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"t%d-ns%d"},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"standard","resources":{"requests":{"storage":"1Gi"}}}}`, i, corpusNamespace))
 	}},
 	{"service", 2, true, false, func(uid string, i int) []byte {
-		return review(uid, i, "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns3"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i))
+		return review(uid, i, "Service", "services", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"t%d-ns%d"},"spec":{"type":"ClusterIP","selector":{"app":"web"},"ports":[{"port":80}]}}`, i, corpusNamespace))
 	}},
 	{"namespace", 2, false, true, func(uid string, i int) []byte {
 		return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Namespace"},"resource":{"group":"","version":"v1","resource":"namespaces"},"name":"t%[2]d-extra","operation":"CREATE","userInfo":{"username":"u%[2]d","groups":["g%[2]d","system:authenticated"]},"object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t%[2]d-extra","labels":{"tenantguard.io/tenant":"t%[2]d"}}}}}`, uid, i)
 	}},
 	{"pod-image", 1, false, true, func(uid string, i int) []byte {
-		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns3"},"spec":%s}`, i, mutatedPodSpec(i, "quay.io/evil/miner:1")))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"miner","namespace":"t%d-ns%d"},"spec":%s}`, i, corpusNamespace, mutatedPodSpec(i, "quay.io/evil/miner:1")))
 	}},
 	{"pod-hostpath", 2, false, true, func(uid string, i int) []byte {
-		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns3"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i))
+		return review(uid, i, "Pod", "pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"t%d-ns%d"},"spec":{"priorityClassName":"tenant-low","containers":[{"name":"sh","image":"busybox","volumeMounts":[{"name":"root","mountPath":"/host"}]}],"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}`, i, corpusNamespace))
 	}},
 }
 
@@ -73,7 +73,7 @@ func mutatedPodSpec(i int, image string) string {
 const corpusNamespace = 3
 
 // review wraps a namespaced object of the core API group (v1) created by
-// tenant i's owner in namespace t<i>-ns3 into an AdmissionReview.
+// tenant i's owner in the corpus's namespace into an AdmissionReview.
 func review(uid string, i int, kind, resource, object string) []byte {
 	return reviewIn(uid, i, corpusNamespace, "", kind, resource, object)
 }

@@ -121,7 +121,7 @@ func Namespaces(tenants, namespaces int) []struct{ Name, Tenant string } {
 const PodSpec = `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}],"resources":` + PodResources + `}],"volumes":[{"name":"tmp","emptyDir":{}}]}`
 
 // PodCreate is an AdmissionReview of tenant's owner creating a pod with spec
-// in the tenant's namespace ns3.
+// in the tenant's namespace the corpus uses (ns3).
 func PodCreate(tenant int, spec string) []byte {
-	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"t%[1]d-ns3","name":"web","operation":"CREATE","userInfo":{"username":"u%[1]d","groups":["system:authenticated"]},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%[1]d-ns3","managedFields":[{"manager":"kubectl"}]},"spec":%[2]s}}}`, tenant, spec)
+	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"t%[1]d-ns%[3]d","name":"web","operation":"CREATE","userInfo":{"username":"u%[1]d","groups":["system:authenticated"]},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t%[1]d-ns%[3]d","managedFields":[{"manager":"kubectl"}]},"spec":%[2]s}}}`, tenant, spec, corpusNamespace)
 }
