@@ -84,8 +84,9 @@ type View struct {
 	seeds   [2]maphash.Seed
 	// perNamespace counts objects by namespace and quota key, so that a
 	// namespace moving between tenants moves its counts in one step; one
-	// map, not one per namespace. quotaKeys counts its entries by key.
-	perNamespace    map[namespaceKey]int
+	// map, not one per namespace, keyed by hash (namespaceKey) so that it
+	// holds no pointers. quotaKeys counts its entries by key.
+	perNamespace    map[objectID]int
 	quotaKeys       map[string]int
 	perTenant       map[string]map[string]int
 	priorityClasses map[string]PriorityClass
@@ -105,7 +106,7 @@ func New(tenantLabel string) *View {
 		objects:         map[objectID]uint32{},
 		usages:          newUsages(),
 		seeds:           [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		perNamespace:    map[namespaceKey]int{},
+		perNamespace:    map[objectID]int{},
 		quotaKeys:       map[string]int{},
 		perTenant:       map[string]map[string]int{},
 		priorityClasses: map[string]PriorityClass{},
@@ -199,8 +200,13 @@ func (v *View) upsertNamespace(name string, labels map[string]string) {
 	v.moveNamespace(name, before, v.tenantOf(name))
 }
 
-// namespaceKey is a quota key in a namespace.
-type namespaceKey struct{ namespace, key string }
+// namespaceKey stands for a quota key in a namespace, as objectID stands
+// for an object: a count per namespace and key, 50,000 at 10,000 namespaces
+// counting pods and four resource sums, which as two strings each the
+// garbage collector would walk on every cycle.
+func (v *View) namespaceKey(namespace, key string) objectID {
+	return v.id(quota.Claim{Key: key, Namespace: namespace})
+}
 
 // moveNamespace moves a namespace (and everything counted in it) from one
 // tenant to another; "" is no tenant.
@@ -211,7 +217,7 @@ func (v *View) moveNamespace(name, from, to string) {
 	v.bump(from, NamespacesKey, -1)
 	v.bump(to, NamespacesKey, 1)
 	for key := range v.quotaKeys {
-		if n := v.perNamespace[namespaceKey{name, key}]; n != 0 {
+		if n := v.perNamespace[v.namespaceKey(name, key)]; n != 0 {
 			v.bump(from, key, -n)
 			v.bump(to, key, n)
 		}
@@ -219,7 +225,7 @@ func (v *View) moveNamespace(name, from, to string) {
 }
 
 func (v *View) add(namespace, key string, n int) {
-	k := namespaceKey{namespace, key}
+	k := v.namespaceKey(namespace, key)
 	before := v.perNamespace[k]
 	switch after := before + n; {
 	case after == 0:
