@@ -19,6 +19,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
@@ -87,6 +88,13 @@ func (l alone) Reserve(ctx context.Context, c quota.Claim, tenants []string) (ma
 	return counts, releasing{hold}, err
 }
 
+// ReserveUsage gives what a pod or claim adds back once decided, as
+// Reserve gives its place.
+func (l alone) ReserveUsage(ctx context.Context, c quota.Claim, tenant string, adds, expect usage.List) (map[string]int64, quota.Hold, error) {
+	used, hold, err := l.LocalLedger.ReserveUsage(ctx, c, tenant, adds, expect)
+	return used, releasing{hold}, err
+}
+
 type releasing struct{ quota.Hold }
 
 func (h releasing) Keep(context.Context) error {
@@ -139,6 +147,11 @@ func TestWebhooksAgreeWithTheCorpus(t *testing.T) {
 			slices.Sort(denied)
 			if !slices.Equal(slices.Compact(denied), slices.Compact(want)) {
 				t.Fatalf("denied %v, want %v", denied, want)
+			}
+			for _, want := range c.Expect.Messages {
+				if !strings.Contains("\n"+resp.Result.Message+"\n", "\n"+want+"\n") {
+					t.Errorf("missing denial\n  %s\ngot\n  %s", want, resp.Result.Message)
+				}
 			}
 		})
 	}

@@ -119,7 +119,8 @@ func storedPods(t *testing.T, client kubernetes.Interface, namespace string) int
 // a controller (a ReplicaSet's, as its controller creates them when a
 // Deployment is scaled up: this control plane runs no controller manager),
 // an init container asking for more than the containers, requests given as
-// limits only, an in-place resize, and a claim's expansion.
+// limits only, an in-place resize, a claim's expansion, and resources set at
+// pod level.
 func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 	ctx := t.Context()
 	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
@@ -209,5 +210,20 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		claim.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("12Gi")
 		_, err = admin.CoreV1().PersistentVolumeClaims(ns).Update(ctx, claim, metav1.UpdateOptions{})
 		refused(t, err)
+	})
+	t.Run("resources set at pod level count, and spare the containers naming theirs", func(t *testing.T) {
+		// 900m of the 1 CPU is in use: the base pod and the replica.
+		atPodLevel := func(cpu string) func(*corev1.PodSpec) {
+			return func(s *corev1.PodSpec) {
+				s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+			}
+		}
+		_, err := admin.CoreV1().Pods(ns).Create(ctx, pod("pod-level-large", atPodLevel("500m")), metav1.CreateOptions{})
+		refused(t, err)
+		// Its container names no CPU request, which ResourceQuota requires
+		// of a pod without resources at pod level.
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("pod-level-small", atPodLevel("50m")), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("50m at pod level fits in the 100m left: %v", err)
+		}
 	})
 }

@@ -66,6 +66,18 @@ test_a_limit_is_named_by_a_limit_only if {
 	_msgs(f.request("CREATE", pod)) == {`Pod "web" must name limits.memory for its containers "app": tenant "oil" has a quota on limits.memory, which counts only what containers name; set resources.limits.memory in each`}
 }
 
+test_a_pod_with_resources_at_pod_level_need_not_name_them_per_container if {
+	count(_msgs(f.request("CREATE", _pod_level_pod({"requests": {"cpu": "500m"}})))) == 0
+	count(_msgs(f.request("CREATE", _pod_level_pod({"limits": {"memory": "1Gi"}})))) == 0
+	count(_msgs(f.request("CREATE", _pod_level_pod({"requests": {"hugepages-2Mi": "4Mi"}})))) == 0
+
+	# a resource that cannot be set at pod level leaves the containers to name theirs
+	count(_msgs(f.request("CREATE", _pod_level_pod({"requests": {"ephemeral-storage": "1Gi"}})))) == 2
+	count(_msgs(f.request("CREATE", _pod_level_pod({})))) == 2
+}
+
+_pod_level_pod(resources) := f.pod({"resources": resources, "containers": [f.container({}), {"name": "log"}]})
+
 test_other_tenants_and_updates_are_not_asked_to_name_requests if {
 	pod := f.pod({"containers": [f.container({})]})
 	count(_msgs(f.in_namespace(f.request("CREATE", pod), "gas-dev", "gas"))) == 0

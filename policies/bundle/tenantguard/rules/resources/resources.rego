@@ -9,7 +9,8 @@
 #   thousandths of a CPU, bytes, objects), computed as the API server's
 #   quota evaluators compute a pod's and a claim's usage. A pod created with
 #   a container that names no request (or, for limits.*, no limit) of CPU or
-#   memory under a limited key is refused, as ResourceQuota refuses it.
+#   memory under a limited key is refused, as ResourceQuota refuses it,
+#   unless it sets resources at pod level.
 package tenantguard.rules.resources
 
 import data.tenantguard.lib.tenancy
@@ -24,7 +25,8 @@ _facts := object.get(input, ["cluster", "resources"], {})
 #   A pod or claim created, a pod resized or a claim expanded is refused when
 #   its tenant's sum of a resource over all of its namespaces, with what the
 #   request adds, would exceed resourceQuota.hard; and a pod whose
-#   containers leave a limited CPU or memory request unnamed.
+#   containers leave a limited CPU or memory request unnamed, when it sets
+#   no resources at pod level.
 # custom:
 #   id: tenant-resource-quota
 #   kinds: [Pod, PersistentVolumeClaim]
@@ -63,6 +65,7 @@ violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 	input.request.operation == "CREATE"
 	object.get(input.request, "subResource", "") == ""
 	tenancy.kind_key == "Pod"
+	not _pod_level
 	some key in _unnamed_keys
 	resource := _must_name[key]
 	unnamed := sort({c.name | some c in _containers; not _names(c, key, resource)})
@@ -71,6 +74,20 @@ violations contains {"id": "tenant-resource-quota", "msg": msg} if {
 		tenancy.namespace_tenant, key, _field(key, resource),
 	])
 }
+
+# A pod that sets CPU, memory or hugepages at pod level (spec.resources,
+# PodLevelResources, on by default since Kubernetes 1.34) need not name
+# them in each container: ResourceQuota's check passes such a pod over
+# (resourcehelper.IsPodLevelResourcesSet), and its usage is the pod's.
+_pod_level if {
+	some side in ["requests", "limits"]
+	some resource, _ in object.get(tenancy.new_object, ["spec", "resources", side], {})
+	_pod_level_resource(resource)
+}
+
+_pod_level_resource(resource) if resource in {"cpu", "memory"}
+
+_pod_level_resource(resource) if startswith(resource, "hugepages-")
 
 _containers := array.concat(
 	object.get(tenancy.new_object, ["spec", "initContainers"], []),
