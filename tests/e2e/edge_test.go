@@ -8,8 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
+
+var gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 
 // withTenant is the registry document doc with one more tenant.
 func withTenant(t *testing.T, doc string, tenant map[string]any) string {
@@ -39,7 +43,10 @@ func ingress(name, class string, hosts ...string) *networkingv1.Ingress {
 
 // TestEdgeAndLifecycle adds tenant tin (IngressClass nginx by default, hosts
 // under tin.example.com, namespaces deleted by administrators only), then
-// cordons it, against the real API server.
+// cordons it, against the real API server: the tenant's creates and
+// changes, kubectl scale and relabeling its namespace out are refused; its
+// deletes, events and the controllers' replacement pods pass. Tenant lead
+// owns a shared Gateway that tin's routes attach to.
 func TestEdgeAndLifecycle(t *testing.T) {
 	doc := registryDoc(t, cluster)
 	t.Cleanup(func() { setRegistryDoc(t, cluster, doc) })
@@ -52,6 +59,8 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		},
 		"preventNamespaceDeletion": true,
 	}
+	lead := map[string]any{"name": "lead", "owners": []any{map[string]any{"kind": "User", "name": "lea"}}}
+	doc = withTenant(t, doc, lead)
 	setRegistryDoc(t, cluster, withTenant(t, doc, tin))
 	admin := cluster.As("platform-admin")
 	tina := cluster.As("tina")
@@ -84,6 +93,30 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		_, err := tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), stolen, dryRun)
 		wantDenied(t, err, "hostname")
 	})
+	t.Run("a route attaching to another tenant's Gateway may publish only the tenant's own hosts", func(t *testing.T) {
+		_, err := admin.CoreV1().Namespaces().Create(t.Context(), namespace("lead-edge", map[string]string{tenantLabel: "lead"}), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		gateway := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+			"metadata": map[string]any{"name": "shared"},
+			"spec": map[string]any{"gatewayClassName": "shared", "listeners": []any{map[string]any{
+				"name": "http", "protocol": "HTTP", "port": int64(80),
+				"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}},
+			}}},
+		}}
+		_, err = cluster.DynamicAs("lea").Resource(gateways).Namespace("lead-edge").Create(t.Context(), gateway, metav1.CreateOptions{})
+		wantAllowed(t, err)
+		attached := func(host string) *unstructured.Unstructured {
+			r := httpRoute("borrow", host)
+			r.Object["spec"].(map[string]any)["parentRefs"] = []any{map[string]any{"name": "shared", "namespace": "lead-edge"}}
+			return r
+		}
+		routes := cluster.DynamicAs("tina").Resource(httpRoutes).Namespace("tin-web")
+		_, err = routes.Create(t.Context(), attached("bank.example.com"), dryRun)
+		wantDenied(t, err, "hostname")
+		_, err = routes.Create(t.Context(), attached("api.tin.example.com"), dryRun)
+		wantAllowed(t, err)
+	})
 	t.Run("only administrators delete the namespaces", func(t *testing.T) {
 		err := tina.CoreV1().Namespaces().Delete(t.Context(), "tin-web", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		wantDenied(t, err, "namespace-deletion")
@@ -113,6 +146,23 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		_, err = tina.AppsV1().Deployments("tin-web").UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{})
 		wantDenied(t, err, "tenant-cordoned")
 		_, err = tina.NetworkingV1().Ingresses("tin-web").Create(t.Context(), ingress("more", "nginx", "more.tin.example.com"), dryRun)
+		wantDenied(t, err, "tenant-cordoned")
+		// A ReplicaSet's controller replacing a pod of the running
+		// Deployment is the control plane, exempt so that a frozen tenant's
+		// workloads stay healthy; the tenant scaling them up is refused above.
+		controller := cluster.AsOnly("system:serviceaccount:kube-system:replicaset-controller", "system:serviceaccounts", "system:serviceaccounts:kube-system")
+		replacement := pod("web-7d9f-abcde")
+		replacement.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "0d6f8c1e-0000-4000-8000-000000000002"}}
+		_, err = controller.CoreV1().Pods("tin-web").Create(t.Context(), replacement, dryRun)
+		wantAllowed(t, err)
+		// Relabeling a namespace out of the tenant would take it out of
+		// the cordon.
+		ns, err := admin.CoreV1().Namespaces().Get(t.Context(), "tin-web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(ns.Labels, tenantLabel)
+		_, err = tina.CoreV1().Namespaces().Update(t.Context(), ns, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		wantDenied(t, err, "tenant-cordoned")
 		event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "tin-web"}, Reason: "Started", Message: "still running"}
 		_, err = tina.CoreV1().Events("tin-web").Create(t.Context(), event, dryRun)
