@@ -30,6 +30,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
@@ -80,6 +81,12 @@ type Options struct {
 	NoGatewayAPI bool
 	// ReportCRDs installs the policy report CRDs (ControlPlaneOptions).
 	ReportCRDs bool
+	// ReportFormat is the background audit's report format (a
+	// reports.Format name, serve's --audit-report-format): the server is
+	// given the flag, and deploy/rbac's grant on the default format's
+	// reports moves to this format's, as the chart's audit.reportFormat
+	// moves it. Empty is the default format.
+	ReportFormat string
 }
 
 // Start brings everything up; Stop tears it down.
@@ -96,7 +103,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.dir, err = os.MkdirTemp("", "tenantguard-live-"); err != nil {
 		return nil, err
 	}
-	if err := c.seed(ctx); err != nil {
+	format := reports.Formats[0]
+	if opts.ReportFormat != "" {
+		if format, err = reports.FormatNamed(opts.ReportFormat); err != nil {
+			return nil, err
+		}
+		opts.ServeArgs = append(slices.Clone(opts.ServeArgs), "--audit-report-format="+format.Name)
+	}
+	if err := c.seed(ctx, format); err != nil {
 		return nil, err
 	}
 	ca, err := selfsigned.NewCA("tenantguard-live")
@@ -113,8 +127,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 }
 
 // seed creates tenantguard's namespace and registry, and installs
-// deploy/rbac for tenantguard's user.
-func (c *Cluster) seed(ctx context.Context) error {
+// deploy/rbac for tenantguard's user, granting format's reports.
+func (c *Cluster) seed(ctx context.Context, format reports.Format) error {
 	registryFile := exampleRegistry()
 	raw, err := os.ReadFile(registryFile)
 	if err != nil {
@@ -131,15 +145,16 @@ func (c *Cluster) seed(ctx context.Context) error {
 	if _, err := c.Client.CoreV1().ConfigMaps(Namespace).Create(ctx, &cm, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if err := c.serverRBAC(ctx); err != nil {
+	if err := c.serverRBAC(ctx, format); err != nil {
 		return fmt.Errorf("installing deploy/rbac: %w", err)
 	}
 	return nil
 }
 
-// serverRBAC installs deploy/rbac/tenantguard.yaml and binds it to
-// tenantguard's user: the server runs with exactly those permissions.
-func (c *Cluster) serverRBAC(ctx context.Context) error {
+// serverRBAC installs deploy/rbac/tenantguard.yaml, its reports grant
+// moved to format's, and binds it to tenantguard's user: the server runs
+// with exactly those permissions.
+func (c *Cluster) serverRBAC(ctx context.Context, format reports.Format) error {
 	raw, err := os.ReadFile(filepath.Join(Root(), "deploy", "rbac", "tenantguard.yaml"))
 	if err != nil {
 		return err
@@ -162,6 +177,9 @@ func (c *Cluster) serverRBAC(ctx context.Context) error {
 			nsRole.Namespace = Namespace
 		case kind.Kind == "ClusterRole" && kind.Metadata.Name == "tenantguard":
 			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				return err
+			}
+			if err := grantReports(&role, format); err != nil {
 				return err
 			}
 			continue // created below
@@ -191,6 +209,20 @@ func (c *Cluster) serverRBAC(ctx context.Context) error {
 	ref.Kind, ref.Name = "Role", nsRole.Name
 	_, err = c.Client.RbacV1().RoleBindings(Namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: nsRole.Name}, RoleRef: ref, Subjects: subject}, metav1.CreateOptions{})
 	return err
+}
+
+// grantReports moves a role's grant on the default format's reports to
+// format's.
+func grantReports(role *rbacv1.ClusterRole, format reports.Format) error {
+	def := reports.Formats[0]
+	for i, r := range role.Rules {
+		if slices.Equal(r.APIGroups, []string{def.GroupVersion.Group}) {
+			role.Rules[i].APIGroups = []string{format.GroupVersion.Group}
+			role.Rules[i].Resources = []string{format.Resource, format.ClusterResource}
+			return nil
+		}
+	}
+	return fmt.Errorf("deploy/rbac grants nothing on %s's reports", def.GroupVersion.Group)
 }
 
 // serve runs `tenantguard serve` in this process as tenantguard's service
