@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -180,6 +182,45 @@ func TestARowKeepsNoneOfTheTextItsObjectWasDecodedFrom(t *testing.T) {
 			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); len(s) > 0 && p >= start && p < start+uintptr(len(data)) {
 				t.Errorf("the row's %s %q shares the decoded text", name, s)
 			}
+		}
+	}
+}
+
+// TestTheDocumentedRecipeGetsEveryAuditedResource holds docs/cli.md's
+// recipe, the `kubectl get` that collects a cluster for the audit, to the
+// resources the audit checks: a kind it leaves out has no rows.
+func TestTheDocumentedRecipeGetsEveryAuditedResource(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipes, _ := strings.Cut(string(doc), "### Recipes")
+	recipes, _, _ = strings.Cut(recipes, "\n### ")
+	got := map[string]bool{}
+	for line := range strings.SplitSeq(recipes, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || fields[0] != "kubectl" || fields[1] != "get" {
+			continue
+		}
+		for name := range strings.SplitSeq(fields[2], ",") {
+			got[name] = true
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("docs/cli.md's recipes have no kubectl get")
+	}
+	want := append([]string{"namespaces"}, func() (names []string) {
+		for _, gr := range auditor(t).Resources() {
+			names = append(names, gr.String())
+		}
+		return names
+	}()...)
+	// kubectl names the resources of Kubernetes' own groups without them
+	builtIn := map[string]bool{"": true, "apps": true, "batch": true, "networking.k8s.io": true}
+	for _, name := range want {
+		resource, group, _ := strings.Cut(name, ".")
+		if shortened := builtIn[group] && got[resource]; !got[name] && !shortened {
+			t.Errorf("docs/cli.md's recipe does not get %s, which the audit checks", name)
 		}
 	}
 }
