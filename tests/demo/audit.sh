@@ -19,7 +19,8 @@ set -euo pipefail
 TENANTGUARD=${TENANTGUARD:-bin/tenantguard}
 NS=tenantguard-system
 CM=tenantguard-registry
-KINDS=namespaces,pods,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses
+# what the audit checks (docs/cli.md, "Recipes"); the demo cluster serves the Gateway API
+KINDS=namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses,gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
