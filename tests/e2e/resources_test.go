@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tenantguard/tenantguard/internal/cli"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
@@ -120,7 +124,7 @@ func storedPods(t *testing.T, client kubernetes.Interface, namespace string) int
 // Deployment is scaled up: this control plane runs no controller manager),
 // an init container asking for more than the containers, requests given as
 // limits only, an in-place resize, a claim's expansion, and resources set at
-// pod level.
+// pod level; then `tenantguard status` reads the sums from the cluster.
 func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 	ctx := t.Context()
 	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
@@ -224,6 +228,34 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		// of a pod without resources at pod level.
 		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("pod-level-small", atPodLevel("50m")), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("50m at pod level fits in the 100m left: %v", err)
+		}
+	})
+	t.Run("tenantguard status reads the sums from the cluster", func(t *testing.T) {
+		kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+		if err := c.WriteKubeconfig(kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if code := cli.RunContext(ctx, []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("tenantguard status: exit %d: %s", code, errOut.String())
+		}
+		var rows []struct{ Tenant, Resource, Used, Hard string }
+		if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		// the base pod, the replica and the pod-level one; the claim
+		want := map[string][2]string{"requests.cpu": {"950m", "1"}, "requests.storage": {"8Gi", "10Gi"}}
+		for _, r := range rows {
+			if r.Tenant != "capped" {
+				continue
+			}
+			if w, ok := want[r.Resource]; ok && (r.Used != w[0] || r.Hard != w[1]) {
+				t.Errorf("capped's %s: %s of %s, want %s of %s", r.Resource, r.Used, r.Hard, w[0], w[1])
+			}
+			delete(want, r.Resource)
+		}
+		if len(want) > 0 {
+			t.Errorf("no rows for capped's %v in %s", want, out.String())
 		}
 	})
 }
