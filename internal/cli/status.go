@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 type statusOptions struct {
@@ -54,7 +56,8 @@ func newStatusCommand() *cobra.Command {
 summed over all of its namespaces: namespaceQuota (resource "namespaces"), the
 object counts of quotas, and the resources of resourceQuota.hard, computed as
 the server computes them (pods' requests and limits as ResourceQuota counts
-them, finished pods left out; claims' storage).
+them, finished pods and those past the grace period of their deletion left
+out; claims' storage).
 
 Offline, --registry and --objects (kubectl get -A -o yaml output as is) are
 the registry and the cluster. With --kubeconfig (or with neither), the
@@ -218,8 +221,12 @@ func listResource(ctx context.Context, client kubernetes.Interface, meta metadat
 			if err != nil {
 				return "", err
 			}
+			now := time.Now()
 			for i := range list.Items {
 				p := &list.Items[i]
+				if !usage.Charged(p, now) {
+					continue // stuck terminating past its grace period, as serve's view leaves it out
+				}
 				view.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name, Usage: clusterview.PodUsage(p)})
 			}
 			return list.Continue, nil

@@ -3,6 +3,7 @@ package usage
 import (
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,14 +22,35 @@ func Finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// Pod is what a pod counts against a resource quota: nothing once it has
-// finished; else its compute resources, as requests.* and limits.*, its
+// ChargedUntil is when ResourceQuota stops counting a pod being deleted: at
+// the end of its grace period, so that pods stuck terminating (on a lost
+// node) do not keep their tenant from replacing them (the quota
+// evaluator's QuotaV1Pod). ok is false for a pod not being deleted.
+func ChargedUntil(pod *corev1.Pod) (until time.Time, ok bool) {
+	if pod.DeletionTimestamp == nil || pod.DeletionGracePeriodSeconds == nil {
+		return time.Time{}, false
+	}
+	return pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second), true
+}
+
+// Charged reports whether ResourceQuota counts a pod at now: not once it
+// has finished, nor once its deletion's grace period has passed.
+func Charged(pod *corev1.Pod, now time.Time) bool {
+	if Finished(pod) {
+		return false
+	}
+	until, deleting := ChargedUntil(pod)
+	return !deleting || !now.After(until)
+}
+
+// Pod is what a pod counts against a resource quota: nothing once it no
+// longer counts (Charged, now); else its compute resources, as requests.* and limits.*, its
 // hugepages and the extended resources it requests (as requests.NAME only:
 // extended resources are not overcommitted). ResourceQuota's other names
 // for requests (cpu, memory, hugepages-2Mi) are not repeated: Canonical
 // maps them.
 func Pod(pod *corev1.Pod) corev1.ResourceList {
-	if Finished(pod) {
+	if !Charged(pod, time.Now()) {
 		return corev1.ResourceList{}
 	}
 	pod = defaulted(pod)

@@ -3,9 +3,11 @@ package usage
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func list(pairs ...string) corev1.ResourceList {
@@ -206,5 +208,37 @@ func TestRequestsDefaultToLimits(t *testing.T) {
 	}
 	if pod.Spec.Containers[0].Resources.Requests != nil {
 		t.Error("the pod given must not be changed")
+	}
+}
+
+func TestChargedFollowsTheQuotaEvaluator(t *testing.T) {
+	deleted := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	grace := int64(30)
+	deleting := corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: deleted}, DeletionGracePeriodSeconds: &grace}}
+	finished := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
+	tests := []struct {
+		name    string
+		pod     corev1.Pod
+		at      time.Time
+		charged bool
+	}{
+		{"a running pod counts", corev1.Pod{}, deleted, true},
+		{"a finished pod does not", finished, deleted, false},
+		{"a pod being deleted counts within its grace period", deleting, deleted.Add(29 * time.Second), true},
+		{"and up to its end", deleting, deleted.Add(30 * time.Second), true},
+		{"but not once it has passed, stuck terminating", deleting, deleted.Add(31 * time.Second), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Charged(&tt.pod, tt.at); got != tt.charged {
+				t.Errorf("Charged at %s = %t, want %t", tt.at, got, tt.charged)
+			}
+		})
+	}
+	if until, ok := ChargedUntil(&deleting); !ok || !until.Equal(deleted.Add(30*time.Second)) {
+		t.Errorf("ChargedUntil = %s, %t; want the end of the grace period", until, ok)
+	}
+	if _, ok := ChargedUntil(&corev1.Pod{}); ok {
+		t.Error("a pod not being deleted has an end to its counting")
 	}
 }

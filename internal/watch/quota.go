@@ -108,13 +108,17 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 // one of a kind that adds to sums) to the cache, which starts it at once (the cache runs), and the view's handler.
 func (w *Watcher) startQuotaInformer(gr schema.GroupResource, gvk schema.GroupVersionKind) (*quotaInformer, error) {
 	var key client.Object = informers.Metadata(gvk)
-	handler := viewHandler(w.store.View(), countedObject(gr))
-	if typed, ok := usageKinds[gr]; ok {
-		key, handler = typed.DeepCopyObject().(client.Object), viewHandler(w.store.View(), usageCounted(gr))
+	typed, usageKind := usageKinds[gr]
+	if usageKind {
+		key = typed.DeepCopyObject().(client.Object)
 	}
 	informer, err := w.cache.GetInformer(w.ctx, key, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("watching %s: %w", gr, err)
+	}
+	handler := viewHandler(w.store.View(), countedObject(gr))
+	if usageKind {
+		handler = usageHandler(w.store.View(), gr, informer)
 	}
 	reg, err := addHandler(informer, handler)
 	if err != nil {

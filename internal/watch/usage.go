@@ -1,10 +1,14 @@
 package watch
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -20,6 +24,9 @@ type usageObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	Usage usage.List
+	// ChargedUntil, for a pod being deleted, is when ResourceQuota stops
+	// counting it (usage.ChargedUntil); zero for any other object.
+	ChargedUntil time.Time
 }
 
 // DeepCopyObject implements runtime.Object. The usage list is shared:
@@ -43,9 +50,11 @@ var usageKinds = map[schema.GroupResource]client.Object{
 func usageTransform(obj any) (any, error) {
 	var meta metav1.ObjectMeta
 	var l usage.List
+	var until time.Time
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		meta, l = o.ObjectMeta, clusterview.PodUsage(o)
+		until, _ = usage.ChargedUntil(o)
 	case *corev1.PersistentVolumeClaim:
 		meta, l = o.ObjectMeta, clusterview.ClaimUsage(o)
 	default:
@@ -53,7 +62,59 @@ func usageTransform(obj any) (any, error) {
 	}
 	return &usageObject{ObjectMeta: metav1.ObjectMeta{
 		Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion,
-	}, Usage: l}, nil
+	}, Usage: l, ChargedUntil: until}, nil
+}
+
+// usageHandler is the view's handler of the pods or claims informer: as
+// viewHandler's, and a pod whose deletion's grace period has passed leaves
+// the view, counts and sums, as ResourceQuota stops counting it then. No
+// event comes when it passes (a pod stuck terminating on a lost node does
+// not change), so each pod being deleted is looked at again then.
+func usageHandler(view *clusterview.View, gr schema.GroupResource, informer crcache.Informer) toolscache.ResourceEventHandler {
+	convert := usageCounted(gr)
+	stored, _ := informer.(interface{ GetStore() toolscache.Store })
+	// uncharge takes u out of the view once its grace period has passed,
+	// unless its informer holds no pod of its name any more (its deletion
+	// took it out) or another one, created since under the same name.
+	uncharge := func(u *usageObject) {
+		if stored == nil {
+			return
+		}
+		obj, exists, err := stored.GetStore().GetByKey(u.Namespace + "/" + u.Name)
+		if cur, ok := obj.(*usageObject); err != nil || !exists || !ok || cur.UID != u.UID {
+			return
+		}
+		view.Delete(convert(u))
+	}
+	seen := func(obj any) {
+		u, ok := obj.(*usageObject)
+		if !ok {
+			return
+		}
+		if u.ChargedUntil.IsZero() {
+			view.Upsert(convert(u))
+			return
+		}
+		left := time.Until(u.ChargedUntil)
+		if left < 0 {
+			view.Delete(convert(u))
+			return
+		}
+		view.Upsert(convert(u))
+		time.AfterFunc(left+time.Millisecond, func() { uncharge(u) })
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    seen,
+		UpdateFunc: func(_, obj any) { seen(obj) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if u, ok := obj.(*usageObject); ok {
+				view.Delete(convert(u))
+			}
+		},
+	}
 }
 
 // usageCounted turns a usageObject into a view object of resource gr.

@@ -29,7 +29,8 @@ tenants:
 // server: a registry counting pods and configmaps is loaded, its counted
 // resources are watched from then on, a tenant's ConfigMaps are all
 // counted although the typed ConfigMap informer sees the registry alone,
-// and a pod that finishes is no longer counted.
+// and a pod that finishes is no longer counted, nor one stuck terminating
+// past its grace period.
 func TestTheViewCountsWhatTenantQuotasCount(t *testing.T) {
 	ctx := t.Context()
 	cp, err := live.StartControlPlane(ctx)
@@ -101,6 +102,28 @@ func TestTheViewCountsWhatTenantQuotasCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the finished pod no longer counted", counts(1, 2))
+
+	// A pod bound to a node that is gone: its deletion waits for a kubelet
+	// that never answers, and ResourceQuota stops counting it once its
+	// grace period has passed.
+	stuck := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: corev1.PodSpec{NodeName: "lost", Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}
+	if _, err := core.Pods("oil-a").Create(ctx, stuck, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the stuck pod counted", counts(2, 2))
+	grace := int64(2)
+	if err := core.Pods("oil-a").Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if p, err := core.Pods("oil-a").Get(ctx, "stuck", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the stuck pod should wait for its kubelet: %v, %v", p, err)
+	}
+	eventually(t, "the stuck pod counted during its grace period", counts(2, 2))
+	eventually(t, "the stuck pod no longer counted once its grace period passed", counts(1, 2))
+	if waited := time.Since(deleted); waited < time.Second {
+		t.Errorf("the stuck pod left the counts %s after its deletion, within its grace period of %ds", waited, grace)
+	}
 }
 
 func eventually(t *testing.T, what string, check func() error) {

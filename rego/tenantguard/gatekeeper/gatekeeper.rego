@@ -129,8 +129,14 @@ _quota_key := _request.resource.resource if {
 	object.get(_request.resource, "group", "") == ""
 } else := sprintf("count/%s.%s", [_request.resource.resource, _request.resource.group])
 
-# ResourceQuota does not count finished pods, nor does tenantguard's server
-_finished(obj) if obj.status.phase in {"Succeeded", "Failed"}
+# ResourceQuota does not count finished pods nor those past the grace
+# period of their deletion, nor does tenantguard's server (usage.charged)
+_counts(_) if _request.kind.kind != "Pod"
+
+_counts(obj) if {
+	_request.kind.kind == "Pod"
+	usage.charged(obj)
+}
 
 # the tenant's objects of the request's kind, read namespace by namespace
 _objects_of(tenant) := count({[namespace, name] |
@@ -138,7 +144,7 @@ _objects_of(tenant) := count({[namespace, name] |
 	some gv, kinds in data.inventory.namespace[namespace]
 	_group_of(gv) == _group
 	some name, obj in object.get(kinds, _request.kind.kind, {})
-	not _finished(obj)
+	_counts(obj)
 })
 
 # counts only for a tenant whose parameters hold the limit they are for

@@ -102,13 +102,13 @@ _holding(tenant, resource) := set() if {
 _resource_of(key) := split(trim_prefix(key, "count/"), ".")[0]
 
 # A namespace's objects are counted with count() on their map, but pods:
-# ResourceQuota does not count finished pods, nor does tenantguard's server
-# (its pod informer leaves them out), and kube-mgmt replicates them all, so
-# that the finished ones are found by reading the tenant's pods one by one
-# (a pod without a phase counts).
-_in_namespace("pods", namespace) := count(pods) - count([name |
+# ResourceQuota does not count finished pods nor those past the grace
+# period of their deletion, nor does tenantguard's server, and kube-mgmt
+# replicates them all, so that the ones that count are found by reading the
+# tenant's pods one by one (usage.charged).
+_in_namespace("pods", namespace) := count([name |
 	some name, pod in pods
-	pod.status.phase in {"Succeeded", "Failed"}
+	usage.charged(pod)
 ]) if {
 	pods := data.kubernetes.pods[namespace]
 }

@@ -32,7 +32,8 @@ _milli(key) if endswith(key, "cpu")
 
 # METADATA
 # description: |
-#   A pod's usage: nothing once finished; else requests.* and limits.* of
+#   A pod's usage: nothing once it no longer counts (charged); else
+#   requests.* and limits.* of
 #   cpu, memory and ephemeral-storage, requests of hugepages and extended
 #   resources, each the larger of the sum of the containers (with native
 #   sidecars) and of every init container beside the sidecars started
@@ -40,8 +41,23 @@ _milli(key) if endswith(key, "cpu")
 #   for cpu and memory; a resize counts as soon as asked for, a shrink once
 #   done (the larger of spec and status).
 pod(p) := {} if {
-	object.get(p, ["status", "phase"], "") in {"Succeeded", "Failed"}
+	not charged(p)
 } else := object.union(_named("requests.", _pod_side(p, "requests")), _limits(p))
+
+# METADATA
+# description: |
+#   Whether ResourceQuota counts a pod: not once it has finished, nor once
+#   the grace period of its deletion has passed (a pod stuck terminating on
+#   a lost node, which would otherwise keep its tenant from replacing it).
+charged(p) if {
+	not object.get(p, ["status", "phase"], "") in {"Succeeded", "Failed"}
+	not _past_grace(p)
+}
+
+_past_grace(p) if {
+	deleted := time.parse_rfc3339_ns(p.metadata.deletionTimestamp)
+	time.now_ns() > deleted + (p.metadata.deletionGracePeriodSeconds * 1000000000)
+}
 
 _limits(p) := {k: n |
 	some k, n in _named("limits.", _pod_side(p, "limits"))

@@ -59,6 +59,17 @@ test_a_finished_pod_counts_nothing if {
 	usage.pod({"spec": {"containers": [_ctr("app", {"cpu": "1"}, {})]}, "status": {"phase": "Succeeded"}}) == {}
 }
 
+test_a_pod_past_the_grace_period_of_its_deletion_counts_nothing if {
+	# deleted at 2026-01-01T00:00:00Z with 30 s of grace: 29 s and 31 s later
+	usage.pod(_deleting) == {"requests.cpu": 1000} with time.now_ns as 1767225629000000000
+	usage.pod(_deleting) == {} with time.now_ns as 1767225631000000000
+}
+
+_deleting := {
+	"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z", "deletionGracePeriodSeconds": 30},
+	"spec": {"containers": [_ctr("app", {"cpu": "1"}, {})]},
+}
+
 test_a_claim_counts_its_storage_in_total_and_per_class if {
 	usage.claim({"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "10Gi"}}}}) == {
 		"requests.storage": 10737418240,
