@@ -44,11 +44,11 @@ func Charged(pod *corev1.Pod, now time.Time) bool {
 }
 
 // Pod is what a pod counts against a resource quota: nothing once it no
-// longer counts (Charged, now); else its compute resources, as requests.* and limits.*, its
-// hugepages and the extended resources it requests (as requests.NAME only:
-// extended resources are not overcommitted). ResourceQuota's other names
-// for requests (cpu, memory, hugepages-2Mi) are not repeated: Canonical
-// maps them.
+// longer counts (Charged, now); else its compute resources, as requests.*
+// and limits.*, its hugepages and the extended resources it requests (as
+// requests.NAME only: extended resources are not overcommitted).
+// ResourceQuota's other names for requests (cpu, memory, hugepages-2Mi) are
+// not repeated: Canonical maps them.
 func Pod(pod *corev1.Pod) corev1.ResourceList {
 	if !Charged(pod, time.Now()) {
 		return corev1.ResourceList{}

@@ -106,14 +106,7 @@ func usageHandler(view *clusterview.View, gr schema.GroupResource, informer crca
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    seen,
 		UpdateFunc: func(_, obj any) { seen(obj) },
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if u, ok := obj.(*usageObject); ok {
-				view.Delete(convert(u))
-			}
-		},
+		DeleteFunc: viewHandler(view, convert).OnDelete,
 	}
 }
 

@@ -48,8 +48,8 @@ func ingress(name, class string, hosts ...string) *networkingv1.Ingress {
 // deletes, events and the controllers' replacement pods pass. Tenant lead
 // owns a shared Gateway that tin's routes attach to.
 func TestEdgeAndLifecycle(t *testing.T) {
-	doc := registryDoc(t, cluster)
-	t.Cleanup(func() { setRegistryDoc(t, cluster, doc) })
+	original := registryDoc(t, cluster)
+	t.Cleanup(func() { setRegistryDoc(t, cluster, original) })
 	tin := map[string]any{
 		"name":   "tin",
 		"owners": []any{map[string]any{"kind": "User", "name": "tina"}},
@@ -60,7 +60,7 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		"preventNamespaceDeletion": true,
 	}
 	lead := map[string]any{"name": "lead", "owners": []any{map[string]any{"kind": "User", "name": "lea"}}}
-	doc = withTenant(t, doc, lead)
+	doc := withTenant(t, original, lead)
 	setRegistryDoc(t, cluster, withTenant(t, doc, tin))
 	admin := cluster.As("platform-admin")
 	tina := cluster.As("tina")

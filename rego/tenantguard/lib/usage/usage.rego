@@ -33,13 +33,12 @@ _milli(key) if endswith(key, "cpu")
 # METADATA
 # description: |
 #   A pod's usage: nothing once it no longer counts (charged); else
-#   requests.* and limits.* of
-#   cpu, memory and ephemeral-storage, requests of hugepages and extended
-#   resources, each the larger of the sum of the containers (with native
-#   sidecars) and of every init container beside the sidecars started
-#   before it, plus overhead; pod-level resources replace the containers'
-#   for cpu and memory; a resize counts as soon as asked for, a shrink once
-#   done (the larger of spec and status).
+#   requests.* and limits.* of cpu, memory and ephemeral-storage, requests
+#   of hugepages and extended resources, each the larger of the sum of the
+#   containers (with native sidecars) and of every init container beside
+#   the sidecars started before it, plus overhead; pod-level resources
+#   replace the containers' for cpu and memory; a resize counts as soon as
+#   asked for, a shrink once done (the larger of spec and status).
 pod(p) := {} if {
 	not charged(p)
 } else := object.union(_named("requests.", _pod_side(p, "requests")), _limits(p))
