@@ -224,6 +224,9 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		}
 		_, err := admin.CoreV1().Pods(ns).Create(ctx, pod("pod-level-large", atPodLevel("500m")), metav1.CreateOptions{})
 		refused(t, err)
+		if !strings.Contains(err.Error(), `Pod "pod-level-large" asks for 500m`) {
+			t.Fatalf("refused for another reason than its pod-level 500m: %v", err)
+		}
 		// Its container names no CPU request, which ResourceQuota requires
 		// of a pod without resources at pod level.
 		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("pod-level-small", atPodLevel("50m")), metav1.CreateOptions{}); err != nil {

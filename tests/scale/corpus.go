@@ -92,10 +92,10 @@ func deploymentIn(uid string, i, j int) []byte {
 
 // EveryNamespace is the corpus's Deployment, admitted, once in each
 // namespace of the scale cluster (Fill's, of tenants tenants and namespaces
-// namespaces each). The corpus's requests all go to each tenant's ns3;
-// sent once before a run, these have the server decide in every namespace,
-// as one that has served a while has, so that what it keeps per namespace
-// it has decided in is in what the run measures. A Deployment counts
+// namespaces each). The corpus's requests all go to each tenant's
+// corpusNamespace; sent once before a run, these have the server decide in
+// every namespace, as one that has served a while has, so that what it
+// keeps per namespace it has decided in is in what the run measures. A Deployment counts
 // against no quota, so they leave no reservation behind.
 func EveryNamespace(tenants, namespaces int) []Request {
 	out := make([]Request, 0, tenants*namespaces)
