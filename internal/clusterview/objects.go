@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -143,7 +144,7 @@ func FromManifest(obj map[string]any) (Object, error) {
 			o.Labels = map[string]string{}
 		}
 	}
-	if o.Usage, err = usageOf(o.Group, o.Kind, obj); err != nil {
+	if o.Usage, o.Uncounted, err = usageOf(o.Group, o.Kind, obj); err != nil {
 		return Object{}, err
 	}
 	if ServesHosts(o.Group, o.Kind) {
@@ -174,26 +175,27 @@ func Resource(gvk schema.GroupVersionKind) string {
 }
 
 // usageOf is what a pod or claim adds to its tenant's sums of quota
-// resources; nil for other kinds.
-func usageOf(group, kind string, obj map[string]any) (usage.List, error) {
+// resources, nil for other kinds, and whether it is a pod ResourceQuota no
+// longer counts (Object.Uncounted).
+func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bool, err error) {
 	if group != "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	switch kind {
 	case "Pod":
 		var pod corev1.Pod
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pod); err != nil {
-			return nil, fmt.Errorf("pod %q: %w", pod.Name, err)
+			return nil, false, fmt.Errorf("pod %q: %w", pod.Name, err)
 		}
-		return PodUsage(&pod), nil
+		return PodUsage(&pod), !usage.Charged(&pod, time.Now()), nil
 	case "PersistentVolumeClaim":
 		var pvc corev1.PersistentVolumeClaim
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pvc); err != nil {
-			return nil, fmt.Errorf("claim %q: %w", pvc.Name, err)
+			return nil, false, fmt.Errorf("claim %q: %w", pvc.Name, err)
 		}
-		return ClaimUsage(&pvc), nil
+		return ClaimUsage(&pvc), false, nil
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 // PodUsage is what a pod adds to its tenant's sums as the view keeps it:

@@ -31,6 +31,12 @@ type Object struct {
 	// Usage is what a pod or claim adds to its tenant's sums of quota
 	// resources (package usage).
 	Usage usage.List
+	// Uncounted marks a pod that ResourceQuota no longer counts: finished,
+	// or past the grace period of its deletion (usage.Charged), as
+	// FromManifest finds it in a file. Upsert takes such a pod out of the
+	// view, as serve's informers leave it out, so that counts and sums
+	// read from `kubectl get -o yaml` are the server's.
+	Uncounted bool
 }
 
 // PriorityClass is what the priority-class mutation needs of a class.
@@ -128,10 +134,15 @@ func QuotaKey(group, resource string) string {
 // count once. An object seen takes over its create's reservation, in the
 // same step, so that it is never counted zero times. An object of a kind
 // that serves hosts adds its hosts to the host index (UpdateHosts, which
-// informers call, also takes hosts an object no longer serves away).
+// informers call, also takes hosts an object no longer serves away). An
+// Uncounted object is deleted instead.
 func (v *View) Upsert(o Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if o.Uncounted {
+		v.delete(&o)
+		return
+	}
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
 		v.upsertNamespace(o.Name, o.Labels)
@@ -169,6 +180,11 @@ func (v *View) Upsert(o Object) {
 func (v *View) Delete(o Object) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.delete(&o)
+}
+
+// delete is Delete with the view locked.
+func (v *View) delete(o *Object) {
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
 		if _, ok := v.namespaces[o.Name]; ok {
@@ -179,7 +195,7 @@ func (v *View) Delete(o Object) {
 		delete(v.priorityClasses, o.Name)
 	case o.Namespace != "":
 		if len(o.Hosts) > 0 {
-			v.updateHosts(&o, nil)
+			v.updateHosts(o, nil)
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		id := v.id(k)

@@ -3,6 +3,7 @@ package clusterview
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const label = "tenantguard.io/tenant"
@@ -136,5 +137,49 @@ func TestParseRefusesObjectsWithoutIdentity(t *testing.T) {
 	// A syntax error names its line in the file instead.
 	if _, err := Parse([]byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nb: [\n")); err == nil || !strings.Contains(err.Error(), "line 5: ") {
 		t.Errorf("a syntax error: %v, want it at line 5", err)
+	}
+}
+
+func TestPodsResourceQuotaNoLongerCountsAreLeftOutOfTheView(t *testing.T) {
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	tests := []struct {
+		name     string
+		metadata string // added to the pod's metadata
+		phase    string
+		counted  bool
+	}{
+		{"a running pod counts", "", "Running", true},
+		{"a pod that has not started counts", "", "", true},
+		{"a pod that succeeded does not", "", "Succeeded", false},
+		{"a pod that failed does not", "", "Failed", false},
+		{"a pod past the grace period of its deletion does not", `, deletionTimestamp: "2026-01-01T00:00:00Z", deletionGracePeriodSeconds: 30`, "Running", false},
+		{"a pod within the grace period of its deletion counts", `, deletionTimestamp: "` + soon + `", deletionGracePeriodSeconds: 30`, "Running", true},
+	}
+	const spec = "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}"
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// the pod as it was, running, then as it is
+			text := "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, " + spec + "}\n---\n" +
+				"{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a" + tt.metadata + "}, " + spec + ", status: {phase: \"" + tt.phase + "\"}}\n"
+			objects, err := Parse([]byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := New(label)
+			v.Upsert(ns("a", "oil"))
+			for _, o := range objects {
+				v.Upsert(o)
+			}
+			pods, cpu := 0, int64(0)
+			if tt.counted {
+				pods, cpu = 1, 100
+			}
+			if got := v.Count("oil", "pods"); got != pods {
+				t.Errorf("pods = %d, want %d", got, pods)
+			}
+			if got := v.Used("oil", "requests.cpu"); got != cpu {
+				t.Errorf("requests.cpu = %d, want %d", got, cpu)
+			}
+		})
 	}
 }
