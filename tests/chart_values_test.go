@@ -153,11 +153,34 @@ func TestChartRegistryValues(t *testing.T) {
 			}
 		})
 	}
-	docs := render(t)
-	var cm corev1.ConfigMap
-	decode(t, docs["ConfigMap/tg-tenantguard-registry"], &cm)
-	if snap, err := registry.Parse("tenants.yaml", []byte(cm.Data["tenants.yaml"])); err != nil || snap.Len() == 0 {
-		t.Errorf("the example registry did not reach the ConfigMap intact: %v", err)
+	// The ConfigMap in the cluster, as `kubectl get configmap -o yaml`
+	// gives it to the CLI (registry validate, audit --registry), is a
+	// registry, whether the document given was the example's ConfigMap or
+	// the TenantRegistry document it holds.
+	want, err := registry.Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var given corev1.ConfigMap
+	text, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode(t, string(text), &given)
+	bare := filepath.Join(t.TempDir(), "tenants.yaml")
+	if err := os.WriteFile(bare, []byte(given.Data[registry.DataKey]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{example, bare} {
+		docs := render(t, "--set-file", "registry.document="+file)
+		snap, err := registry.Parse("configmap.yaml", []byte(docs["ConfigMap/tg-tenantguard-registry"]))
+		if err != nil {
+			t.Errorf("%s: the rendered ConfigMap is not a registry: %v", filepath.Base(file), err)
+			continue
+		}
+		if snap.Len() != want.Len() || snap.Len() == 0 {
+			t.Errorf("%s: the rendered ConfigMap holds %d tenants, want the example's %d", filepath.Base(file), snap.Len(), want.Len())
+		}
 	}
 }
 

@@ -63,6 +63,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The registry document the ConfigMap holds under tenants.yaml: the
+   TenantRegistry document given, or the one a ConfigMap manifest given
+   holds, so that the ConfigMap in the cluster never holds a ConfigMap
+   (`kubectl get configmap -o yaml` is then a registry the CLI reads). */}}
+{{- define "tenantguard.registryDocument" -}}
+{{- $r := include "tenantguard.registryValue" . | fromJson -}}
+{{- $doc := $r.document | fromYaml -}}
+{{- if and (kindIs "map" $doc) (eq (toString (get $doc "kind")) "ConfigMap") (kindIs "map" (get $doc "data")) (hasKey (get $doc "data") "tenants.yaml") -}}
+{{- get (get $doc "data") "tenants.yaml" -}}
+{{- else -}}
+{{- $r.document -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tenantguard.tlsSecret" -}}
 {{- default (printf "%s-tls" (include "tenantguard.fullname" .)) .Values.tls.secretName -}}
 {{- end -}}
