@@ -34,6 +34,7 @@ func TestChartAuditValues(t *testing.T) {
 		{"another interval", []string{"--set", "audit.interval=1h"}, []string{"--audit-interval=1h"}, openreports, wgpolicy, "openreports.io", true},
 		{"wgpolicyk8s.io's PolicyReports", []string{"--set", "audit.reportFormat=wgpolicyk8s"}, []string{"--audit-report-format=wgpolicyk8s"}, wgpolicy, openreports, "wgpolicyk8s.io", true},
 		{"the CRDs left to the cluster", []string{"--set", "audit.installCRD=false"}, []string{"--audit-interval=5m"}, nil, append(slices.Clone(openreports), wgpolicy...), "openreports.io", true},
+		{"counting pods only: the audit still lists the claims and Services the rules judge", []string{"--set", "countedResources={pods}"}, []string{"--audit-interval=5m"}, openreports, wgpolicy, "openreports.io", true},
 		{"off: interval 0, no CRD, no report RBAC", []string{"--set", "audit.enabled=false"}, []string{"--audit-interval=0"}, nil, append(slices.Clone(openreports), wgpolicy...), "", false},
 	}
 	for _, tt := range tests {
