@@ -17,7 +17,7 @@ import (
 // route serves are read as for any request: their holders other than the
 // object itself.
 func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, view *clusterview.View) (*admission.Decision, error) {
-	h := &held{resources: e.resourcedExisting(req, view), resourcesKnown: true}
+	h := &held{resources: e.resourcedExisting(req, view), resourcesKnown: true, existing: true}
 	key, tenants := e.counted(req, view)
 	if key == "" {
 		return e.review(ctx, req, view, h)
@@ -33,6 +33,19 @@ func (e *Engine) ReviewExisting(ctx context.Context, req *admission.Request, vie
 	}
 	h.counts = &counting{key: key, tenants: tenants, counts: counts}
 	return e.review(ctx, req, view, h)
+}
+
+// forMutated is what a request whose object the mutations changed holds,
+// h for the request as sent: nil (all worked out from the view) stays nil;
+// an existing object's resources are worked out again from the mutated
+// object, its counts stay.
+func (h *held) forMutated(e *Engine, mutated *admission.Request, view *clusterview.View) *held {
+	if h == nil || !h.existing {
+		return h
+	}
+	out := *h
+	out.resources = e.resourcedExisting(mutated, view)
+	return &out
 }
 
 // resourcedExisting is resourced for an object the view has seen: its

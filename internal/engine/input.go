@@ -68,6 +68,9 @@ type held struct {
 	resources      *resourcing
 	resourcesKnown bool
 	keepResources  quota.Hold
+	// existing says resources are an existing object's, whose own usage
+	// the view counts already (ReviewExisting).
+	existing bool
 	// keepHosts keeps the request's hosts in the ledger of hosts (strict
 	// mode), once the request is admitted and before its place in the
 	// counts is kept: the shared ledger of hosts is the likelier to have

@@ -32,6 +32,14 @@ func (e *Engine) review(ctx context.Context, req *admission.Request, view *clust
 		return nil, err
 	}
 	if patched != nil {
+		// The rules judge the object the mutations made, as the API
+		// server sends it to the validating webhook, and so do the facts
+		// read from it: a default StorageClass decides which class's
+		// quota a claim takes, a tenant label which tenant's count a
+		// namespace takes.
+		mutated := *req
+		mutated.Object = patched
+		in = e.input(&mutated, view, h.forMutated(e, &mutated, view))
 		in.patched = patched
 		value = in.value()
 	}
