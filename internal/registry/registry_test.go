@@ -126,6 +126,11 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 			[]string{"r.yaml:10: tenants[0].quotas.pods: must not be negative"},
 		},
 		{
+			"one count under two names is refused",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    quotas: {pods: 3, count/pods: 5, services: 1, count/deployments.apps: 2}\n",
+			[]string{`r.yaml:5: tenants[0].quotas.pods: "pods" counts the same objects as "count/pods"; give one of them`},
+		},
+		{
 			"duplicate tenants and owners are refused",
 			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    owners: [{kind: User, name: x}, {kind: User, name: x}]\n  - name: a\n",
 			[]string{`User "x" is listed twice`, `tenant "a" is already defined at tenants[0]`},

@@ -93,11 +93,17 @@ func (c checker) tenant(p string, t *Tenant) {
 	c.images(p+".images", t.Images)
 	c.nodePlacement(p+".nodePlacement", t.NodePlacement)
 	c.ingress(p+".ingress", t.Ingress)
+	named := map[string]string{} // by count, the key that named it first
 	for _, key := range sortedKeys(t.Quotas) {
 		qp := p + ".quotas." + key
-		if _, ok := quotaKey(key); !ok {
+		count, ok := quotaKey(key)
+		if !ok {
 			c.at(qp, "%q is not an object count; use a core resource such as pods or count/RESOURCE.GROUP such as count/deployments.apps", key)
 		}
+		if first, twice := named[count]; twice {
+			c.at(qp, "%q counts the same objects as %q; give one of them", key, first)
+		}
+		named[count] = key
 		if t.Quotas[key] < 0 {
 			c.at(qp, "must not be negative")
 		}
