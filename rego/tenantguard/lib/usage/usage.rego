@@ -24,9 +24,17 @@ _short(key) if startswith(key, "hugepages-")
 
 # METADATA
 # description: A quantity as an amount of key (thousandths for CPU).
-amount(key, q) := ceil(units.parse(sprintf("%v", [q])) * 1000) if _milli(key)
+amount(key, q) := _whole(units.parse(sprintf("%v", [q])) * 1000) if _milli(key)
 
-amount(key, q) := ceil(units.parse(sprintf("%v", [q]))) if not _milli(key)
+amount(key, q) := _whole(units.parse(sprintf("%v", [q]))) if not _milli(key)
+
+# x rounded up to a whole number, as Kubernetes rounds a quantity's value
+# up, except that the error of binary floating point is no fraction:
+# 501m is 501.00000000000006 thousandths once parsed, and 501, not 502.
+_whole(x) := n if {
+	n := round(x)
+	abs(x - n) < 0.000000001
+} else := ceil(x)
 
 _milli(key) if endswith(key, "cpu")
 

@@ -28,6 +28,19 @@ test_a_native_sidecar_counts_with_the_containers_and_beside_a_later_init_contain
 	}}) == {"requests.cpu": 1100}
 }
 
+test_amounts_are_exact_where_binary_floating_point_is_not if {
+	every q, want in {"501m": 501, "253m": 253, "1002m": 1002, "2003m": 2003, "0.501": 501, "100m": 100, "1.5": 1500} {
+		usage.amount("requests.cpu", q) == want
+	}
+	usage.amount("requests.memory", "0.3G") == 300000000
+}
+
+test_amounts_below_the_unit_round_up_as_kubernetes_rounds_them if {
+	usage.amount("requests.cpu", "0.0001") == 1
+	usage.amount("requests.cpu", "0.0010001") == 2
+	usage.amount("requests.memory", "1500m") == 2
+}
+
 test_overhead_is_added if {
 	usage.pod({"spec": {"overhead": {"memory": "64Mi"}, "containers": [_ctr("app", {"memory": "1Gi"}, {"memory": "1Gi"})]}}) == {"requests.memory": 1140850688, "limits.memory": 1140850688}
 }
