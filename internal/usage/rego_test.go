@@ -2,10 +2,14 @@ package usage_test
 
 import (
 	"io/fs"
+	"maps"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/rego"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/usage"
 	tgrego "github.com/tenantguard/tenantguard/rego"
@@ -43,6 +47,57 @@ func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
 			}
 			if want := usage.Scaled(tt.key, resource.MustParse(tt.q)); got != want {
 				t.Errorf("Rego %d, Go %d", got, want)
+			}
+		})
+	}
+}
+
+// TestTheRegoLibrarySumsPodsAsGoDoes holds the exports' pod usage (lib/usage
+// pod) equal to Pod, Kubernetes' own helpers, on pods whose shapes the two
+// once read differently.
+func TestTheRegoLibrarySumsPodsAsGoDoes(t *testing.T) {
+	src, err := fs.ReadFile(tgrego.FS(), "tenantguard/lib/usage/usage.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	query, err := rego.New(rego.Query("x := data.tenantguard.lib.usage.pod(input)"), rego.Module("usage.rego", string(src))).PrepareForEval(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, spec string }{
+		{"containers and a native sidecar", `{containers: [{name: a, resources: {requests: {cpu: 501m, memory: 1Gi}, limits: {cpu: "1"}}}], initContainers: [{name: s, restartPolicy: Always, resources: {requests: {cpu: 253m}}}, {name: i, resources: {requests: {cpu: "2"}}}]}`},
+		{"hugepages at pod level replace the containers'", `{resources: {requests: {hugepages-2Mi: 1Gi, memory: 1Gi}, limits: {hugepages-2Mi: 1Gi, memory: 1Gi}}, containers: [{name: a}]}`},
+		{"overhead of a resource no container names", `{overhead: {cpu: 250m, memory: 64Mi}, containers: [{name: a, resources: {requests: {memory: 1Gi}, limits: {memory: 1Gi}}}]}`},
+		{"cpu and memory at pod level with an extended resource per container", `{resources: {requests: {cpu: "2", memory: 2Gi}}, containers: [{name: a, resources: {requests: {cpu: 100m, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := yaml.Unmarshal([]byte(`{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: `+tt.spec+`}`), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var pod corev1.Pod
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, &pod); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int64{}
+			for _, a := range usage.Of(usage.Pod(&pod)) {
+				want[a.Key] = a.N
+			}
+			rs, err := query.Eval(t.Context(), rego.EvalInput(doc))
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("pod: %v, %v", rs, err)
+			}
+			got := map[string]int64{}
+			for k, v := range rs[0].Bindings["x"].(map[string]any) {
+				n, err := v.(interface{ Int64() (int64, error) }).Int64()
+				if err != nil {
+					t.Fatalf("%s: %v: %v", k, v, err)
+				}
+				got[k] = n
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("Rego %v\nGo   %v", got, want)
 			}
 		})
 	}

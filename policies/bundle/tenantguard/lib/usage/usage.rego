@@ -45,7 +45,7 @@ _milli(key) if endswith(key, "cpu")
 #   of hugepages and extended resources, each the larger of the sum of the
 #   containers (with native sidecars) and of every init container beside
 #   the sidecars started before it, plus overhead; pod-level resources
-#   replace the containers' for cpu and memory; a resize counts as soon as
+#   replace the containers' for cpu, memory and hugepages; a resize counts as soon as
 #   asked for, a shrink once done (the larger of spec and status).
 pod(p) := {} if {
 	not charged(p)
@@ -100,17 +100,29 @@ _pod_side(p, side) := {r: n |
 	n := _pod_amount(p, side, r)
 }
 
-_resources(p, side) := {r |
+_resources(p, side) := ({r |
 	some field in ["containers", "initContainers"]
 	some c in object.get(p, ["spec", field], [])
 	some r, _ in _container(p, c, side)
-} | {r | some r, _ in object.get(p, ["spec", "resources", side], {})}
+} | {r | some r, _ in object.get(p, ["spec", "resources", side], {})}) | _overhead_resources(p, side)
+
+# The overhead is added to every request, named by a container or not (and
+# to the limits containers set).
+_overhead_resources(p, "requests") := {r | some r, _ in object.get(p, ["spec", "overhead"], {})}
+
+_overhead_resources(_, "limits") := set()
 
 _pod_amount(p, side, r) := n + _overhead(p, r) if {
-	r in {"cpu", "memory"}
+	_pod_level(r)
 	q := p.spec.resources[side][r]
 	n := amount(r, q)
 } else := max([_main(p, side, r), _init(p, side, r)]) + _overhead(p, r)
+
+# The resources pod-level resources set for the whole pod, in place of its
+# containers' (IsSupportedPodLevelResource).
+_pod_level(r) if r in {"cpu", "memory"}
+
+_pod_level(r) if startswith(r, "hugepages-")
 
 _overhead(p, r) := amount(r, q) if {
 	q := p.spec.overhead[r]

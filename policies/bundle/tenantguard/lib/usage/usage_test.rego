@@ -41,6 +41,17 @@ test_amounts_below_the_unit_round_up_as_kubernetes_rounds_them if {
 	usage.amount("requests.memory", "1500m") == 2
 }
 
+test_hugepages_at_pod_level_replace_the_containers if {
+	usage.pod({"spec": {
+		"resources": {"requests": {"hugepages-2Mi": "8Mi"}, "limits": {"hugepages-2Mi": "8Mi"}},
+		"containers": [_ctr("app", {"hugepages-2Mi": "4Mi"}, {"hugepages-2Mi": "4Mi"})],
+	}}) == {"requests.hugepages-2Mi": 8388608}
+}
+
+test_overhead_of_a_resource_no_container_names_is_a_request if {
+	usage.pod({"spec": {"overhead": {"cpu": "250m"}, "containers": [_ctr("app", {"memory": "1Gi"}, {})]}}) == {"requests.cpu": 250, "requests.memory": 1073741824}
+}
+
 test_overhead_is_added if {
 	usage.pod({"spec": {"overhead": {"memory": "64Mi"}, "containers": [_ctr("app", {"memory": "1Gi"}, {"memory": "1Gi"})]}}) == {"requests.memory": 1140850688, "limits.memory": 1140850688}
 }
