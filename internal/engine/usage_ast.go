@@ -53,8 +53,12 @@ func podOf(obj ast.Object) (*corev1.Pod, error) {
 // claimOf reads, of a decoded claim, what its usage depends on.
 func claimOf(obj ast.Object) (*corev1.PersistentVolumeClaim, error) {
 	c := &corev1.PersistentVolumeClaim{}
-	if class := text(objectAt(objectAt(obj, "metadata"), "annotations"), "volume.beta.kubernetes.io/storage-class"); class != "" {
-		c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": class}
+	// The annotation, when given, is the class, even empty (no class), as
+	// the API server reads it (GetPersistentVolumeClaimClass).
+	if t := termAt(objectAt(objectAt(obj, "metadata"), "annotations"), "volume.beta.kubernetes.io/storage-class"); t != nil {
+		if class, ok := t.Value.(ast.String); ok {
+			c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": string(class)}
+		}
 	}
 	spec := objectAt(obj, "spec")
 	if t := termAt(spec, "storageClassName"); t != nil {

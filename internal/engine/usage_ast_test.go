@@ -46,6 +46,7 @@ func TestUsageReadFromTheRequestIsTheDecodedObjects(t *testing.T) {
 	claims := []string{
 		`{"spec":{"storageClassName":"fast","resources":{"requests":{"storage":"10Gi"}}},"status":{"allocatedResources":{"storage":"12Gi"}}}`,
 		`{"metadata":{"annotations":{"volume.beta.kubernetes.io/storage-class":"old"}},"spec":{"storageClassName":"new","resources":{"requests":{"storage":"1Gi"}}}}`,
+		`{"metadata":{"annotations":{"volume.beta.kubernetes.io/storage-class":""}},"spec":{"storageClassName":"new","resources":{"requests":{"storage":"1Gi"}}}}`,
 	}
 	for _, raw := range claims {
 		var typed corev1.PersistentVolumeClaim
