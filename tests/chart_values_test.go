@@ -51,6 +51,7 @@ func TestChartRefusesWhatTheServerWould(t *testing.T) {
 		{"a port out of range", []string{"--set", "webhook.port=70000"}, "at '/webhook/port': maximum"},
 		{"secret mode without a CA bundle", []string{"--set", "tls.mode=secret"}, "tls.mode=secret needs tls.caBundle"},
 		{"a disruption budget as large as the replicas", []string{"--set", "replicaCount=1"}, "podDisruptionBudget.minAvailable=1 with replicaCount=1 would block every node drain"},
+		{"a disruption budget as large as the replicas, given with --set", []string{"--set", "podDisruptionBudget.minAvailable=2"}, "podDisruptionBudget.minAvailable=2 with replicaCount=2 would block every node drain"},
 		{"a disruption budget of every replica", []string{"--set", "podDisruptionBudget.minAvailable=100%"}, "minAvailable=100% would block every node drain"},
 		{"a registry document the chart would not write", []string{"--set", "registry.create=false", "--set", "registry.document=x"}, "registry.document is set but registry.create=false"},
 		{"an existing service account without its name", []string{"--set", "serviceAccount.create=false"}, "serviceAccount.create=false needs serviceAccount.name"},

@@ -29,7 +29,9 @@
 {{- if and (eq $v.tls.mode "secret") (not $v.tls.caBundle) -}}
 {{- fail "tls.mode=secret needs tls.caBundle (base64 PEM of the CA that signed the Secret's certificate): without it the API server trusts no certificate and every tenant request fails" -}}
 {{- end -}}
-{{- if and $v.podDisruptionBudget.enabled (kindIs "float64" $v.podDisruptionBudget.minAvailable) (ge (int $v.podDisruptionBudget.minAvailable) (int $v.replicaCount)) -}}
+{{- $min := $v.podDisruptionBudget.minAvailable -}}
+{{- /* a number: float64 from a values file, int64 from --set */ -}}
+{{- if and $v.podDisruptionBudget.enabled (or (kindIs "float64" $min) (kindIs "int64" $min) (kindIs "int" $min)) (ge (int $min) (int $v.replicaCount)) -}}
 {{- fail (printf "podDisruptionBudget.minAvailable=%v with replicaCount=%v would block every node drain: raise replicaCount or lower minAvailable (or podDisruptionBudget.enabled=false)" $v.podDisruptionBudget.minAvailable $v.replicaCount) -}}
 {{- end -}}
 {{- if and $v.podDisruptionBudget.enabled (eq (toString $v.podDisruptionBudget.minAvailable) "100%") -}}
