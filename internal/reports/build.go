@@ -2,6 +2,8 @@ package reports
 
 import (
 	"cmp"
+	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,13 +46,33 @@ func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured
 	return out
 }
 
+// MaxResults is the most results one report lists, about 550 KB of them:
+// etcd refuses an object over 1.5 MiB, and a namespace can hold thousands of
+// violating objects (a Deployment, its ReplicaSets and their pods under a
+// tightened rule). The summary counts every row; the report's
+// LeftOutAnnotation says how many are not listed. Failures are listed first.
+const MaxResults = 1000
+
+// LeftOutAnnotation is the annotation that says, on a report of more rows
+// than MaxResults, how many of them it does not list.
+const LeftOutAnnotation = "tenantguard.io/results-left-out"
+
 // report is one report of rows, all of namespace ("" is cluster-scoped).
 func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unstructured {
 	summary := map[string]any{"pass": int64(0), "fail": int64(0), "warn": int64(0), "error": int64(0), "skip": int64(0)}
-	items := make([]any, 0, len(rows))
 	for _, r := range rows {
 		result := results[r.Mode]
 		summary[result] = summary[result].(int64) + 1
+	}
+	leftOut := 0
+	if len(rows) > MaxResults {
+		rows = slices.Clone(rows)
+		slices.SortStableFunc(rows, func(a, b audit.Row) int { return cmp.Compare(results[a.Mode], results[b.Mode]) }) // fail before warn
+		leftOut, rows = len(rows)-MaxResults, rows[:MaxResults]
+	}
+	items := make([]any, 0, len(rows))
+	for _, r := range rows {
+		result := results[r.Mode]
 		resource := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name}
 		if r.Namespace != "" {
 			resource["namespace"] = r.Namespace
@@ -83,6 +105,9 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 		labels[k] = v
 	}
 	u.SetLabels(labels)
+	if leftOut > 0 {
+		u.SetAnnotations(map[string]string{LeftOutAnnotation: strconv.Itoa(leftOut)})
+	}
 	if opts.Format.source {
 		u.Object["source"] = Source
 	}

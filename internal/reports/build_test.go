@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,6 +58,39 @@ func TestEveryNamespaceWithViolationsGetsOneReportAndNamespacesTheClusterOne(t *
 				}
 			}
 		})
+	}
+}
+
+func TestAReportListsAtMostMaxResultsFailuresFirstAndCountsEveryRow(t *testing.T) {
+	var many []audit.Row
+	for i := range MaxResults + 500 {
+		mode := "warn"
+		if i%3 == 0 {
+			mode = "deny"
+		}
+		many = append(many, audit.Row{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("p%d", i), Rule: "host-path", Mode: mode, Message: "no"})
+	}
+	r := Build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
+	fail, _, _ := unstructured.NestedInt64(r.Object, "summary", "fail")
+	warn, _, _ := unstructured.NestedInt64(r.Object, "summary", "warn")
+	results, _, _ := unstructured.NestedSlice(r.Object, "results")
+	if fail != 500 || warn != 1000 {
+		t.Errorf("summary fail %d warn %d, want every row: 500 and 1000", fail, warn)
+	}
+	if len(results) != MaxResults || r.GetAnnotations()[LeftOutAnnotation] != "500" {
+		t.Errorf("%d results, %s=%q; want %d and 500", len(results), LeftOutAnnotation, r.GetAnnotations()[LeftOutAnnotation], MaxResults)
+	}
+	listed := 0
+	for _, x := range results {
+		if x.(map[string]any)["result"] == "fail" {
+			listed++
+		}
+	}
+	if listed != 500 {
+		t.Errorf("%d failures listed, want all 500 before the warnings", listed)
+	}
+	if r := Build(rows, Options{Format: Formats[0]})["oil-dev"]; r.GetAnnotations()[LeftOutAnnotation] != "" {
+		t.Errorf("a report under MaxResults says %v", r.GetAnnotations())
 	}
 }
 
