@@ -304,8 +304,29 @@ validate := {
 	]),
 }
 
-_decision := decision if {
+_decision := _unreplicated if {
+	_unknown_namespace
+} else := decision if {
 	decision := main.decision with input as _input with tenancy.count_of as count_of
+}
+
+# A request in a namespace kube-mgmt has not replicated (yet: a namespace
+# and its first objects applied together) cannot be decided: without the
+# namespace's labels its tenant is unknown, and its tenant's rules would let
+# through what they refuse. tenantguard's server refuses it the same way,
+# for the client to retry.
+_unknown_namespace if {
+	not _is_namespace
+	_namespace != ""
+	not data.kubernetes.namespaces[_namespace]
+}
+
+_unreplicated := {
+	"allowed": false, "deny": [{"id": "internal", "msg": sprintf(
+		"namespace %q is not replicated into OPA's data.kubernetes yet, so its tenant is unknown; retry in a moment, and if it persists check that kube-mgmt replicates namespaces",
+		[_namespace],
+	)}],
+	"warn": [], "dryrun": [],
 }
 
 _status := {"status": {

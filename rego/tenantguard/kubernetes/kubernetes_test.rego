@@ -101,6 +101,16 @@ test_an_unknown_namespace_sees_nothing if {
 	_facts(f.request("CREATE", object.union(f.pod({}), {"metadata": {"namespace": "nowhere"}})), _cluster) == {}
 }
 
+test_a_request_in_a_namespace_not_replicated_yet_is_refused_for_a_retry if {
+	response := _validate(f.request("CREATE", object.union(f.pod({}), {"metadata": {"namespace": "nowhere"}})), _cluster)
+	not response.allowed
+	startswith(response.status.message, "[internal] namespace \"nowhere\" is not replicated into OPA's data.kubernetes yet")
+}
+
+test_a_namespace_not_replicated_yet_is_decided if {
+	_validate(_namespace("oil-new"), _cluster).allowed
+}
+
 test_no_replicated_data_means_no_facts if {
 	facts := kubernetes.policy_input.cluster with input as _review(f.request("CREATE", f.pod({})))
 		with data.tenantguard.registry as f.registry
