@@ -53,6 +53,8 @@ func TestChartRefusesWhatTheServerWould(t *testing.T) {
 		{"a disruption budget as large as the replicas", []string{"--set", "replicaCount=1"}, "podDisruptionBudget.minAvailable=1 with replicaCount=1 would block every node drain"},
 		{"a disruption budget as large as the replicas, given with --set", []string{"--set", "podDisruptionBudget.minAvailable=2"}, "podDisruptionBudget.minAvailable=2 with replicaCount=2 would block every node drain"},
 		{"a disruption budget of every replica", []string{"--set", "podDisruptionBudget.minAvailable=100%"}, "minAvailable=100% would block every node drain"},
+		{"a registry ConfigMap holding no tenants.yaml", []string{"--set-string", "registry.document=kind: ConfigMap\ndata: {other: x}"}, "registry.document is a ConfigMap without data.tenants.yaml as a string"},
+		{"a registry ConfigMap whose tenants.yaml is a mapping, not text", []string{"--set-string", "registry.document=kind: ConfigMap\ndata:\n  tenants.yaml: {kind: TenantRegistry}"}, "registry.document is a ConfigMap without data.tenants.yaml as a string"},
 		{"a registry document the chart would not write", []string{"--set", "registry.create=false", "--set", "registry.document=x"}, "registry.document is set but registry.create=false"},
 		{"an existing service account without its name", []string{"--set", "serviceAccount.create=false"}, "serviceAccount.create=false needs serviceAccount.name"},
 		{"metrics on the webhook's port", []string{"--set", "metrics.port=9443"}, "metrics.port and webhook.port are both 9443"},

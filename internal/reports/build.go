@@ -46,12 +46,34 @@ func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured
 	return out
 }
 
-// MaxResults is the most results one report lists, about 550 KB of them:
-// etcd refuses an object over 1.5 MiB, and a namespace can hold thousands of
+// MaxResults is the most results one report lists, and MaxResultBytes
+// about the most text they take (their messages are what varies): etcd
+// refuses an object over 1.5 MiB, and a namespace can hold thousands of
 // violating objects (a Deployment, its ReplicaSets and their pods under a
 // tightened rule). The summary counts every row; the report's
 // LeftOutAnnotation says how many are not listed. Failures are listed first.
-const MaxResults = 1000
+const (
+	MaxResults     = 1000
+	MaxResultBytes = 1 << 20
+)
+
+// fitting is how many of rows, from the first, one report lists: at most
+// MaxResults, of MaxResultBytes at most.
+func fitting(rows []audit.Row) int {
+	size := 0
+	for i := range rows {
+		if size += resultBytes(&rows[i]); i == MaxResults || size > MaxResultBytes {
+			return i
+		}
+	}
+	return len(rows)
+}
+
+// resultBytes is about what a result of r takes in the report's JSON: its
+// strings and 400 bytes of field names and fixed values.
+func resultBytes(r *audit.Row) int {
+	return 400 + len(r.Message) + len(r.Rule) + len(r.Mode) + len(r.Tenant) + len(r.APIVersion) + len(r.Kind) + len(r.Name) + len(r.Namespace) + len(r.UID)
+}
 
 // LeftOutAnnotation is the annotation that says, on a report of more rows
 // than MaxResults, how many of them it does not list.
@@ -65,10 +87,11 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 		summary[result] = summary[result].(int64) + 1
 	}
 	leftOut := 0
-	if len(rows) > MaxResults {
+	if n := fitting(rows); n < len(rows) {
 		rows = slices.Clone(rows)
 		slices.SortStableFunc(rows, func(a, b audit.Row) int { return cmp.Compare(results[a.Mode], results[b.Mode]) }) // fail before warn
-		leftOut, rows = len(rows)-MaxResults, rows[:MaxResults]
+		n = fitting(rows)
+		leftOut, rows = len(rows)-n, rows[:n]
 	}
 	items := make([]any, 0, len(rows))
 	for _, r := range rows {

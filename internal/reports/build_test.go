@@ -1,7 +1,10 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +94,26 @@ func TestAReportListsAtMostMaxResultsFailuresFirstAndCountsEveryRow(t *testing.T
 	}
 	if r := Build(rows, Options{Format: Formats[0]})["oil-dev"]; r.GetAnnotations()[LeftOutAnnotation] != "" {
 		t.Errorf("a report under MaxResults says %v", r.GetAnnotations())
+	}
+}
+
+func TestAReportOfLongMessagesStaysUnderWhatEtcdTakes(t *testing.T) {
+	long := strings.Repeat("an allowed registry, ", 100) // 2,100 bytes
+	var many []audit.Row
+	for i := range MaxResults {
+		many = append(many, audit.Row{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("p%d", i), Rule: "image-registry", Mode: "deny", Message: long})
+	}
+	r := Build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
+	text, err := json.Marshal(r.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _, _ := unstructured.NestedSlice(r.Object, "results")
+	if len(text) > 1536*1024 || len(results) == 0 || len(results) == MaxResults {
+		t.Errorf("%d results in %d bytes of JSON; want some, not all, under etcd's 1.5 MiB", len(results), len(text))
+	}
+	if left := r.GetAnnotations()[LeftOutAnnotation]; left != strconv.Itoa(MaxResults-len(results)) {
+		t.Errorf("%s=%q with %d of %d listed", LeftOutAnnotation, left, len(results), MaxResults)
 	}
 }
 

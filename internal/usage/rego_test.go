@@ -15,19 +15,27 @@ import (
 	tgrego "github.com/tenantguard/tenantguard/rego"
 )
 
+// libraryQuery prepares query, binding x, over the rule library's usage
+// package.
+func libraryQuery(t *testing.T, query string) rego.PreparedEvalQuery {
+	t.Helper()
+	src, err := fs.ReadFile(tgrego.FS(), "tenantguard/lib/usage/usage.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := rego.New(rego.Query(query), rego.Module("usage.rego", string(src))).PrepareForEval(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prepared
+}
+
 // TestTheRegoLibraryScalesQuantitiesAsGoDoes holds the exports' usage
 // library (lib/usage amount) equal to Scaled, which the server sums with,
 // on quantities whose decimal value binary floating point does not hold
 // (501m) and on those it rounds up.
 func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
-	src, err := fs.ReadFile(tgrego.FS(), "tenantguard/lib/usage/usage.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	query, err := rego.New(rego.Query("x := data.tenantguard.lib.usage.amount(input.key, input.q)"), rego.Module("usage.rego", string(src))).PrepareForEval(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	query := libraryQuery(t, "x := data.tenantguard.lib.usage.amount(input.key, input.q)")
 	tests := []struct{ key, q string }{
 		{"requests.cpu", "100m"}, {"requests.cpu", "253m"}, {"requests.cpu", "501m"}, {"requests.cpu", "506m"},
 		{"requests.cpu", "509m"}, {"requests.cpu", "1002m"}, {"limits.cpu", "2003m"}, {"requests.cpu", "1.5"},
@@ -56,14 +64,7 @@ func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
 // pod) equal to Pod, Kubernetes' own helpers, on pods whose shapes the two
 // once read differently.
 func TestTheRegoLibrarySumsPodsAsGoDoes(t *testing.T) {
-	src, err := fs.ReadFile(tgrego.FS(), "tenantguard/lib/usage/usage.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	query, err := rego.New(rego.Query("x := data.tenantguard.lib.usage.pod(input)"), rego.Module("usage.rego", string(src))).PrepareForEval(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	query := libraryQuery(t, "x := data.tenantguard.lib.usage.pod(input)")
 	tests := []struct{ name, spec string }{
 		{"containers and a native sidecar", `{containers: [{name: a, resources: {requests: {cpu: 501m, memory: 1Gi}, limits: {cpu: "1"}}}], initContainers: [{name: s, restartPolicy: Always, resources: {requests: {cpu: 253m}}}, {name: i, resources: {requests: {cpu: "2"}}}]}`},
 		{"hugepages at pod level replace the containers'", `{resources: {requests: {hugepages-2Mi: 1Gi, memory: 1Gi}, limits: {hugepages-2Mi: 1Gi, memory: 1Gi}}, containers: [{name: a}]}`},

@@ -70,8 +70,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "tenantguard.registryDocument" -}}
 {{- $r := include "tenantguard.registryValue" . | fromJson -}}
 {{- $doc := $r.document | fromYaml -}}
-{{- if and (kindIs "map" $doc) (eq (toString (get $doc "kind")) "ConfigMap") (kindIs "map" (get $doc "data")) (hasKey (get $doc "data") "tenants.yaml") -}}
-{{- get (get $doc "data") "tenants.yaml" -}}
+{{- if and (kindIs "map" $doc) (eq (toString (get $doc "kind")) "ConfigMap") -}}
+{{- $data := get $doc "data" -}}
+{{- $held := and (kindIs "map" $data) (hasKey $data "tenants.yaml") | ternary (get $data "tenants.yaml") nil -}}
+{{- if not (kindIs "string" $held) -}}
+{{- fail "registry.document is a ConfigMap without data.tenants.yaml as a string (tenants.yaml: | followed by the TenantRegistry document)" -}}
+{{- end -}}
+{{- $held -}}
 {{- else -}}
 {{- $r.document -}}
 {{- end -}}
