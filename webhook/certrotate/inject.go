@@ -27,11 +27,6 @@ var resources = map[string]string{
 	"MutatingWebhookConfiguration":   "mutatingwebhookconfigurations",
 }
 
-// force is server-side apply's force: the injector takes the caBundle fields
-// over from whoever set them, and owns nothing else, so that the installer's
-// fields stay theirs.
-var force = true
-
 // inject writes bundle into the caBundle of every webhook of both webhook
 // configurations where it differs, keeping the unexpired CAs already there
 // after it: a replica that read the Secret before another renewed it never
@@ -67,28 +62,34 @@ func (r *Rotator) inject(ctx context.Context, bundle []byte) (pending bool, err 
 			}
 		}
 		want := merge(time.Now(), append([][]byte{bundle}, existing...)...)
+		// A JSON patch of the stale caBundles, each after a test of its
+		// webhook's name at that index: not server-side apply, which would
+		// make the injector an owner of every webhook entry, so that an
+		// installer's apply that drops a webhook (helm upgrade under
+		// server-side apply) would keep an entry of a name and a caBundle,
+		// which the API server refuses as invalid.
 		var stale []string
-		apply := make([]map[string]any, 0, len(webhooks))
-		for _, w := range webhooks {
+		var ops []map[string]any
+		for i, w := range webhooks {
 			webhook, _ := w.(map[string]any)
 			webhookName, _, _ := unstructured.NestedString(webhook, "name")
 			have, _, _ := unstructured.NestedString(webhook, "clientConfig", "caBundle")
-			if decoded, err := base64.StdEncoding.DecodeString(have); err != nil || !bytes.Equal(decoded, want) {
-				stale = append(stale, webhookName)
+			if decoded, err := base64.StdEncoding.DecodeString(have); err == nil && bytes.Equal(decoded, want) {
+				continue
 			}
-			apply = append(apply, map[string]any{"name": webhookName, "clientConfig": map[string]any{"caBundle": want}})
+			stale = append(stale, webhookName)
+			ops = append(ops,
+				map[string]any{"op": "test", "path": fmt.Sprintf("/webhooks/%d/name", i), "value": webhookName},
+				map[string]any{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), "value": want})
 		}
 		if len(stale) == 0 {
 			continue
 		}
-		body, err := json.Marshal(map[string]any{
-			"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind,
-			"metadata": map[string]any{"name": name}, "webhooks": apply,
-		})
+		body, err := json.Marshal(ops)
 		if err != nil {
 			return false, err
 		}
-		if _, err := client.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "tenantguard-ca-injector", Force: &force}); err != nil {
+		if _, err := client.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "tenantguard-ca-injector"}); err != nil {
 			return false, fmt.Errorf("writing the CA bundle of %s %s: %w", gvk.Kind, name, err)
 		}
 		r.opts.Logger.Info("CA bundle written", "kind", gvk.Kind, "name", name, "webhooks", stale)
