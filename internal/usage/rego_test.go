@@ -40,6 +40,7 @@ func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
 		{"requests.cpu", "100m"}, {"requests.cpu", "253m"}, {"requests.cpu", "501m"}, {"requests.cpu", "506m"},
 		{"requests.cpu", "509m"}, {"requests.cpu", "1002m"}, {"limits.cpu", "2003m"}, {"requests.cpu", "1.5"},
 		{"requests.cpu", "0.501"}, {"requests.cpu", "0.0001"}, {"requests.cpu", "0.0010001"}, {"requests.cpu", "64"},
+		{"requests.cpu", "100u"}, {"requests.cpu", "1500n"}, {"requests.cpu", "2500000n"}, {"requests.memory", "1500000000n"},
 		{"requests.memory", "128Mi"}, {"requests.memory", "0.3G"}, {"requests.memory", "1500m"}, {"limits.memory", "1.1Gi"},
 		{"requests.storage", "10Gi"}, {"requests.storage", "2.5T"}, {"requests.nvidia.com/gpu", "2"},
 	}

@@ -24,9 +24,17 @@ _short(key) if startswith(key, "hugepages-")
 
 # METADATA
 # description: A quantity as an amount of key (thousandths for CPU).
-amount(key, q) := _whole(units.parse(sprintf("%v", [q])) * 1000) if _milli(key)
+amount(key, q) := _whole(_value(sprintf("%v", [q])) * 1000) if _milli(key)
 
-amount(key, q) := _whole(units.parse(sprintf("%v", [q]))) if not _milli(key)
+amount(key, q) := _whole(_value(sprintf("%v", [q]))) if not _milli(key)
+
+# A quantity's value. units.parse knows every suffix of Kubernetes'
+# quantities but the micro and nano ones (100u, 1500n), read here.
+_value(s) := to_number(trim_suffix(s, "u")) / 1000000 if endswith(s, "u")
+
+else := to_number(trim_suffix(s, "n")) / 1000000000 if endswith(s, "n")
+
+else := units.parse(s)
 
 # x rounded up to a whole number, as Kubernetes rounds a quantity's value
 # up, except that the error of binary floating point is no fraction:

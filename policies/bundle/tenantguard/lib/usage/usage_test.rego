@@ -38,6 +38,8 @@ test_amounts_are_exact_where_binary_floating_point_is_not if {
 test_amounts_below_the_unit_round_up_as_kubernetes_rounds_them if {
 	usage.amount("requests.cpu", "0.0001") == 1
 	usage.amount("requests.cpu", "0.0010001") == 2
+	usage.amount("requests.cpu", "100u") == 1
+	usage.amount("requests.cpu", "2500000n") == 3
 	usage.amount("requests.memory", "1500m") == 2
 }
 
