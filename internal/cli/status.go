@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,6 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
-	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 type statusOptions struct {
@@ -221,13 +219,8 @@ func listResource(ctx context.Context, client kubernetes.Interface, meta metadat
 			if err != nil {
 				return "", err
 			}
-			now := time.Now()
 			for i := range list.Items {
-				p := &list.Items[i]
-				if !usage.Charged(p, now) {
-					continue // stuck terminating past its grace period, as serve's view leaves it out
-				}
-				view.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: p.Namespace, Name: p.Name, Usage: clusterview.PodUsage(p)})
+				view.Upsert(clusterview.PodObject(&list.Items[i]))
 			}
 			return list.Continue, nil
 		})

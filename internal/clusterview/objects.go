@@ -187,7 +187,8 @@ func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bo
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pod); err != nil {
 			return nil, false, fmt.Errorf("pod %q: %w", pod.Name, err)
 		}
-		return PodUsage(&pod), !usage.Charged(&pod, time.Now()), nil
+		o := PodObject(&pod)
+		return o.Usage, o.Uncounted, nil
 	case "PersistentVolumeClaim":
 		var pvc corev1.PersistentVolumeClaim
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &pvc); err != nil {
@@ -203,6 +204,14 @@ func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bo
 // (an empty list once it has finished).
 func PodUsage(pod *corev1.Pod) usage.List {
 	return usage.Of(usage.Pod(pod))
+}
+
+// PodObject is a pod as the view counts it: what it adds to its tenant's
+// sums, and Uncounted once ResourceQuota no longer counts it (finished, or
+// past the grace period of its deletion), which Upsert takes out.
+func PodObject(pod *corev1.Pod) Object {
+	return Object{Kind: "Pod", Resource: "pods", Namespace: pod.Namespace, Name: pod.Name,
+		Usage: PodUsage(pod), Uncounted: !usage.Charged(pod, time.Now())}
 }
 
 // ClaimUsage is what a claim adds to its tenant's sums as the view keeps it.

@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/tenantguard/tenantguard/webhook/certrotate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/tenantguard/tenantguard/tests/live"
-	"github.com/tenantguard/tenantguard/webhook/certrotate"
 )
 
 // TestAnInstallersApplyMayDropAWebhookTheBundleWasWrittenInto: an
@@ -23,15 +20,8 @@ import (
 // the installer's apply as invalid.
 func TestAnInstallersApplyMayDropAWebhookTheBundleWasWrittenInto(t *testing.T) {
 	ctx := t.Context()
-	cp, err := live.StartControlPlane(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
 	const ns, name = "install", "install-test"
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp := controlPlane(t, ns)
 	api := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	install := func(webhooks ...string) error {
 		var hooks []map[string]any

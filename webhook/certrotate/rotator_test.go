@@ -80,6 +80,20 @@ func startReplica(t *testing.T, ctx context.Context, cp *live.ControlPlane, opts
 	return &replica{rotator: rot, url: "https://" + ln.Addr().String(), calls: calls}
 }
 
+// controlPlane starts a real API server for the test, with namespace ns.
+func controlPlane(t *testing.T, ns string) *live.ControlPlane {
+	t.Helper()
+	cp, err := live.StartControlPlane(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	if _, err := cp.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
 // served is the serial and issuer of the certificate a replica serves now.
 func (r *replica) served(t *testing.T) (serial, issuer string) {
 	t.Helper()
@@ -98,15 +112,8 @@ func (r *replica) served(t *testing.T) (serial, issuer string) {
 // failurePolicy Fail webhook calling both replicas: every create must pass.
 func TestRotationUnderLoad(t *testing.T) {
 	ctx := t.Context()
-	cp, err := live.StartControlPlane(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
 	const ns, name = "rotation", "rotation-test"
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp := controlPlane(t, ns)
 	opts := certrotate.Options{
 		Namespace: ns, Name: "webhook-tls", Hosts: []string{"127.0.0.1"}, WebhookConfiguration: name,
 		Validity:      certrotate.Validity{CA: 12 * time.Second, Cert: 4 * time.Second},
