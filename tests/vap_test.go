@@ -365,6 +365,11 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase, defaulted map[string]boo
 	// namespaces stay: without a controller manager a deleted one would
 	// stay Terminating and refuse everything created in it
 	if existing != nil && gvr.Resource != "namespaces" {
+		if existing.GetDeletionTimestamp() != nil {
+			if _, perr := ri.Patch(context.WithoutCancel(ctx), existing.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); perr != nil && !apierrors.IsNotFound(perr) {
+				t.Fatal(perr)
+			}
+		}
 		zero := int64(0)
 		if derr := ri.Delete(context.WithoutCancel(ctx), existing.GetName(), metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
 			t.Fatal(derr)
@@ -468,11 +473,25 @@ func (vc *vapCluster) putOld(t testing.TB, ri dynamic.ResourceInterface, gvr sch
 		old.SetNamespace(c.request.Namespace)
 	}
 	vc.ensurePriorityClass(t, old.Object)
+	going := old.GetDeletionTimestamp() != nil
+	old.SetDeletionTimestamp(nil)
 	created, err := ri.Create(t.Context(), old, metav1.CreateOptions{})
 	if err != nil {
 		t.Skipf("the object the request acts on cannot be created: %v", err)
 	}
-	return created
+	if !going {
+		return created
+	}
+	// An object being deleted: deleted after its create, its finalizers
+	// keep it (send removes them once the case is done).
+	if err := ri.Delete(t.Context(), created.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleting, err := ri.Get(t.Context(), created.GetName(), metav1.GetOptions{})
+	if err != nil || deleting.GetDeletionTimestamp() == nil {
+		t.Fatalf("the object the request acts on is not being deleted after its delete (%v): finalizers %v", err, created.GetFinalizers())
+	}
+	return deleting
 }
 
 func waitFor(t testing.TB, timeout time.Duration, what string, done func() bool) {

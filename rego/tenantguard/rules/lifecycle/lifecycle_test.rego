@@ -29,6 +29,21 @@ test_a_cordoned_tenant_still_deletes if {
 	count(_eval(f.request("DELETE", _config_map), _cordoned)) == 0
 }
 
+test_an_object_being_deleted_loses_its_finalizers if {
+	going := object.union(_config_map, {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z", "finalizers": ["example.io/cleanup"]}})
+	gone := object.union(going, {"metadata": {"finalizers": []}})
+	inp := object.union(f.request("UPDATE", gone), {"request": {"oldObject": going}})
+	count(_eval(inp, _cordoned)) == 0
+	ns := object.union(_namespace("oil-dev", "oil"), {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z", "finalizers": ["example.io/cleanup"]}})
+	finalized := object.union(_namespace_request("UPDATE", object.union(ns, {"metadata": {"finalizers": []}})), {"request": {"oldObject": ns}})
+	count(_eval(finalized, _cordoned)) == 0
+}
+
+test_an_object_not_yet_being_deleted_is_not_changed if {
+	inp := object.union(f.request("UPDATE", object.union(_config_map, {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z"}})), {"request": {"oldObject": _config_map}})
+	{v.id | some v in _eval(inp, _cordoned)} == {"tenant-cordoned"}
+}
+
 test_events_and_leases_go_on if {
 	every kind in [["", "Event", "events"], ["events.k8s.io", "Event", "events"], ["coordination.k8s.io", "Lease", "leases"]] {
 		inp := f.request_for(kind[0], kind[1], kind[2], "UPDATE", {"kind": kind[1], "metadata": {"name": "x"}})

@@ -33,6 +33,11 @@ _namespace_tenants contains tenant if {
 # election.
 _uncordoned := {"Event", "events.k8s.io/Event", "coordination.k8s.io/Lease"}
 
+# An object being deleted is still changed while it goes: whoever holds its
+# finalizers removes them, which the delete needs to finish (and the API
+# server lets no finalizer be added to it).
+_being_deleted if tenancy.old_object.metadata.deletionTimestamp
+
 _verb := "created" if input.request.operation == "CREATE"
 
 _verb := "changed" if input.request.operation == "UPDATE"
@@ -42,8 +47,9 @@ _verb := "changed" if input.request.operation == "UPDATE"
 # description: |
 #   While a tenant is cordoned, nothing in its namespaces is created or
 #   changed, nor are namespaces created for it; deletes pass, so that a
-#   frozen tenant can still shrink. Events and Leases are left alone, so
-#   running workloads keep their leader election.
+#   frozen tenant can still shrink, and so do updates of objects being
+#   deleted (their finalizers' removal). Events and Leases are left alone,
+#   so running workloads keep their leader election.
 # custom:
 #   id: tenant-cordoned
 #   kinds: [all, Namespace]
@@ -54,6 +60,7 @@ violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	not _namespace
 	tenancy.tenant.cordoned
 	not tenancy.kind_key in _uncordoned
+	not _being_deleted
 	not _exempt
 	msg := _cordon_message(tenancy.namespace_tenant)
 }
@@ -63,6 +70,7 @@ violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	_namespace
 	some tenant in _namespace_tenants
 	tenancy.config(tenant).cordoned
+	not _being_deleted
 	not _exempt
 	msg := _cordon_message(tenant)
 }
