@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -119,7 +120,7 @@ func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("companions").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		For(informers.Metadata(namespaceKind)).
-		Watches(&corev1.ResourceQuota{}, toNamespace).
+		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(quotaWritten)).
 		Watches(&corev1.LimitRange{}, toNamespace).
 		Watches(&networkingv1.NetworkPolicy{}, toNamespace).
 		Watches(&rbacv1.RoleBinding{}, toNamespace).
