@@ -311,10 +311,11 @@ func TestTheEmbeddedLibrarySetsTheLabelAndTheDefaultClassesInCEL(t *testing.T) {
 }
 
 func TestTheRulesAboutChangesAreLeftOutOfTheAudit(t *testing.T) {
-	// A cordon is about changes, a deletion is only a DELETE, and the
+	// A cordon is about changes, a deletion is only a DELETE, the
 	// companions are audited as tenantguard's own identity, which the
-	// managed-resource rule always lets through.
-	notAudited := []string{"managed-resource", "namespace-deletion", "tenant-cordoned"}
+	// managed-resource rule always lets through, and who named a namespace
+	// or set its protected metadata (an administrator may) is not stored.
+	notAudited := []string{"managed-resource", "namespace-deletion", "namespace-prefix", "protected-metadata", "tenant-cordoned"}
 	var got []string
 	for _, r := range catalog.MustEmbedded().Rules() {
 		if !r.Audit {

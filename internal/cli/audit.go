@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -115,6 +116,9 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 			objects = append(objects, o)
 		}
 	}
+	if err := namespacesGiven(cmd.ErrOrStderr(), view, objects); err != nil {
+		return err
+	}
 	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}, Managers: o.managers})
 	if err != nil {
 		return err
@@ -136,6 +140,46 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	if audit.Denied(rows) {
 		return &ExitError{Code: ExitDenied}
 	}
+	return nil
+}
+
+// namespacesGiven checks that the input holds the namespaces of its
+// objects, whose labels name their tenants: an object in a namespace the
+// input does not hold cannot be audited. With no Namespace at all (kubectl
+// get pods,... without namespaces), it is a usage error, which would
+// otherwise pass as a clean audit; with some missing, a warning.
+func namespacesGiven(stderr io.Writer, view *clusterview.View, objects []audit.Object) error {
+	missing := map[string]int{}
+	namespaces := 0
+	for i := range objects {
+		switch o := &objects[i]; {
+		case o.GVK.Group == "" && o.GVK.Kind == "Namespace":
+			namespaces++
+		case o.Namespace != "":
+			if _, ok := view.NamespaceLabels(o.Namespace); !ok {
+				missing[o.Namespace]++
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	skipped := 0
+	for _, n := range missing {
+		skipped += n
+	}
+	names := slices.Sorted(maps.Keys(missing))
+	if len(names) > 5 {
+		names = append(names[:5:5], fmt.Sprintf("%d more", len(missing)-5))
+	}
+	if namespaces == 0 {
+		return usageErrorf("--objects holds no Namespace, so the tenant of its %d namespaced objects is unknown: list namespaces too (kubectl get namespaces,pods,... -A -o yaml)", skipped)
+	}
+	objectsText := fmt.Sprintf("%d objects", skipped)
+	if skipped == 1 {
+		objectsText = "1 object"
+	}
+	_, _ = fmt.Fprintf(stderr, "tenantguard: %s in namespaces --objects does not hold (%s) not audited: their tenant is unknown\n", objectsText, strings.Join(names, ", "))
 	return nil
 }
 

@@ -154,7 +154,7 @@ func TestReviewTextOutputIsForPeople(t *testing.T) {
 func TestRulesSayWhichRulesTheAuditChecks(t *testing.T) {
 	// The audit leaves out the rules about the change itself (METADATA
 	// custom: audit: false); every other rule it checks.
-	notAudited := map[string]bool{"managed-resource": true, "tenant-cordoned": true, "namespace-deletion": true}
+	notAudited := map[string]bool{"managed-resource": true, "tenant-cordoned": true, "namespace-deletion": true, "namespace-prefix": true, "protected-metadata": true}
 	r := run(t, "", "rules", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

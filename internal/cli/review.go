@@ -233,15 +233,14 @@ func requestError(file string, data []byte, err error) string {
 	return fmt.Sprintf("%s: %v", file, err)
 }
 
+// readInput reads a file, or stdin for "-", whole: a cluster's objects
+// piped from kubectl get run to many megabytes.
 func readInput(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(io.LimitReader(stdin, maxRequestBytes))
+		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
 }
-
-// maxRequestBytes bounds a request read from stdin (the API server sends at most 3 MiB objects).
-const maxRequestBytes = 16 << 20
 
 func writeJSON(w io.Writer, resp *admission.Response) error {
 	out, err := resp.JSON()

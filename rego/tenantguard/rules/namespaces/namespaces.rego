@@ -142,6 +142,7 @@ violations contains {"id": "namespace-ownership", "msg": msg} if {
 # custom:
 #   id: namespace-prefix
 #   operations: [CREATE]
+#   audit: false
 violations contains {"id": "namespace-prefix", "msg": msg} if {
 	_creating
 	not identity.is_admin
@@ -209,6 +210,7 @@ violations contains {"id": "tenant-label-immutable", "msg": msg} if {
 #   id: protected-metadata
 #   operations: [CREATE, UPDATE]
 #   subresources: [namespaces/status, namespaces/finalize]
+#   audit: false
 violations contains {"id": "protected-metadata", "msg": msg} if {
 	_is_namespace
 	_operation in {"CREATE", "UPDATE"}
