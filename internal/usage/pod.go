@@ -119,16 +119,45 @@ func claimClass(pvc *corev1.PersistentVolumeClaim) string {
 }
 
 // defaulted is pod as the API server stores it: a container's request that
-// is not given defaults to its limit. Admission sees pods defaulted
-// already; a manifest read offline (review, audit) may not be.
+// is not given defaults to its limit; then, with pod-level limits, a
+// pod-level request not given defaults to the containers' requests of it
+// (CPU and memory) or else to the pod-level limit. Validating admission
+// sees pods defaulted already; a manifest read offline (review, audit) may
+// not be.
 func defaulted(pod *corev1.Pod) *corev1.Pod {
-	if !needsDefaults(pod.Spec.Containers) && !needsDefaults(pod.Spec.InitContainers) {
+	podLevel := pod.Spec.Resources != nil && needsDefaults([]corev1.Container{{Resources: *pod.Spec.Resources}})
+	if !needsDefaults(pod.Spec.Containers) && !needsDefaults(pod.Spec.InitContainers) && !podLevel {
 		return pod
 	}
 	out := *pod
 	out.Spec.Containers = withDefaults(pod.Spec.Containers)
 	out.Spec.InitContainers = withDefaults(pod.Spec.InitContainers)
+	if podLevel {
+		out.Spec.Resources = podRequestsDefaulted(&out)
+	}
 	return &out
+}
+
+// podRequestsDefaulted is the pod-level resources of pod (whose containers
+// are defaulted) with the requests the API server defaults (KEP-2837).
+func podRequestsDefaulted(pod *corev1.Pod) *corev1.ResourceRequirements {
+	r := pod.Spec.Resources.DeepCopy()
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		_, given := r.Requests[name]
+		overcommitted := name == corev1.ResourceCPU || name == corev1.ResourceMemory
+		if !given && overcommitted {
+			r.Requests[name] = q
+		}
+	}
+	for name, q := range r.Limits {
+		if _, given := r.Requests[name]; !given && resourcehelper.IsSupportedPodLevelResource(name) {
+			r.Requests[name] = q
+		}
+	}
+	return r
 }
 
 func needsDefaults(containers []corev1.Container) bool {

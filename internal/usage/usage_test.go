@@ -211,6 +211,39 @@ func TestRequestsDefaultToLimits(t *testing.T) {
 	}
 }
 
+func TestPodLevelRequestsDefaultAsTheAPIServerDefaultsThem(t *testing.T) {
+	podLevel := func(requests, limits corev1.ResourceList, containers ...corev1.Container) corev1.Pod {
+		return corev1.Pod{Spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: requests, Limits: limits}, Containers: containers}}
+	}
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want corev1.ResourceList
+	}{
+		{"pod-level limits alone are the pod-level requests",
+			podLevel(nil, list("cpu", "8", "memory", "2Gi"), ctr("app", nil, nil)),
+			list("requests.cpu", "8", "limits.cpu", "8", "requests.memory", "2Gi", "limits.memory", "2Gi")},
+		{"the containers' requests are the pod-level requests when they name them",
+			podLevel(nil, list("cpu", "8"), ctr("a", list("cpu", "1"), nil), ctr("b", list("cpu", "500m"), nil)),
+			list("requests.cpu", "1500m", "limits.cpu", "8")},
+		{"a pod-level request given stays",
+			podLevel(list("cpu", "2"), list("cpu", "8"), ctr("app", nil, nil)),
+			list("requests.cpu", "2", "limits.cpu", "8")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Pod(&tt.pod); !equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	given := podLevel(nil, list("cpu", "8"), ctr("app", nil, nil))
+	Pod(&given)
+	if given.Spec.Resources.Requests != nil {
+		t.Error("the pod given must not be changed")
+	}
+}
+
 func TestChargedFollowsTheQuotaEvaluator(t *testing.T) {
 	deleted := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	grace := int64(30)
