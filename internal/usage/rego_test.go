@@ -43,6 +43,7 @@ func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
 		{"requests.cpu", "100u"}, {"requests.cpu", "1500n"}, {"requests.cpu", "2500000n"}, {"requests.memory", "1500000000n"},
 		{"requests.memory", "128Mi"}, {"requests.memory", "0.3G"}, {"requests.memory", "1500m"}, {"limits.memory", "1.1Gi"},
 		{"requests.storage", "10Gi"}, {"requests.storage", "2.5T"}, {"requests.nvidia.com/gpu", "2"},
+		{"cpu", "250m"}, {"requests.example.com/vcpu", "9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.q, func(t *testing.T) {

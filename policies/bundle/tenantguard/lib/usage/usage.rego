@@ -44,7 +44,9 @@ _whole(x) := n if {
 	abs(x - n) < 0.000000001
 } else := ceil(x)
 
-_milli(key) if endswith(key, "cpu")
+_milli("cpu")
+
+_milli(key) if endswith(key, ".cpu")
 
 # METADATA
 # description: |
