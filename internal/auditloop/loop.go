@@ -198,7 +198,7 @@ func (l *Loop) auditLogged(ctx context.Context) {
 		if l.opts.Observer != nil {
 			counts := map[metrics.AuditKey]int{}
 			for _, r := range result.Rows {
-				counts[metrics.AuditKey{Tenant: r.Tenant, Rule: r.Rule}]++
+				counts[metrics.AuditKey{Tenant: r.Tenant, Rule: r.Rule, Mode: r.Mode}]++
 			}
 			l.opts.Observer.Audited(counts, result.Objects, took, time.Now())
 		}

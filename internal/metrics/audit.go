@@ -6,8 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// AuditKey is a tenant and a rule, the labels of the audit's violation gauge.
-type AuditKey struct{ Tenant, Rule string }
+// AuditKey is a tenant, a rule and the rule's mode (deny, warn, dryrun),
+// the labels of the audit's violation gauge.
+type AuditKey struct{ Tenant, Rule, Mode string }
 
 // auditCollectors are the background audit's gauges (serve's leader).
 type auditCollectors struct {
@@ -22,8 +23,8 @@ func newAuditCollectors() auditCollectors {
 	return auditCollectors{
 		violations: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tenantguard_audit_violations",
-			Help: "Existing objects that violate a rule, by tenant (\"\" for a namespace of none) and rule id, as the last background audit found them; only the leader audits.",
-		}, []string{"tenant", "rule"}),
+			Help: "Existing objects that violate a rule, by tenant (\"\" for a namespace of none), rule id and the rule's mode (deny, warn, dryrun), as the last background audit found them; only the leader audits.",
+		}, []string{"tenant", "rule", "mode"}),
 		objects: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tenantguard_audit_objects",
 			Help: "Objects the last background audit checked.",
@@ -48,12 +49,12 @@ func (a auditCollectors) collectors() []prometheus.Collector {
 }
 
 // Audited records a finished background audit: the violations it found by
-// tenant and rule (replacing the last audit's), how many objects it
+// tenant, rule and mode (replacing the last audit's), how many objects it
 // checked, how long it took and when it ended.
 func (m *Metrics) Audited(violations map[AuditKey]int, objects int, took time.Duration, at time.Time) {
 	m.audit.violations.Reset()
 	for k, n := range violations {
-		m.audit.violations.WithLabelValues(k.Tenant, k.Rule).Set(float64(n))
+		m.audit.violations.WithLabelValues(k.Tenant, k.Rule, k.Mode).Set(float64(n))
 	}
 	m.audit.objects.Set(float64(objects))
 	m.audit.duration.Set(took.Seconds())

@@ -10,8 +10,8 @@ import (
 func TestAnAuditReplacesTheViolationsOfTheLastOne(t *testing.T) {
 	m := New()
 	at := time.Unix(1700000000, 0)
-	m.Audited(map[AuditKey]int{{Tenant: "oil", Rule: "host-path"}: 2, {Tenant: "gas", Rule: "service-type"}: 1}, 40, 3*time.Second, at)
-	m.Audited(map[AuditKey]int{{Tenant: "gas", Rule: "service-type"}: 1}, 41, 2*time.Second, at.Add(time.Minute))
+	m.Audited(map[AuditKey]int{{Tenant: "oil", Rule: "host-path", Mode: "deny"}: 2, {Tenant: "gas", Rule: "service-type", Mode: "dryrun"}: 1}, 40, 3*time.Second, at)
+	m.Audited(map[AuditKey]int{{Tenant: "gas", Rule: "service-type", Mode: "dryrun"}: 1}, 41, 2*time.Second, at.Add(time.Minute))
 	families, err := m.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -29,10 +29,10 @@ func TestAnAuditReplacesTheViolationsOfTheLastOne(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		"tenantguard_audit_violations,rule=service-type,tenant=gas": 1,
-		"tenantguard_audit_objects":                                 41,
-		"tenantguard_audit_last_duration_seconds":                   2,
-		"tenantguard_audit_last_run_timestamp_seconds":              float64(at.Add(time.Minute).Unix()),
+		"tenantguard_audit_violations,mode=dryrun,rule=service-type,tenant=gas": 1,
+		"tenantguard_audit_objects":                    41,
+		"tenantguard_audit_last_duration_seconds":      2,
+		"tenantguard_audit_last_run_timestamp_seconds": float64(at.Add(time.Minute).Unix()),
 	}
 	audit := map[string]float64{}
 	for k, v := range got {

@@ -112,7 +112,7 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 			"policy":     r.Rule,
 			"result":     result,
 			"message":    r.Message,
-			"scored":     true,
+			"scored":     result == "fail", // the CRDs' warn counts non-scored failures
 			"severity":   cmp.Or(map[string]string{registry.ModeDeny: "high"}[r.Mode], "medium"),
 			"timestamp":  map[string]any{"seconds": opts.Time.Unix(), "nanos": int64(0)},
 			"resources":  []any{resource},

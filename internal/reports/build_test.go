@@ -56,6 +56,12 @@ func TestEveryNamespaceWithViolationsGetsOneReportAndNamespacesTheClusterOne(t *
 				if first["policy"] != tt.firstPolicy || resource["kind"] != tt.firstKind || first["source"] != Source {
 					t.Errorf("%s: first result %v", tt.name, first)
 				}
+				for _, item := range results {
+					result := item.(map[string]any)
+					if scored := result["result"] == "fail"; result["scored"] != scored {
+						t.Errorf("%s: a %s result scored %v, want %t: the summary's warn counts non-scored failures", tt.name, result["result"], result["scored"], scored)
+					}
+				}
 				if _, has := r.Object["source"]; has != (format.Name == "openreports") {
 					t.Errorf("%s: report-level source %v; only openreports.io has the field", tt.name, has)
 				}

@@ -111,7 +111,7 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 	})
 	within(t, 30*time.Second, "the violations gauge", func(context.Context) error {
 		for rule, want := range map[string]string{"host-path": "2", "namespace-quota": "2"} {
-			if line := metricAt(t, c, `tenantguard_audit_violations{rule="`+rule+`",tenant="gas"}`); !strings.HasSuffix(line, " "+want) {
+			if line := metricAt(t, c, `tenantguard_audit_violations{mode="deny",rule="`+rule+`",tenant="gas"}`); !strings.HasSuffix(line, " "+want) {
 				return fmt.Errorf("%s: %q, want %s", rule, line, want)
 			}
 		}
