@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,27 @@ func object(t *testing.T, kind, namespace, name string, labels map[string]any, e
 	return &o
 }
 
+// workload is an object of an API group's kind in oil-dev, of the JSON
+// given (its metadata's name and namespace added).
+func workload(t *testing.T, group, kind, content string) *Object {
+	t.Helper()
+	var c map[string]any
+	if err := json.Unmarshal([]byte(content), &c); err != nil {
+		t.Fatal(err)
+	}
+	metadata, _ := c["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+		c["metadata"] = metadata
+	}
+	metadata["name"], metadata["namespace"] = "web", "oil-dev"
+	o, err := FromMap(schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
 func TestTheAuditActsAsTheTenantsFirstOwner(t *testing.T) {
 	a := auditor(t)
 	tests := []struct {
@@ -103,6 +125,12 @@ func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testi
 		{"a ConfigMap, which only the cordon judges", object(t, "ConfigMap", "oil-dev", "settings", nil), false},
 		{"a Pod being deleted", deleting, false},
 		{"a Pod that has finished", finished, false},
+		{"a Deployment's old ReplicaSet, scaled to zero", workload(t, "apps", "ReplicaSet", `{"metadata":{"ownerReferences":[{"kind":"Deployment","name":"web","controller":true}]},"spec":{"replicas":0}}`), false},
+		{"a Deployment's current ReplicaSet", workload(t, "apps", "ReplicaSet", `{"metadata":{"ownerReferences":[{"kind":"Deployment","name":"web","controller":true}]},"spec":{"replicas":2}}`), true},
+		{"a ReplicaSet of its own, scaled to zero", workload(t, "apps", "ReplicaSet", `{"spec":{"replicas":0}}`), true},
+		{"a Job that has completed", workload(t, "batch", "Job", `{"status":{"conditions":[{"type":"SuccessCriteriaMet","status":"True"},{"type":"Complete","status":"True"}]}}`), false},
+		{"a Job that has failed", workload(t, "batch", "Job", `{"status":{"conditions":[{"type":"Failed","status":"True"}]}}`), false},
+		{"a Job running", workload(t, "batch", "Job", `{"status":{"active":1}}`), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,12 +77,13 @@ func (a *Auditor) EveryKind() bool { return a.anyKind }
 
 // Audits reports whether the audit checks the object: every Namespace, and
 // an object of a resource it checks in a tenant namespace (one labelled for
-// a tenant), unless it is being deleted or is a finished Pod (Succeeded or
+// a tenant), unless it is being deleted, is a finished Pod (Succeeded or
 // Failed: it runs nothing, and tenant counts leave it out as the server's
-// view does).
+// view does) or a workload's history (a Deployment's old ReplicaSet scaled
+// to zero, a finished Job: neither runs again; counts still hold them).
 func (a *Auditor) Audits(o *Object) bool {
 	switch {
-	case o.deleting() || o.finished():
+	case o.deleting() || o.finished() || o.history():
 		return false
 	case o.isNamespace():
 		return true

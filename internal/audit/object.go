@@ -60,6 +60,11 @@ var (
 	keyPhase      = ast.InternedTerm("phase")
 	keySpec       = ast.InternedTerm("spec")
 	keyNodeName   = ast.InternedTerm("nodeName")
+	keyReplicas   = ast.InternedTerm("replicas")
+	keyConditions = ast.InternedTerm("conditions")
+	keyType       = ast.InternedTerm("type")
+	keyOwners     = ast.InternedTerm("ownerReferences")
+	keyController = ast.InternedTerm("controller")
 )
 
 // apiServerFields are the metadata fields the API server sets on a create:
@@ -140,6 +145,39 @@ func (o *Object) finished() bool {
 	}
 	phase := jsonast.StringAt(jsonast.ObjectAt(o.Value, keyStatus), keyPhase)
 	return phase == "Succeeded" || phase == "Failed"
+}
+
+// history reports whether the object is a workload's history, which runs
+// nothing and will not run again: a Deployment's old ReplicaSet (scaled to
+// zero, kept for rollbacks), or a Job that has completed or failed.
+func (o *Object) history() bool {
+	switch o.GVK.GroupKind() {
+	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+		replicas, ok := jsonast.ValueAt(jsonast.ObjectAt(o.Value, keySpec), keyReplicas).(ast.Number)
+		n, whole := replicas.Int()
+		return ok && whole && n == 0 && o.controlledBy("Deployment")
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		conditions, ok := jsonast.ValueAt(jsonast.ObjectAt(o.Value, keyStatus), keyConditions).(*ast.Array)
+		for i := 0; ok && i < conditions.Len(); i++ {
+			c, _ := conditions.Elem(i).Value.(ast.Object)
+			if t := jsonast.StringAt(c, keyType); (t == "Complete" || t == "Failed") && jsonast.StringAt(c, keyStatus) == "True" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// controlledBy reports whether the object's controller is of kind.
+func (o *Object) controlledBy(kind string) bool {
+	owners, ok := jsonast.ValueAt(jsonast.ObjectAt(o.Value, keyMetadata), keyOwners).(*ast.Array)
+	for i := 0; ok && i < owners.Len(); i++ {
+		owner, _ := owners.Elem(i).Value.(ast.Object)
+		if controller, _ := jsonast.ValueAt(owner, keyController).(ast.Boolean); controller && jsonast.StringAt(owner, keyKind) == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // isNamespace reports whether the object is a Namespace.
