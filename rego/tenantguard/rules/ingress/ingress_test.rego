@@ -137,6 +137,38 @@ test_another_gateway_class_is_denied if {
 	r.violations == {{"id": "gateway-class", "msg": "GatewayClass \"internet\" of Gateway \"gw\" is not allowed for tenant \"oil\"; allowed: shared"}}
 }
 
+_attached(request, parents) := object.union(request, {"request": {"object": {"spec": {"parentRefs": parents}}}})
+
+test_a_route_without_hostnames_on_a_shared_gateway_is_refused if {
+	every kind in [["HTTPRoute", "httproutes"], ["GRPCRoute", "grpcroutes"], ["TLSRoute", "tlsroutes"]] {
+		shared := _attached(_route_request(kind[0], kind[1], []), [{"name": "edge"}, {"name": "shared", "namespace": "infra"}])
+		[v] := [v | some v in _eval(shared, _policy).violations]
+		v.id == "hostname"
+		startswith(v.msg, sprintf("%s \"shop\" names no hostnames and attaches to Gateway \"shared\" in namespace \"infra\", so it would take every host its listeners serve; name hosts of tenant \"oil\": oil.example.com, *.oil.example.com", [kind[0]]))
+		named := _attached(_route_request(kind[0], kind[1], ["shop.oil.example.com"]), [{"name": "shared", "namespace": "infra"}])
+		count(_eval(named, _policy).violations) == 0
+	}
+}
+
+test_a_route_without_hostnames_on_its_own_namespace_gateway_or_a_service_passes if {
+	every parents in [
+		[{"name": "edge"}],
+		[{"name": "edge", "namespace": "oil-dev"}],
+		[{"name": "web", "group": "", "kind": "Service", "namespace": "other"}],
+	] {
+		count(_eval(_attached(_route_request("HTTPRoute", "httproutes", []), parents), _policy).violations) == 0
+	}
+}
+
+test_a_route_without_hostnames_kept_on_update_passes if {
+	old := _attached(_route_request("HTTPRoute", "httproutes", []), [{"name": "shared", "namespace": "infra"}])
+	updated := json.patch(old, [
+		{"op": "replace", "path": "/request/operation", "value": "UPDATE"},
+		{"op": "add", "path": "/request/oldObject", "value": old.request.object},
+	])
+	count(_eval(updated, _policy).violations) == 0
+}
+
 test_route_hostnames_are_judged_and_routes_without_hostnames_pass if {
 	every kind in [["HTTPRoute", "httproutes"], ["GRPCRoute", "grpcroutes"], ["TLSRoute", "tlsroutes"]] {
 		r := _eval(_route_request(kind[0], kind[1], ["shop.oil.example.com", "bank.example.com"]), _policy)

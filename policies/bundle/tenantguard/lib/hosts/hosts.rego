@@ -6,8 +6,11 @@
 #   that names no host serves every host: an Ingress rule without a host or a
 #   default backend, a listener (of a Gateway, or of a ListenerSet, which adds
 #   listeners to a shared Gateway) of protocol HTTP, HTTPS or TLS without a
-#   hostname. Routes without hostnames are not such a place: they take the
-#   hostnames of the listeners they attach to.
+#   hostname. A route without hostnames takes the hostnames of the listeners
+#   it attaches to: it names none of its own when its parents are in its
+#   namespace (whose Gateways and ListenerSets are judged themselves), and
+#   serves every host when one is a Gateway or ListenerSet of another
+#   namespace (a shared Gateway, whose listeners its tenant does not choose).
 package tenantguard.lib.hosts
 
 import data.tenantguard.lib.tenancy
@@ -32,9 +35,25 @@ named(obj) := _ingress(obj) if {
 	tenancy.kind_key == "networking.k8s.io/Ingress"
 } else := _listeners(obj) if {
 	tenancy.kind_key in _listener_kinds
-} else := {{"host": host, "in": ""} | some host in object.get(obj, ["spec", "hostnames"], [])} if {
+} else := _route(obj) if {
 	tenancy.kind_key in route_kinds
 } else := set()
+
+_route(obj) := {{"host": host, "in": ""} | some host in obj.spec.hostnames} if {
+	count(object.get(obj, ["spec", "hostnames"], [])) > 0
+} else := {{"host": "", "in": "", "parent": parent} |
+	some parent in _foreign_parents(obj)
+}
+
+# The Gateways and ListenerSets of other namespaces a route attaches to, as
+# "Gateway "shared" in namespace "infra"".
+_foreign_parents(obj) := {sprintf("%s %q in namespace %q", [kind, ref.name, ref.namespace]) |
+	some ref in object.get(obj, ["spec", "parentRefs"], [])
+	object.get(ref, "group", "gateway.networking.k8s.io") == "gateway.networking.k8s.io"
+	kind := object.get(ref, "kind", "Gateway")
+	kind in {"Gateway", "ListenerSet"}
+	ref.namespace != input.request.namespace
+}
 
 _ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
 	some rule in object.get(obj, ["spec", "rules"], [])

@@ -123,7 +123,9 @@ violations contains {"id": "gateway-class", "msg": msg} if {
 #   (listeners) or an HTTPRoute, GRPCRoute or TLSRoute publishes must be in
 #   ingress.hostnames.allowed (exact, or under a "*.suffix" pattern) or match
 #   allowedRegex; a wildcard host needs allowWildcard too, and a place that
-#   names no host (it would serve every host) is refused.
+#   names no host (it would serve every host) is refused, as is a route
+#   without hostnames attached to another namespace's Gateway (it would take
+#   every host of that Gateway's listeners).
 # custom:
 #   id: hostname
 #   kinds:
@@ -143,7 +145,10 @@ violations contains {"id": "hostname", "msg": msg} if {
 
 _old_hosts := {entry.host | some entry in hosts.named(_old)}
 
-_refusal(policy, entry) := sprintf("%s%s names no host, so it would serve every host name its controller serves; name hosts of tenant %q: %s", [entry["in"], tenancy.object_text, tenancy.namespace_tenant, hosts.allowed_text(policy)]) if {
+_refusal(policy, entry) := sprintf("%s names no hostnames and attaches to %s, so it would take every host its listeners serve; name hosts of tenant %q: %s", [tenancy.object_text, entry.parent, tenancy.namespace_tenant, hosts.allowed_text(policy)]) if {
+	entry.host == ""
+	entry.parent
+} else := sprintf("%s%s names no host, so it would serve every host name its controller serves; name hosts of tenant %q: %s", [entry["in"], tenancy.object_text, tenancy.namespace_tenant, hosts.allowed_text(policy)]) if {
 	entry.host == ""
 } else := sprintf("wildcard host %q of %s%s is not allowed for tenant %q; name each host instead", [entry.host, entry["in"], tenancy.object_text, tenancy.namespace_tenant]) if {
 	hosts.wildcard(entry.host)
