@@ -245,6 +245,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return &ExitError{Code: 1, Err: err}
 		}
+		go rememberVisits(ctx, store.View(), watcher.Synced, o.reservationTTL)
 		ledger := quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
 		if !instance.IsDefault() {
 			ledger.WithNamePrefix(instance.Name() + "-quota-")
@@ -264,6 +265,23 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		return &ExitError{Code: 1, Err: cause}
 	}
 	return nil
+}
+
+// rememberVisits has the view remember the objects that come and go
+// within the strict ledger's TTL, whose entries then count no more, once
+// the view is synced: the initial lists' hundreds of thousands of arrivals
+// would only take memory.
+func rememberVisits(ctx context.Context, view *clusterview.View, synced func() error, ttl time.Duration) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for synced() != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	view.RememberVisits(ttl)
 }
 
 // startInformers builds the manager of the one informer stack, whose cache

@@ -102,6 +102,9 @@ type View struct {
 	// hosts are the hosts Ingresses and routes serve, and the requests'
 	// holds of hosts; it has its own lock, taken after mu.
 	hosts *hostIndex
+	// visits are the objects' recent arrivals and goings, for the strict
+	// ledger (RememberVisits); nil until it asks.
+	visits *visits
 }
 
 // New returns an empty view that assigns namespaces to tenants by tenantLabel.
@@ -145,8 +148,12 @@ func (v *View) Upsert(o Object) {
 	}
 	switch {
 	case o.Group == "" && o.Kind == "Namespace":
+		claim := quota.Claim{Key: NamespacesKey, Name: o.Name}
+		if _, had := v.namespaces[o.Name]; !had {
+			v.arrived(v.id(claim))
+		}
 		v.upsertNamespace(o.Name, o.Labels)
-		v.reservations.TakeOver(quota.Claim{Key: NamespacesKey, Name: o.Name})
+		v.reservations.TakeOver(claim)
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
@@ -164,6 +171,7 @@ func (v *View) Upsert(o Object) {
 		switch {
 		case !seen:
 			v.add(o.Namespace, k.Key, 1)
+			v.arrived(id)
 		case before == ref:
 			v.usages.release(ref)
 			return
@@ -190,6 +198,7 @@ func (v *View) delete(o *Object) {
 		if _, ok := v.namespaces[o.Name]; ok {
 			v.moveNamespace(o.Name, v.tenantOf(o.Name), "")
 			delete(v.namespaces, o.Name)
+			v.left(v.id(quota.Claim{Key: NamespacesKey, Name: o.Name}))
 		}
 	case o.PriorityClass != nil:
 		delete(v.priorityClasses, o.Name)
@@ -204,6 +213,7 @@ func (v *View) delete(o *Object) {
 			return
 		}
 		delete(v.objects, id)
+		v.left(id)
 		v.add(o.Namespace, k.Key, -1)
 		v.addUsage(o.Namespace, v.usages.lists[ref], -1)
 		v.usages.release(ref)
@@ -374,14 +384,15 @@ func (v *View) Seen(c quota.Claim) bool {
 	return v.seen(c)
 }
 
-// CountUnseen is Count plus the claims whose objects the view has not seen,
-// in one read (quota.Counter).
-func (v *View) CountUnseen(tenant, key string, claims []quota.Claim) int {
+// CountUnseen is Count plus the claims whose objects the view has not seen
+// (nor seen come after the claim's admission and go), in one read
+// (quota.Counter).
+func (v *View) CountUnseen(tenant, key string, claims []quota.Pending) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	n := v.count(tenant, key)
 	for _, c := range claims {
-		if !v.seen(c) {
+		if !v.seen(c.Claim) && !v.cameAndWent(c) {
 			n++
 		}
 	}

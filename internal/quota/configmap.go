@@ -41,15 +41,26 @@ type ConfigMaps interface {
 // (usageSuffix), one admitted request with what it adds to the tenant's
 // sums and the usage its object will be seen with.
 type entry struct {
-	Key       string     `json:"key"`
-	Namespace string     `json:"namespace,omitempty"`
-	Name      string     `json:"name"`
-	Expires   time.Time  `json:"expires"`
-	Adds      usage.List `json:"adds,omitempty"`
-	Expect    usage.List `json:"expect,omitempty"`
+	Key       string    `json:"key"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	Expires   time.Time `json:"expires"`
+	// Admitted is when the request was admitted (a ledger written before
+	// the field was has it as Expires less the TTL).
+	Admitted time.Time  `json:"admitted,omitzero"`
+	Adds     usage.List `json:"adds,omitempty"`
+	Expect   usage.List `json:"expect,omitempty"`
 }
 
 func (e entry) claim() Claim { return Claim{e.Key, e.Namespace, e.Name} }
+
+// admitted is when the entry's request was admitted.
+func (e entry) admitted(ttl time.Duration) time.Time {
+	if !e.Admitted.IsZero() {
+		return e.Admitted
+	}
+	return e.Expires.Add(-ttl)
+}
 
 // page is one tenant's ledger as read.
 type page struct {
@@ -118,7 +129,8 @@ func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name
 func (l *StrictLedger) write(ctx context.Context, p *page, e entry) error {
 	c := e.claim()
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(x entry) bool { return x.claim() == c })
-	e.Expires = l.now().Add(l.ttl).UTC()
+	e.Admitted = l.now().UTC()
+	e.Expires = e.Admitted.Add(l.ttl)
 	entries = append(entries, e)
 	raw, err := json.Marshal(entries)
 	if err != nil {

@@ -16,20 +16,29 @@ import (
 // object the view sees between two reads would count in neither.
 type Counter interface {
 	// CountUnseen is a tenant's count of a quota key plus the claims
-	// whose objects are not seen.
-	CountUnseen(tenant, key string, claims []Claim) int
+	// whose objects are not seen (nor seen come after the claim's
+	// admission and go).
+	CountUnseen(tenant, key string, claims []Pending) int
 	// UsedUnseen is a tenant's sum of each key plus what each pending
 	// entry adds, unless its object is seen with the usage it expects.
 	UsedUnseen(tenant string, keys []string, pending []PendingUsage) map[string]int64
 }
 
+// Pending is a ledger's admitted create not seen yet: the object it names
+// and when it was admitted.
+type Pending struct {
+	Claim    Claim
+	Admitted time.Time
+}
+
 // PendingUsage is a ledger's admitted create or update not seen yet: the
-// object it names, what it adds and the usage its object is expected to
-// have once stored.
+// object it names, what it adds, the usage its object is expected to have
+// once stored and when it was admitted.
 type PendingUsage struct {
-	Claim  Claim
-	Adds   usage.List
-	Expect usage.List
+	Claim    Claim
+	Adds     usage.List
+	Expect   usage.List
+	Admitted time.Time
 }
 
 // StrictLedger implements Ledger on the API server: one ledger ConfigMap per
@@ -95,10 +104,10 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 			return nil, nil, err
 		}
 		p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
-		var claims []Claim
+		var claims []Pending
 		for _, e := range p.entries {
 			if x := e.claim(); x.Key == c.Key && x != c {
-				claims = append(claims, x)
+				claims = append(claims, Pending{Claim: x, Admitted: e.admitted(l.ttl)})
 			}
 		}
 		counts[t] = l.view.CountUnseen(t, c.Key, claims)
@@ -131,7 +140,7 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 	var pending []PendingUsage
 	for _, e := range p.entries {
 		if x := e.claim(); x != c {
-			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect})
+			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect, Admitted: e.admitted(l.ttl)})
 		}
 	}
 	used := l.view.UsedUnseen(tenant, keys, pending)
