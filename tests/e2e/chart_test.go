@@ -44,7 +44,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 	ctx := t.Context()
 	// configmaps counted too, so that a kube-system ConfigMap would reach
 	// the webhook but for the namespace exemption
-	chart := installChart(t, append(exampleRegistry(), "--set", "countedResources={pods,persistentvolumeclaims,services,configmaps}")...)
+	chart := installChart(t, append(exampleRegistry(), "--set", "countedResources={pods,persistentvolumeclaims,services,configmaps}", "--set", "webhook.exemptNamespaces={oil-tools}")...)
 	cp, rendered, url, port, applied := chart.cp, chart.rendered, chart.url, chart.port, chart.applied
 	force := true
 	kinds := map[string]int{}
@@ -101,6 +101,14 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		_, err = cp.As("mallory").CoreV1().Namespaces().Create(ctx, namespace("oil-mallory", nil), metav1.CreateOptions{})
 		wantDenied(t, err, "namespace-ownership")
 		_, err = cp.As("alice").CoreV1().Pods("oil-chart").Create(ctx, pod("host", func(s *corev1.PodSpec) { s.HostNetwork = true }), dryRun)
+		wantDenied(t, err, "host-network")
+	})
+	t.Run("an exempt namespace a tenant creates is judged, and so is what runs in it", func(t *testing.T) {
+		// exempt, but not created yet: a tenant taking its name must not
+		// get a namespace nothing checks
+		_, err := cp.As("alice").CoreV1().Namespaces().Create(ctx, namespace("oil-tools", map[string]string{tenantLabel: "oil"}), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		_, err = cp.As("alice").CoreV1().Pods("oil-tools").Create(ctx, pod("host", func(s *corev1.PodSpec) { s.HostNetwork = true }), dryRun)
 		wantDenied(t, err, "host-network")
 	})
 	t.Run("the helm test hook passes as the identity the chart gives it", func(t *testing.T) {
