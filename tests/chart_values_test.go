@@ -52,7 +52,9 @@ func TestChartRefusesWhatTheServerWould(t *testing.T) {
 		{"secret mode without a CA bundle", []string{"--set", "tls.mode=secret"}, "tls.mode=secret needs tls.caBundle"},
 		{"a disruption budget as large as the replicas", []string{"--set", "replicaCount=1"}, "podDisruptionBudget.minAvailable=1 with replicaCount=1 would block every node drain"},
 		{"a disruption budget as large as the replicas, given with --set", []string{"--set", "podDisruptionBudget.minAvailable=2"}, "podDisruptionBudget.minAvailable=2 with replicaCount=2 would block every node drain"},
-		{"a disruption budget of every replica", []string{"--set", "podDisruptionBudget.minAvailable=100%"}, "minAvailable=100% would block every node drain"},
+		{"a disruption budget of every replica", []string{"--set", "podDisruptionBudget.minAvailable=100%"}, "podDisruptionBudget.minAvailable=100% of replicaCount=2 keeps 2 pods, all of them (rounded up), which would block every node drain"},
+		{"a percentage that rounds up to every replica", []string{"--set", "podDisruptionBudget.minAvailable=60%"}, "podDisruptionBudget.minAvailable=60% of replicaCount=2 keeps 2 pods"},
+		{"a percentage of one replica", []string{"--set", "podDisruptionBudget.minAvailable=50%", "--set", "replicaCount=1"}, "podDisruptionBudget.minAvailable=50% of replicaCount=1 keeps 1 pods"},
 		{"a registry ConfigMap holding no tenants.yaml", []string{"--set-string", "registry.document=kind: ConfigMap\ndata: {other: x}"}, "registry.document is a ConfigMap without data.tenants.yaml as a string"},
 		{"a registry ConfigMap whose tenants.yaml is a mapping, not text", []string{"--set-string", "registry.document=kind: ConfigMap\ndata:\n  tenants.yaml: {kind: TenantRegistry}"}, "registry.document is a ConfigMap without data.tenants.yaml as a string"},
 		{"a registry document the chart would not write", []string{"--set", "registry.create=false", "--set", "registry.document=x"}, "registry.document is set but registry.create=false"},
@@ -60,6 +62,9 @@ func TestChartRefusesWhatTheServerWould(t *testing.T) {
 		{"metrics on the webhook's port", []string{"--set", "metrics.port=9443"}, "metrics.port and webhook.port are both 9443"},
 		{"a renewal margin as long as the certificate", []string{"--set", "tls.mode=cert-manager", "--set", "tls.certManager.renewBefore=2160h"}, "tls.certManager.renewBefore=2160h must be shorter than duration=2160h"},
 		{"a registry of another type", []string{"--set", "registry=5"}, "at '/registry'"},
+		{"a memory limit that is not a size", []string{"--set", "memoryLimit=lots"}, "at '/memoryLimit'"},
+		{"the collector off without a memory limit", []string{"--set", "gcPercent=-1", "--set", "memoryLimit=0"}, "gcPercent=-1 turns the garbage collector off, which needs a memory limit, and memoryLimit=0 sets none"},
+		{"the collector off with auto and no container limit", []string{"--set", "gcPercent=-1", "--set", "resources.limits=null"}, "memoryLimit=auto sets none (auto without resources.limits.memory)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

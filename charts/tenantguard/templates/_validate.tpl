@@ -34,8 +34,17 @@
 {{- if and $v.podDisruptionBudget.enabled (or (kindIs "float64" $min) (kindIs "int64" $min) (kindIs "int" $min)) (ge (int $min) (int $v.replicaCount)) -}}
 {{- fail (printf "podDisruptionBudget.minAvailable=%v with replicaCount=%v would block every node drain: raise replicaCount or lower minAvailable (or podDisruptionBudget.enabled=false)" $v.podDisruptionBudget.minAvailable $v.replicaCount) -}}
 {{- end -}}
-{{- if and $v.podDisruptionBudget.enabled (eq (toString $v.podDisruptionBudget.minAvailable) "100%") -}}
-{{- fail "podDisruptionBudget.minAvailable=100% would block every node drain" -}}
+{{- /* a percentage: Kubernetes rounds the pods it keeps up */ -}}
+{{- if and $v.podDisruptionBudget.enabled (kindIs "string" $min) (hasSuffix "%" $min) -}}
+{{- $kept := div (add (mul (int (trimSuffix "%" $min)) (int $v.replicaCount)) 99) 100 -}}
+{{- if ge (int $kept) (int $v.replicaCount) -}}
+{{- fail (printf "podDisruptionBudget.minAvailable=%s of replicaCount=%v keeps %v pods, all of them (rounded up), which would block every node drain: raise replicaCount or lower minAvailable (or podDisruptionBudget.enabled=false)" $min $v.replicaCount $kept) -}}
+{{- end -}}
+{{- end -}}
+{{- $memoryLimit := toString $v.memoryLimit -}}
+{{- $containerLimit := dig "limits" "memory" "" ($v.resources | default dict) -}}
+{{- if and (eq (int $v.gcPercent) -1) (or (eq $memoryLimit "0") (and (eq $memoryLimit "auto") (not $containerLimit))) -}}
+{{- fail (printf "gcPercent=-1 turns the garbage collector off, which needs a memory limit, and memoryLimit=%s sets none%s: the server would refuse to start" $memoryLimit (ternary " (auto without resources.limits.memory)" "" (eq $memoryLimit "auto"))) -}}
 {{- end -}}
 {{- $registry := include "tenantguard.registryValue" . | fromJson -}}
 {{- if and (not $registry.create) $registry.document -}}
