@@ -197,6 +197,18 @@ func TestChartRBACMatchesDeploy(t *testing.T) {
 	if !reflect.DeepEqual(chartRole.Rules, shippedRole.Rules) {
 		t.Errorf("Role rules differ from deploy/rbac's")
 	}
+	// built-in TLS, whose Secret and webhook configurations the chart
+	// names after the release: a release named as the default instance
+	tls := render(t, "--set", "instance=tenantguard", "--set", "fullnameOverride=tenantguard")
+	var chartTLS, shippedTLS rbacv1.Role
+	decode(t, tls["Role/tenantguard-tls"], &chartTLS)
+	decode(t, deploy["Role/tenantguard-tls"], &shippedTLS)
+	var chartWebhooks, shippedWebhooks rbacv1.ClusterRole
+	decode(t, tls["ClusterRole/tenantguard-tls"], &chartWebhooks)
+	decode(t, deploy["ClusterRole/tenantguard-tls"], &shippedWebhooks)
+	if len(shippedTLS.Rules) == 0 || !reflect.DeepEqual(chartTLS.Rules, shippedTLS.Rules) || len(shippedWebhooks.Rules) == 0 || !reflect.DeepEqual(chartWebhooks.Rules, shippedWebhooks.Rules) {
+		t.Errorf("built-in TLS rules differ from deploy/rbac's:\n got %+v %+v\nwant %+v %+v", chartTLS.Rules, chartWebhooks.Rules, shippedTLS.Rules, shippedWebhooks.Rules)
+	}
 }
 
 func TestChartDeploymentIsSafeByDefault(t *testing.T) {
