@@ -20,13 +20,21 @@ type manifestObject struct {
 	at  string
 	gvk schema.GroupVersionKind
 	// namespace and name are the object's metadata.namespace and
-	// metadata.name ("" when absent).
+	// metadata.name ("" when absent; a name is "" only with a
+	// metadata.generateName, whose object stored objects never are:
+	// clusterview.FromManifest refuses it).
 	namespace, name string
 	object          map[string]any
 }
 
-// describe is the object as people name it: Pod "web".
+// describe is the object as people name it: Pod "web", or Job "migrate-*"
+// for one named by the API server from its generateName.
 func (o *manifestObject) describe() string {
+	if o.name == "" {
+		metadata, _ := o.object["metadata"].(map[string]any)
+		prefix, _ := metadata["generateName"].(string)
+		return fmt.Sprintf("%s %q", o.gvk.Kind, prefix+"*")
+	}
 	return fmt.Sprintf("%s %q", o.gvk.Kind, o.name)
 }
 
@@ -104,9 +112,10 @@ func manifestObjects(file string, node *yaml.Node) ([]manifestObject, error) {
 	apiVersion, _ := obj["apiVersion"].(string)
 	metadata, _ := obj["metadata"].(map[string]any)
 	name, _ := metadata["name"].(string)
+	generateName, _ := metadata["generateName"].(string)
 	namespace, _ := metadata["namespace"].(string)
-	if apiVersion == "" || kind == "" || name == "" {
-		return nil, fmt.Errorf("%s: an object needs apiVersion, kind and metadata.name", at)
+	if apiVersion == "" || kind == "" || name == "" && generateName == "" {
+		return nil, fmt.Errorf("%s: an object needs apiVersion, kind and metadata.name (or generateName)", at)
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {

@@ -115,7 +115,21 @@ func TestReviewBuildsTheRequestFromAManifest(t *testing.T) {
 			stdin:  oilDev + "---\napiVersion: v1\nmetadata: {name: b}\n",
 			args:   []string{"-f", "-", "--as", "alice"},
 			code:   2,
-			stderr: "tenantguard: <stdin>:5: an object needs apiVersion, kind and metadata.name",
+			stderr: "tenantguard: <stdin>:5: an object needs apiVersion, kind and metadata.name (or generateName)",
+		},
+		{
+			name:   "an object named by the API server from its generateName is decided by that prefix",
+			stdin:  strings.Replace(hostNetworkPod, "name: web", "generateName: web-", 1),
+			args:   []string{"-f", "-", "--as", "alice", "--namespace", "oil-dev"},
+			code:   1,
+			stdout: []string{`Pod "web-*" in namespace "oil-dev": denied`, `hostNetwork of Pod "web-*" is not allowed`},
+		},
+		{
+			name:   "an update needs the object's name",
+			stdin:  strings.Replace(hostNetworkPod, "name: web", "generateName: web-", 1),
+			args:   []string{"-f", "-", "--as", "alice", "--namespace", "oil-dev", "--operation", "DELETE"},
+			code:   2,
+			stderr: `has a generateName and no name, which only a CREATE takes: a DELETE names an existing object`,
 		},
 		{
 			name:   "a YAML syntax error names the file and line",

@@ -92,6 +92,9 @@ func (r *requestOptions) requests(stdin io.Reader) ([]builtRequest, error) {
 	}
 	out := make([]builtRequest, 0, len(objects))
 	for _, o := range objects {
+		if o.name == "" && r.operation != "CREATE" {
+			return nil, usageErrorf("%s: %s has a generateName and no name, which only a CREATE takes: %s names an existing object", o.at, o.describe(), map[string]string{"UPDATE": "an UPDATE", "DELETE": "a DELETE"}[r.operation])
+		}
 		var old *manifestObject
 		if r.operation == "UPDATE" {
 			found, ok := olds[r.identity(&o)]

@@ -48,9 +48,10 @@ type Spec struct {
 // object that names none, as the API server does before admission.
 func Review(s Spec) ([]byte, error) {
 	requestNamespace := s.Namespace
-	if s.GVK.Group == "" && s.GVK.Kind == "Namespace" && s.Operation != Create {
+	if s.GVK.Group == "" && s.GVK.Kind == "Namespace" {
 		// A namespace's own URL (/api/v1/namespaces/NAME) names it as the
-		// request's namespace.
+		// request's namespace, and the API server's create handler does
+		// the same for a create.
 		requestNamespace = s.Name
 	}
 	gvk := metav1.GroupVersionKind(s.GVK)

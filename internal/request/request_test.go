@@ -23,7 +23,7 @@ func TestTheRequestIsTheOneTheAPIServerSends(t *testing.T) {
 	}{
 		{"a create carries the object in its namespace", Spec{GVK: pod, Name: "web", Namespace: "oil-dev", Operation: Create, User: "alice", Object: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"}}`)}, "oil-dev", true, false},
 		{"a delete carries the object as the old one", Spec{GVK: pod, Name: "web", Namespace: "oil-dev", Operation: Delete, User: "alice", Object: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"oil-dev"}}`)}, "oil-dev", false, true},
-		{"a namespace's create names no namespace", Spec{GVK: namespace, Name: "oil-dev", Operation: Create, User: "alice", Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"oil-dev"}}`)}, "", true, false},
+		{"a namespace's create names it as its namespace, as the API server's create handler does", Spec{GVK: namespace, Name: "oil-dev", Operation: Create, User: "alice", Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"oil-dev"}}`)}, "oil-dev", true, false},
 		{"a namespace's update names it as its namespace", Spec{GVK: namespace, Name: "oil-dev", Operation: Update, User: "alice", Object: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"oil-dev"}}`), Old: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"oil-dev"}}`)}, "oil-dev", true, true},
 	}
 	for _, tt := range tests {
