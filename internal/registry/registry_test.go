@@ -131,6 +131,11 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 			[]string{`r.yaml:5: tenants[0].quotas.pods: "pods" counts the same objects as "count/pods"; give one of them`},
 		},
 		{
+			"a count of what the core API group does not serve is refused, as it would count nothing",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    quotas: {deployments: 3, count/ingresses: 5, configmaps: 1, count/secrets: 2}\n",
+			[]string{`r.yaml:5: tenants[0].quotas.count/ingresses: "count/ingresses" is not an object count`, `r.yaml:5: tenants[0].quotas.deployments: "deployments" is not an object count`},
+		},
+		{
 			"duplicate tenants and owners are refused",
 			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    owners: [{kind: User, name: x}, {kind: User, name: x}]\n  - name: a\n",
 			[]string{`User "x" is listed twice`, `tenant "a" is already defined at tenants[0]`},

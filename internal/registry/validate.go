@@ -98,7 +98,7 @@ func (c checker) tenant(p string, t *Tenant) {
 		qp := p + ".quotas." + key
 		count, ok := quotaKey(key)
 		if !ok {
-			c.at(qp, "%q is not an object count; use a core resource such as pods or count/RESOURCE.GROUP such as count/deployments.apps", key)
+			c.at(qp, "%q is not an object count; use a namespaced resource of the core API group (%s) or count/RESOURCE.GROUP such as count/deployments.apps", key, strings.Join(coreResources, ", "))
 		}
 		if first, twice := named[count]; twice {
 			c.at(qp, "%q counts the same objects as %q; give one of them", key, first)
@@ -304,18 +304,26 @@ func sharedOwner(a, b []Subject) (Subject, bool) {
 }
 
 // quotaKey returns the canonical quota key: "pods" for core resources (also
-// written count/pods), count/RESOURCE.GROUP for others.
+// written count/pods), count/RESOURCE.GROUP for others. A core resource is
+// one of the core API group's namespaced resources, which no API adds to:
+// "deployments" (count/deployments.apps) would count nothing.
 var coreResource = regexp.MustCompile(`^[a-z0-9]+$`)
+
+// coreResources are the core API group's namespaced resources.
+var coreResources = []string{
+	"bindings", "configmaps", "endpoints", "events", "limitranges", "persistentvolumeclaims", "pods",
+	"podtemplates", "replicationcontrollers", "resourcequotas", "secrets", "serviceaccounts", "services",
+}
 
 func quotaKey(key string) (string, bool) {
 	if rest, ok := strings.CutPrefix(key, "count/"); ok {
 		if coreResource.MatchString(rest) {
-			return rest, true
+			return rest, slices.Contains(coreResources, rest)
 		}
 		res, group, ok := strings.Cut(rest, ".")
 		return key, ok && coreResource.MatchString(res) && len(validation.IsDNS1123Subdomain(group)) == 0
 	}
-	return key, coreResource.MatchString(key)
+	return key, slices.Contains(coreResources, key)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
