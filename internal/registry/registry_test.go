@@ -136,6 +136,18 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 			[]string{`r.yaml:5: tenants[0].quotas.count/ingresses: "count/ingresses" is not an object count`, `r.yaml:5: tenants[0].quotas.deployments: "deployments" is not an object count`},
 		},
 		{
+			"companions the API server would refuse are refused",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    companions:\n      resourceQuota: {hard: {request.cpu: '4', pods: '10', requests.cpu: '2', count/deployments.apps: '3', services.loadbalancers: '1'}}\n      limitRange:\n        limits:\n          - {type: Pod, default: {cpu: '1'}}\n          - {type: PersistentVolumeClaim, max: {cpu: '1'}}\n          - {type: Container, min: {cpu: '2'}, max: {cpu: '1'}, default: {memory: 1Gi}, defaultRequest: {memory: 2Gi}}\n          - {type: Container}\n",
+			[]string{
+				`tenants[0].companions.resourceQuota.hard.request.cpu: "request.cpu" is not a resource a ResourceQuota limits`,
+				"tenants[0].companions.limitRange.limits[0]: default and defaultRequest may not be given for type Pod",
+				"tenants[0].companions.limitRange.limits[1]: type PersistentVolumeClaim needs min or max storage",
+				"tenants[0].companions.limitRange.limits[2].min.cpu: min 2 is greater than max 1",
+				"tenants[0].companions.limitRange.limits[2].defaultRequest.memory: defaultRequest 2Gi is greater than default 1Gi",
+				`tenants[0].companions.limitRange.limits[3].type: type "Container" is given twice`,
+			},
+		},
+		{
 			"duplicate tenants and owners are refused",
 			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    owners: [{kind: User, name: x}, {kind: User, name: x}]\n  - name: a\n",
 			[]string{`User "x" is listed twice`, `tenant "a" is already defined at tenants[0]`},

@@ -135,8 +135,10 @@ func (c checker) resourceQuota(p string, hard map[string]string) {
 func (c checker) companions(p string, comp *Companions) {
 	if comp.ResourceQuota != nil {
 		c.quantities(p+".resourceQuota.hard", comp.ResourceQuota.Hard)
+		c.namespaceQuota(p+".resourceQuota.hard", comp.ResourceQuota.Hard)
 	}
 	if comp.LimitRange != nil {
+		c.limitRangeItems(p+".limitRange.limits", comp.LimitRange.Limits)
 		for i, item := range comp.LimitRange.Limits {
 			ip := fmt.Sprintf("%s.limitRange.limits[%d]", p, i)
 			switch item.Type {

@@ -1,0 +1,88 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
+)
+
+// The checks of the companions' ResourceQuota and LimitRange that the API
+// server makes of them (its ValidateResourceQuota and ValidateLimitRange):
+// a registry that passed them only to have every namespace's companions
+// refused would leave the tenant's namespaces without them.
+
+// namespaceQuotaKey says why key is not a resource of a namespace's
+// ResourceQuota, or nil: what a tenant's resourceQuota sums (usage.CheckKey),
+// an object count, or services.loadbalancers and services.nodeports.
+func namespaceQuotaKey(key string) error {
+	if _, count := quotaKey(key); count || key == "services.loadbalancers" || key == "services.nodeports" {
+		return nil
+	}
+	if err := usage.CheckKey(key); err != nil && !strings.Contains(err.Error(), "object count") {
+		return fmt.Errorf("%q is not a resource a ResourceQuota limits (requests.cpu, limits.memory, pods, count/deployments.apps ...)", key)
+	}
+	return nil
+}
+
+func (c checker) namespaceQuota(p string, hard map[string]string) {
+	for _, key := range sortedKeys(hard) {
+		if err := namespaceQuotaKey(key); err != nil {
+			c.at(p+"."+key, "%v", err)
+		}
+	}
+}
+
+// limitRangeItems checks what the API server checks of a LimitRange's
+// items beyond their quantities: one item per type, no defaults for a Pod,
+// a PersistentVolumeClaim's storage bounded, and min <= defaultRequest <=
+// default <= max.
+func (c checker) limitRangeItems(p string, items []LimitRangeItem) {
+	seen := map[string]bool{}
+	for i, item := range items {
+		ip := fmt.Sprintf("%s[%d]", p, i)
+		if seen[item.Type] {
+			c.at(ip+".type", "type %q is given twice; a LimitRange has one item per type", item.Type)
+		}
+		seen[item.Type] = true
+		switch item.Type {
+		case string(corev1.LimitTypePod):
+			if len(item.Default) > 0 || len(item.DefaultRequest) > 0 {
+				c.at(ip, "default and defaultRequest may not be given for type Pod (the API server refuses them): give them for type Container")
+			}
+		case string(corev1.LimitTypePersistentVolumeClaim):
+			if item.Min["storage"] == "" && item.Max["storage"] == "" {
+				c.at(ip, "type PersistentVolumeClaim needs min or max storage (the API server refuses it without)")
+			}
+		}
+		c.ordered(ip, item)
+	}
+}
+
+// ordered checks min <= defaultRequest <= default <= max for each resource.
+func (c checker) ordered(p string, item LimitRangeItem) {
+	bounds := []struct {
+		name   string
+		values map[string]string
+	}{{"min", item.Min}, {"defaultRequest", item.DefaultRequest}, {"default", item.Default}, {"max", item.Max}}
+	keys := map[string]bool{}
+	for _, b := range bounds {
+		for k := range b.values {
+			keys[k] = true
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		for i, low := range bounds {
+			for _, high := range bounds[i+1:] {
+				lq, lerr := resource.ParseQuantity(low.values[k])
+				hq, herr := resource.ParseQuantity(high.values[k])
+				if low.values[k] != "" && high.values[k] != "" && lerr == nil && herr == nil && lq.Cmp(hq) > 0 {
+					c.at(p+"."+low.name+"."+k, "%s %s is greater than %s %s", low.name, low.values[k], high.name, high.values[k])
+				}
+			}
+		}
+	}
+}
