@@ -174,9 +174,11 @@ func (h *handler) decide(ctx context.Context, req *admission.Request) (resp *adm
 	// The API server sets a Namespace request's namespace to its own name:
 	// only objects in a namespace wait for it.
 	inNamespace := req.Namespace != "" && (req.Kind.Group != "" || req.Kind.Kind != "Namespace")
-	if h.webhook == Validate && inNamespace && !h.namespaceSeen(ctx, view, req.Namespace) {
+	if inNamespace && !h.namespaceSeen(ctx, view, req.Namespace) {
 		// Deciding without the namespace's labels would not know its
-		// tenant, and would let through what the tenant's rules refuse.
+		// tenant, and would let through what the tenant's rules refuse;
+		// mutating without them would set none of its defaults (node
+		// pool, RuntimeClass), which no validating rule requires.
 		return h.internal(req, fmt.Errorf("namespace %q is not in tenantguard's view of the cluster yet; retry in a moment", req.Namespace))
 	}
 	if h.webhook == Mutate {

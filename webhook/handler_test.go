@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -350,6 +351,29 @@ func TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt(t *testing.T) {
 			resp := answer(t, out)
 			if status != http.StatusOK || resp.Allowed || resp.Result == nil || !strings.HasPrefix(resp.Result.Message, tt.want) {
 				t.Fatalf("%d allowed=%v %+v, want a denial starting %q", status, resp.Allowed, resp.Result, tt.want)
+			}
+		})
+	}
+	// The mutating webhook waits too: without the namespace it would set
+	// none of the tenant's defaults, which no validating rule requires.
+	for _, arrives := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the mutating webhook, the namespace arriving: %t", arrives), func(t *testing.T) {
+			store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
+			srv, _ := newServer(t, store, Options{NamespaceWait: 300 * time.Millisecond})
+			if arrives {
+				time.AfterFunc(50*time.Millisecond, func() {
+					store.View().Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{"tenantguard.io/tenant": "oil"}})
+				})
+			}
+			status, out := post(t, srv.Handler(), "/mutate", "application/json", body)
+			resp := answer(t, out)
+			switch {
+			case status != http.StatusOK:
+				t.Fatalf("status %d", status)
+			case arrives && (!resp.Allowed || len(resp.Patch) == 0):
+				t.Fatalf("allowed=%v patch %s, want the tenant's defaults set", resp.Allowed, resp.Patch)
+			case !arrives && (resp.Allowed || resp.Result == nil || !strings.HasPrefix(resp.Result.Message, "[internal]")):
+				t.Fatalf("allowed=%v %+v, want an [internal] refusal to be retried", resp.Allowed, resp.Result)
 			}
 		})
 	}

@@ -85,10 +85,17 @@ func (e *Engine) admitResources(ctx context.Context, req *admission.Request, vie
 		return nil, err
 	}
 	r.used, h.resources, h.keepResources = used, &r, hold
+	admitted := false
+	defer func() {
+		// deferred, so that a panic in the decision (recovered by the
+		// handler) does not keep the hold: in strict mode, its tenant's
+		// lock
+		if !admitted {
+			hold.Release()
+		}
+	}()
 	d, err := e.admitCounted(ctx, req, view, ledger, h)
-	if err != nil || !d.Allowed {
-		hold.Release()
-	}
+	admitted = err == nil && d.Allowed
 	return d, err
 }
 
