@@ -3,7 +3,8 @@
 # description: |
 #   runtime-class: pods of a tenant may only name the RuntimeClasses it allows
 #   (a sandboxed runtime for untrusted tenants, say), in Pods and in every pod
-#   template; a pod or template created without one gets the tenant default.
+#   template; a pod or template created without one gets the tenant default,
+#   and is refused when the tenant has none.
 #   Tenants without a runtimeClasses entry are unrestricted.
 # custom:
 #   reads: [registry.tenants.runtimeClasses]
@@ -27,7 +28,9 @@ _applies if {
 # title: RuntimeClasses
 # description: |
 #   Pods may only name the RuntimeClasses of runtimeClasses.allowed or
-#   allowedRegex; one that names none gets runtimeClasses.default.
+#   allowedRegex; one that names none gets runtimeClasses.default, and is
+#   refused when the tenant has none (it would run on the nodes' default
+#   runtime, which the tenant's list leaves out).
 # custom:
 #   id: runtime-class
 #   mutates: true
@@ -38,6 +41,23 @@ violations contains {"id": "runtime-class", "msg": msg} if {
 	name != ""
 	not tenancy.name_allowed(_policy, name)
 	msg := sprintf("RuntimeClass %q of %s is not allowed for tenant %q; allowed: %s", [name, tenancy.object_text, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
+}
+
+violations contains {"id": "runtime-class", "msg": msg} if {
+	_applies
+	object.get(_policy, "default", "") == ""
+	object.get(podspec.spec, "runtimeClassName", "") == ""
+	_newly_classless
+	msg := sprintf("%s names no RuntimeClass, so it would run on the nodes' default runtime, and tenant %q has no default one; name one of: %s", [tenancy.object_text, tenancy.namespace_tenant, tenancy.allowed_text(_policy)])
+}
+
+# A pod naming no class is judged on a create, and on an update that drops
+# its class; one that named none before is left as it runs.
+_newly_classless if input.request.operation == "CREATE"
+
+_newly_classless if {
+	input.request.operation == "UPDATE"
+	object.get(podspec.old_spec, "runtimeClassName", "") != ""
 }
 
 # METADATA

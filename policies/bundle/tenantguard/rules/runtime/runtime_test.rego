@@ -49,3 +49,19 @@ test_unrestricted_tenants_are_left_alone if {
 	count(r.violations) == 0
 	count(r.mutations) == 0
 }
+
+test_a_pod_without_class_and_no_default_is_denied if {
+	reg := object.union(f.registry, {"tenants": {"oil": {"runtimeClasses": {"allowed": ["gvisor"], "allowedRegex": "", "default": ""}}}})
+	v := runtime.violations with input as f.request("CREATE", f.pod({"containers": [f.container({})]})) with data.tenantguard.registry as reg
+	v == {{"id": "runtime-class", "msg": "Pod \"web\" names no RuntimeClass, so it would run on the nodes' default runtime, and tenant \"oil\" has no default one; name one of: gvisor"}}
+}
+
+test_an_update_dropping_the_class_is_denied_and_one_keeping_none_passes if {
+	reg := object.union(f.registry, {"tenants": {"oil": {"runtimeClasses": {"allowed": ["gvisor"], "allowedRegex": "", "default": ""}}}})
+	sandboxed := f.pod({"runtimeClassName": "gvisor", "containers": [f.container({})]})
+	dropped := json.patch(sandboxed, [{"op": "remove", "path": "/spec/runtimeClassName"}])
+	{v.id | some v in runtime.violations with input as f.update(sandboxed, dropped) with data.tenantguard.registry as reg} == {"runtime-class"}
+	plain := f.pod({"containers": [f.container({})]})
+	relabelled := json.patch(plain, [{"op": "add", "path": "/spec/containers/0/image", "value": "registry.example/app:2"}])
+	count(runtime.violations) == 0 with input as f.update(plain, relabelled) with data.tenantguard.registry as reg
+}
