@@ -104,3 +104,28 @@ test_unrestricted_tenants_and_other_namespaces_are_left_alone if {
 	count(_ids(f.in_namespace(f.request("CREATE", _pod("quay.io/x", "Never")), "gas-a", "gas"), _policy)) == 0
 	count(_ids(f.outside(f.request("CREATE", _pod("quay.io/x", "Never"))), _policy)) == 0
 }
+
+test_an_image_volume_is_judged_as_a_container_image if {
+	spec := {
+		"containers": [f.container({"imagePullPolicy": "Always"})],
+		"volumes": [
+			{"name": "payload", "image": {"reference": "evil.io/payload:1", "pullPolicy": "IfNotPresent"}},
+			{"name": "tools", "image": {"reference": "ghcr.io/oil/tools:2", "pullPolicy": "Always"}},
+			{"name": "tmp", "emptyDir": {}},
+		],
+	}
+	_msgs(f.request("CREATE", f.pod(spec)), _policy) == {
+		"image \"evil.io/payload:1\" of image volume \"payload\" in Pod \"web\" is not from a registry allowed for tenant \"oil\"; allowed: registry.example.com, ghcr.io/oil, docker.io/library",
+		"image volume \"payload\" in Pod \"web\" pulls image \"evil.io/payload:1\" with imagePullPolicy IfNotPresent, which is not allowed for tenant \"oil\"; allowed: Always",
+	}
+	unpinned := json.patch(spec, [{"op": "replace", "path": "/volumes/1/image", "value": {"reference": "ghcr.io/oil/tools:2"}}])
+	_ids(f.request("CREATE", f.pod(unpinned)), _policy) == {"image-registry", "image-pull-policy"}
+}
+
+test_an_update_keeping_an_image_volume_does_not_judge_it if {
+	old := f.pod({"containers": [f.container({"imagePullPolicy": "Always"})], "volumes": [{"name": "legacy", "image": {"reference": "quay.io/legacy:1", "pullPolicy": "Always"}}]})
+	relabelled := json.patch(old, [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}])
+	count(_ids(f.update(old, relabelled), _policy)) == 0
+	swapped := json.patch(old, [{"op": "replace", "path": "/spec/volumes/0/image/reference", "value": "quay.io/other:1"}])
+	_ids(f.update(old, swapped), _policy) == {"image-registry"}
+}

@@ -2,9 +2,9 @@
 # title: Container images
 # description: |
 #   image-registry and image-pull-policy: every container of every sort
-#   (containers, initContainers, ephemeralContainers) of every pod carrier may
-#   only pull from the registries its tenant allows, with the pull policies it
-#   allows. Judged on CREATE, and on UPDATE for each container that is new or
+#   (containers, initContainers, ephemeralContainers) and every image volume
+#   of every pod carrier may only pull from the registries its tenant allows,
+#   with the pull policies it allows. Judged on CREATE, and on UPDATE for each container that is new or
 #   whose image or pull policy changed (so kubectl debug's ephemeral container
 #   is judged by itself). Tenants without an images entry are unrestricted.
 # custom:
@@ -27,8 +27,27 @@ _applies if {
 	_policy
 }
 
-# The containers to judge (_applies first): all of them on CREATE, on
-# UPDATE those whose image or pull policy is new. The image is not "".
+# What pulls an image: every container, and every image volume
+# (spec.volumes[].image, which the kubelet pulls as it pulls a container's
+# image), the latter as a container of field "volumes" named by its volume.
+_pulls contains entry if some entry in podspec.containers
+
+_pulls contains {"field": "volumes", "container": _image_volume(volume)} if {
+	some volume in podspec.volumes
+	is_object(volume.image)
+}
+
+_image_volume(volume) := {
+	"name": object.get(volume, "name", ""),
+	"image": object.get(volume.image, "reference", ""),
+	"imagePullPolicy": object.get(volume.image, "pullPolicy", ""),
+}
+
+_sort_name := object.union(podspec.sort_name, {"volumes": "image volume"})
+
+# What pulls an image to judge (_applies first): all of it on CREATE, on
+# UPDATE what is new or pulls a new image or with a new pull policy. The
+# image is not "".
 _judged(entry) if {
 	entry.container.image != ""
 	not _unchanged(entry)
@@ -36,11 +55,19 @@ _judged(entry) if {
 
 _unchanged(entry) if {
 	input.request.operation == "UPDATE"
-	some old in object.get(podspec.old_spec, entry.field, [])
+	some old in _before(entry.field)
 	old.name == entry.container.name
 	object.get(old, "image", "") == object.get(entry.container, "image", "")
 	object.get(old, "imagePullPolicy", "") == object.get(entry.container, "imagePullPolicy", "")
 }
+
+# The containers of a field before the update, or its image volumes.
+_before(field) := object.get(podspec.old_spec, field, []) if field != "volumes"
+
+_before("volumes") := [_image_volume(volume) |
+	some volume in object.get(podspec.old_spec, "volumes", [])
+	is_object(volume.image)
+]
 
 # METADATA
 # title: Image registries
@@ -55,13 +82,13 @@ _unchanged(entry) if {
 violations contains {"id": "image-registry", "msg": msg} if {
 	_applies
 	_restricts_registries
-	some entry in podspec.containers
+	some entry in _pulls
 	_judged(entry)
 	image := entry.container.image
 	not _under_allowed_prefix(image)
 	ref := _reference(image)
 	not _registry_allowed(ref)
-	msg := sprintf("image %q of %s %q in %s is not from a registry allowed for tenant %q; allowed: %s", [ref.text, podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, _tenant, _registries_text])
+	msg := sprintf("image %q of %s %q in %s is not from a registry allowed for tenant %q; allowed: %s", [ref.text, _sort_name[entry.field], entry.container.name, tenancy.object_text, _tenant, _registries_text])
 }
 
 # METADATA
@@ -75,12 +102,12 @@ violations contains {"id": "image-registry", "msg": msg} if {
 violations contains {"id": "image-pull-policy", "msg": msg} if {
 	_applies
 	count(object.get(_policy, "allowedPullPolicies", [])) > 0
-	some entry in podspec.containers
+	some entry in _pulls
 	_judged(entry)
 	image := entry.container.image
 	pull := _pull_policy(entry.container, image)
 	not pull in _policy.allowedPullPolicies
-	msg := sprintf("%s %q in %s pulls image %q with imagePullPolicy %s, which is not allowed for tenant %q; allowed: %s", [podspec.sort_name[entry.field], entry.container.name, tenancy.object_text, image, pull, _tenant, concat(", ", _policy.allowedPullPolicies)])
+	msg := sprintf("%s %q in %s pulls image %q with imagePullPolicy %s, which is not allowed for tenant %q; allowed: %s", [_sort_name[entry.field], entry.container.name, tenancy.object_text, image, pull, _tenant, concat(", ", _policy.allowedPullPolicies)])
 }
 
 _restricts_registries if count(object.get(_policy, "allowedRegistries", [])) > 0
