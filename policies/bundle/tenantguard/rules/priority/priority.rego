@@ -44,7 +44,7 @@ violations contains {"id": "priority-class", "msg": msg} if {
 #   JSON patch operations setting the tenant default PriorityClass on a created
 #   pod or template that names none. For a Pod, the class's priority value and
 #   preemption policy are set too when the cluster view knows the class, because
-#   the API server resolves them before webhooks run.
+#   the API server resolves them before webhooks run, and removed otherwise.
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/priorityClassName"]), "value": _policy.default} if {
 	_needs_default
 }
@@ -53,6 +53,18 @@ mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/", fie
 	_needs_default
 	tenancy.kind_key == "Pod"
 	some field, value in input.cluster.priorityClasses[_policy.default]
+}
+
+# A class the view does not know yet: the values the Priority plugin set for
+# a pod without a class are removed, for it to set the class's when it runs
+# again after the webhooks; left, they would not be the class's and it would
+# refuse the pod.
+mutations contains {"op": "remove", "path": concat("", [podspec.json_path, "/", field])} if {
+	_needs_default
+	tenancy.kind_key == "Pod"
+	not input.cluster.priorityClasses[_policy.default]
+	some field in ["priority", "preemptionPolicy"]
+	object.get(podspec.spec, field, null) != null
 }
 
 _needs_default if {

@@ -54,3 +54,13 @@ test_unrestricted_tenant_is_left_alone if {
 	count(r.violations) == 0
 	count(r.mutations) == 0
 }
+
+test_a_pod_whose_default_class_is_not_known_yet_loses_the_plugins_values if {
+	pod := f.pod({"priority": 0, "preemptionPolicy": "PreemptLowerPriority", "containers": [f.container({})]})
+	r := _eval(f.request("CREATE", pod))
+	r.mutations == {
+		{"op": "add", "path": "/spec/priorityClassName", "value": "tenant-low"},
+		{"op": "remove", "path": "/spec/priority"},
+		{"op": "remove", "path": "/spec/preemptionPolicy"},
+	}
+}
