@@ -58,10 +58,15 @@ old_spec := object.get(tenancy.old_object, path, {})
 # description: |
 #   The pod spec is new or changed. Updates that leave the spec alone (labels,
 #   finalizers, status) are not re-judged, as Pod Security admission does, so an
-#   object admitted under older rules can still be cleaned up.
+#   object admitted under older rules can still be cleaned up; nor is a pod's
+#   in-place resize (pods/resize), which changes its containers' resources
+#   only, which the rules reading this do not read.
 spec_changed if input.request.operation == "CREATE"
 
-spec_changed if spec != old_spec
+spec_changed if {
+	spec != old_spec
+	object.get(input.request, "subResource", "") != "resize"
+}
 
 # METADATA
 # description: The JSON pointer of the pod spec, for patches.

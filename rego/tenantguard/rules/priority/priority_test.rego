@@ -64,3 +64,10 @@ test_a_pod_whose_default_class_is_not_known_yet_loses_the_plugins_values if {
 		{"op": "remove", "path": "/spec/preemptionPolicy"},
 	}
 }
+
+test_a_resize_does_not_judge_the_class_again if {
+	old := f.pod({"priorityClassName": "legacy-high", "containers": [f.container({"resources": {"requests": {"cpu": "1"}}})]})
+	resized := json.patch(old, [{"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": "2"}])
+	count(_eval(object.union(f.update(old, resized), {"request": {"subResource": "resize"}})).violations) == 0
+	{v.id | some v in _eval(f.update(old, resized)).violations} == {"priority-class"}
+}
