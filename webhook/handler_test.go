@@ -314,6 +314,18 @@ func TestRequestTimeoutFollowsTheAPIServer(t *testing.T) {
 	}
 }
 
+func TestADecisionEndsBeforeTheAPIServerStopsWaiting(t *testing.T) {
+	for timeout, want := range map[time.Duration]time.Duration{
+		time.Second:      900 * time.Millisecond,
+		10 * time.Second: 9500 * time.Millisecond,
+		30 * time.Second: 29500 * time.Millisecond,
+	} {
+		if got := decisionBudget(timeout); got != want {
+			t.Errorf("the budget of a %s timeout is %s, want %s", timeout, got, want)
+		}
+	}
+}
+
 // TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt: a tenant
 // namespace created a moment ago may not have reached the view; deciding
 // without its labels would not know its tenant and would let a hostNetwork
