@@ -18,10 +18,13 @@ type Holder struct {
 }
 
 // HostHolder is a holder with its namespace's tenant ("" for a namespace of
-// no tenant, or one the view has not seen).
+// no tenant, or one the view has not seen), and the host it serves or
+// holds when not the one asked about: a wildcard covering it, or a host
+// under it (wildcards.go).
 type HostHolder struct {
 	Holder
 	Tenant string
+	Host   string
 }
 
 // holder is a Holder as the index keeps it: its kind as an index into
@@ -107,9 +110,10 @@ func (x *hostIndex) remove(host string, h holder) {
 	}
 }
 
-// holders appends host's holders other than except: the objects serving
+// holders are host's holders other than except: the objects serving
 // it, then the requests holding it; the caller holds x.mu.
-func (x *hostIndex) holders(host string, except holder, into []holder) []holder {
+func (x *hostIndex) holders(host string, except holder) []holder {
+	var into []holder
 	if first, ok := x.sole[host]; ok {
 		if first != except {
 			into = append(into, first)
@@ -212,22 +216,33 @@ func toHolder(h Holder) (holder, bool) {
 	return holder{namespace: h.Namespace, name: h.Name, kind: kind}, ok
 }
 
-// lookup gathers the holders of hosts other than self; the caller holds x.mu.
-func (x *hostIndex) lookup(self holder, hosts []string) map[string][]holder {
-	var found map[string][]holder
+// lookup gathers the holders of hosts other than self, and those of the
+// hosts a wildcard among them covers or that cover one of them (wildcards.go);
+// the caller holds x.mu.
+func (x *hostIndex) lookup(self holder, hosts []string) map[string][]match {
+	var found map[string][]match
 	for _, host := range hosts {
-		if hs := x.holders(host, self, nil); len(hs) > 0 {
+		var ms []match
+		for _, h := range x.holders(host, self) {
+			ms = append(ms, match{holder: h})
+		}
+		if Wildcard(host) {
+			ms = x.hostsUnder(host, self, ms)
+		} else {
+			ms = x.wildcardsOver(host, self, ms)
+		}
+		if len(ms) > 0 {
 			if found == nil {
-				found = make(map[string][]holder, len(hosts))
+				found = make(map[string][]match, len(hosts))
 			}
-			found[host] = hs
+			found[host] = ms
 		}
 	}
 	return found
 }
 
 // withTenants adds each holder's tenant, and sorts each host's holders.
-func (v *View) withTenants(found map[string][]holder) map[string][]HostHolder {
+func (v *View) withTenants(found map[string][]match) map[string][]HostHolder {
 	if len(found) == 0 {
 		return nil
 	}
@@ -237,7 +252,7 @@ func (v *View) withTenants(found map[string][]holder) map[string][]HostHolder {
 	for host, hs := range found {
 		list := make([]HostHolder, len(hs))
 		for i, h := range hs {
-			list[i] = HostHolder{Holder: h.public(), Tenant: v.tenantOf(h.namespace)}
+			list[i] = HostHolder{Holder: h.public(), Tenant: v.tenantOf(h.namespace), Host: h.via}
 		}
 		slices.SortFunc(list, func(a, b HostHolder) int {
 			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))

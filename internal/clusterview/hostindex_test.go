@@ -68,9 +68,17 @@ func TestTheHostIndexFollowsTheObjectsThatServeHosts(t *testing.T) {
 			v.UpdateHosts(nil, web)
 			v.UpdateHosts(nil, web)
 		}, route("gas-a", "r", "shop.oil.example.com"), []string{"shop.oil.example.com=HTTPRoute/oil-b/shop@oil", "shop.oil.example.com=Ingress/oil-a/web@oil"}},
-		{"a wildcard is a host of its own", func(v *View) {
+		{"a wildcard is held as itself and by the names under it", func(v *View) {
 			v.UpdateHosts(nil, ingress("oil-a", "any", "*.oil.example.com"))
-		}, route("gas-a", "r", "shop.oil.example.com", "*.oil.example.com"), []string{"*.oil.example.com=Ingress/oil-a/any@oil"}},
+		}, route("gas-a", "r", "shop.oil.example.com", "*.oil.example.com"), []string{"*.oil.example.com=Ingress/oil-a/any@oil", "shop.oil.example.com=Ingress/oil-a/any@oil"}},
+		{"an Ingress wildcard covers one label, a route's any number", func(v *View) {
+			v.UpdateHosts(nil, ingress("oil-a", "any", "*.oil.example.com"))
+			v.UpdateHosts(nil, route("oil-b", "mesh", "*.mesh.example.com"))
+		}, route("gas-a", "r", "a.b.oil.example.com", "a.b.mesh.example.com"), []string{"a.b.mesh.example.com=HTTPRoute/oil-b/mesh@oil"}},
+		{"a wildcard asked about is held by the names under it, as its kind reads it", func(v *View) {
+			v.UpdateHosts(nil, ingress("oil-a", "web", "shop.oil.example.com"))
+			v.UpdateHosts(nil, ingress("oil-b", "deep", "a.shop.oil.example.com"))
+		}, ingress("gas-a", "any", "*.oil.example.com"), []string{"*.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"objects read from files are indexed by Upsert and Delete", func(v *View) {
 			v.Upsert(*web)
 			v.Upsert(*route("oil-b", "gone", "shop.oil.example.com"))

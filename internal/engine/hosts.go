@@ -106,13 +106,17 @@ func hostFacts(s *serving, view *clusterview.View) *ast.Term {
 		}
 		list := make([]*ast.Term, len(holders))
 		for i, h := range holders {
-			list[i] = ast.ObjectTerm(
+			items := [][2]*ast.Term{
 				ast.Item(ast.InternedTerm("group"), ast.StringTerm(h.Group)),
 				ast.Item(ast.InternedTerm("kind"), ast.StringTerm(h.Kind)),
 				ast.Item(ast.InternedTerm("namespace"), ast.StringTerm(h.Namespace)),
 				ast.Item(ast.InternedTerm("name"), ast.StringTerm(h.Name)),
 				ast.Item(ast.InternedTerm("tenant"), ast.StringTerm(h.Tenant)),
-			)
+			}
+			if h.Host != "" {
+				items = append(items, ast.Item(ast.InternedTerm("host"), ast.StringTerm(h.Host)))
+			}
+			list[i] = ast.ObjectTerm(items...)
 		}
 		facts = append(facts, ast.Item(ast.StringTerm(host), ast.ArrayTerm(list...)))
 	}

@@ -14,6 +14,7 @@
 #   nothing never reads the inventory.
 package tenantguard.gatekeeper
 
+import data.tenantguard.lib.hosts
 import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
 import data.tenantguard.lib.usage
@@ -216,16 +217,20 @@ _is_self(kind, namespace, name) if {
 # the objects serving a host, but the request's own, sorted as the server
 # sorts them (namespace, name, kind)
 _holders(host) := [holder |
-	some entry in sort({[namespace, name, kind, group] |
+	some entry in sort({[namespace, name, kind, group, served] |
 		some namespace, _ in _inventory_namespaces
 		some gv, kinds in data.inventory.namespace[namespace]
 		some kind, group in _host_kinds
 		_group_of(gv) == group
 		some name, obj in object.get(kinds, kind, {})
-		host in _served_hosts(kind, obj)
+		some served in _served_hosts(kind, obj)
+		hosts.related(host, _request.kind.kind, served, kind)
 		not _is_self(kind, namespace, name)
 	})
-	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": object.get(_labels(entry[0]), _label, "")}
+	holder := object.union(
+		{"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": object.get(_labels(entry[0]), _label, "")},
+		{"host": entry[4] | entry[4] != host},
+	)
 ]
 
 _host_facts := {"hosts": {host: holders |

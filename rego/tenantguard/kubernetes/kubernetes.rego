@@ -14,6 +14,7 @@
 #   from its informers, so the decisions are the same.
 package tenantguard.kubernetes
 
+import data.tenantguard.lib.hosts
 import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
 import data.tenantguard.lib.usage
@@ -170,18 +171,21 @@ _is_self(k, namespace, name) if {
 
 _request_hosts := _served_hosts(_request.kind.kind, _request.object)
 
-# The replicated objects serving one of the request's hosts, but the
-# request's own, as [namespace, name, kind, group, host]: one pass over
-# every Ingress and route, whatever the number of hosts asked about.
-_serving contains [namespace, name, k.kind, k.group, host] if {
+# The replicated objects serving a host that collides with one of the
+# request's (hosts.related: the same, or a wildcard and a name under it), but
+# the request's own, as [namespace, name, kind, group, host, served]: one
+# pass over every Ingress and route, whatever the number of hosts asked
+# about.
+_serving contains [namespace, name, k.kind, k.group, host, served] if {
 	some resource, k in _host_kinds
 	replicated := data.kubernetes[resource]
 	some namespace, objects in replicated
 	some name, obj in objects
 	some raw in _raw_hosts(k.kind, obj)
 	is_string(raw)
-	host := lower(raw)
-	host in _request_hosts
+	served := lower(raw)
+	some host in _request_hosts
+	hosts.related(host, _request.kind.kind, served, k.kind)
 	not _is_self(k, namespace, name)
 }
 
@@ -191,12 +195,16 @@ _tenant_of(namespace) := object.get(_labels(namespace), tenancy.tenant_label, ""
 
 # the holders of a host, sorted as the server sorts them (namespace, name,
 # kind)
-_holders(host) := [holder |
-	some entry in sort([[namespace, name, kind, group] | some [namespace, name, kind, group, h] in _serving; h == host])
-	holder := {"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])}
+_holders(host) := [_holder(entry, host) |
+	some entry in sort([[namespace, name, kind, group, served] | some [namespace, name, kind, group, h, served] in _serving; h == host])
 ]
 
-_host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host] in _serving}} if {
+_holder(entry, host) := object.union(
+	{"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])},
+	{"host": entry[4] | entry[4] != host},
+)
+
+_host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host, _] in _serving}} if {
 	_serves_hosts
 	_request.operation in {"CREATE", "UPDATE"}
 	object.get(_request, "subResource", "") == ""

@@ -81,6 +81,37 @@ wildcard(host) if startswith(host, "*.")
 
 # METADATA
 # description: |
+#   Two hosts served by objects of two kinds collide: the same host, or a
+#   wildcard and an exact name it covers (an Ingress's *.x covers one label,
+#   a route's any number: the Gateway API reads its hostnames as suffixes).
+#   Two different wildcards do not.
+related(host, _, host, _)
+
+related(host, _, served, served_kind) if {
+	wildcard(served)
+	not wildcard(host)
+	_covers(served, served_kind, host)
+}
+
+related(host, host_kind, served, _) if {
+	wildcard(host)
+	not wildcard(served)
+	_covers(host, host_kind, served)
+}
+
+_covers(wildcard_host, kind, exact) if {
+	suffix := substring(wildcard_host, 1, -1)
+	count(exact) > count(suffix)
+	endswith(exact, suffix)
+	_depth_covered(kind, substring(exact, 0, count(exact) - count(suffix)))
+}
+
+_depth_covered(kind, _) if kind != "Ingress"
+
+_depth_covered("Ingress", label) if not contains(label, ".")
+
+# METADATA
+# description: |
 #   A host policy ({allowed, allowedRegex}) allows a host: listed exactly, or
 #   under a "*.suffix" pattern at a label boundary (a wildcard host too, which
 #   serves names under the suffix only), or matched by the regex.

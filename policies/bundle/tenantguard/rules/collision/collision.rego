@@ -7,15 +7,18 @@
 #   another namespace), tenant (an object in a namespace of another tenant, or
 #   of none), namespace (any other object, the same namespace's too) or off
 #   (the default). The hosts an object serves are its Ingress rules' and TLS
-#   hosts, or its route's hostnames, compared lower-cased and exactly (a
-#   wildcard *.x collides with *.x only); a Gateway binds hosts and serves
-#   none. An object never collides with itself, and an update is judged on
+#   hosts, or its route's hostnames, compared lower-cased; a wildcard
+#   collides with the names under it too (an Ingress's *.x covers one label,
+#   a route's any number), as an exact host under another's wildcard takes
+#   its traffic; two different wildcards do not collide. A Gateway binds
+#   hosts and serves none. An object never collides with itself, and an update is judged on
 #   the hosts it adds only, so that an object whose host came to be served
 #   twice (a tenant without collision scope took it, say) can still be
 #   updated and deleted. Administrators are exempt.
 #
 #   The holders of the request's hosts come from input.cluster.hosts (HOST ->
-#   [{group, kind, namespace, name, tenant}]): tenantguard's server fills it
+#   [{group, kind, namespace, name, tenant, host}], host being the one the
+#   holder serves when a wildcard relates it to HOST): tenantguard's server fills it
 #   from its informers and the requests being decided (two parallel creates
 #   of one host: one is admitted), Gatekeeper and OPA from their replicated
 #   Ingresses and routes.
@@ -65,5 +68,11 @@ violations contains {"id": "hostname-collision", "msg": msg} if {
 	not host in _kept
 	colliding := [holder | some holder in holders; _collides(_scope, holder)]
 	count(colliding) > 0
-	msg := sprintf("host %q of %s is already served by %s; choose another host", [host, tenancy.object_text, _holder_text(colliding[0])])
+	msg := _collision_text(host, colliding[0])
 }
+
+_collision_text(host, holder) := sprintf("host %q of %s is already served by %s; choose another host", [host, tenancy.object_text, _holder_text(holder)]) if {
+	not holder.host
+} else := sprintf("wildcard host %q of %s covers host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)]) if {
+	hosts.wildcard(host)
+} else := sprintf("host %q of %s falls under wildcard host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)])

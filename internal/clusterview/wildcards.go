@@ -1,0 +1,90 @@
+package clusterview
+
+import "strings"
+
+// Wildcard hosts collide with the names under them: an exact host taken
+// under another object's wildcard would take that name's traffic, as
+// controllers prefer an exact host to a wildcard. An Ingress's *.example.com
+// covers one label (shop.example.com, not a.shop.example.com); a Gateway
+// API route's covers any number of them (its hostnames are suffix matches).
+
+// match is a holder of a host that collides with the one asked about: via
+// is the host it serves or holds when not that one (a wildcard covering an
+// exact host asked about, or an exact host under a wildcard asked about).
+type match struct {
+	holder
+	via string
+}
+
+// Wildcard reports whether a host is a wildcard ("*.example.com").
+func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
+
+// anyDepth reports whether the holder's kind reads a wildcard host as a
+// suffix of any number of labels (the Gateway API's routes), not of one.
+func (h holder) anyDepth() bool { return hostKinds[h.kind].Group == gatewayGroup }
+
+// covers reports whether the wildcard host w, read with anyDepth's
+// semantics, covers the exact host e.
+func covers(w string, anyDepth bool, e string) bool {
+	suffix := w[1:] // ".example.com"
+	if len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
+		return false
+	}
+	return anyDepth || !strings.Contains(e[:len(e)-len(suffix)], ".")
+}
+
+// wildcardsOver appends the holders, other than self, of the wildcards that
+// cover the exact host e; the caller holds x.mu.
+func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
+	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
+		w := "*" + e[i:]
+		for _, h := range x.holders(w, self) {
+			if covers(w, h.anyDepth(), e) {
+				into = appendMatch(into, h, w)
+			}
+		}
+		next := strings.IndexByte(e[i+1:], '.')
+		if next < 0 {
+			break
+		}
+		i += next + 1
+	}
+	return into
+}
+
+// hostsUnder appends the holders, other than self, of the exact hosts the
+// wildcard w asked about by self covers: a pass over every host, which only
+// requests for wildcard hosts make; the caller holds x.mu.
+func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
+	anyDepth := self.anyDepth()
+	for e := range x.sole {
+		if !Wildcard(e) && covers(w, anyDepth, e) {
+			for _, h := range x.holders(e, self) {
+				into = appendMatch(into, h, e)
+			}
+		}
+	}
+	for e := range x.held {
+		if _, served := x.sole[e]; !served && !Wildcard(e) && covers(w, anyDepth, e) {
+			for _, h := range x.holders(e, self) {
+				into = appendMatch(into, h, e)
+			}
+		}
+	}
+	return into
+}
+
+// appendMatch appends h, found via host, unless it is listed already; a
+// holder found via several hosts is listed via the first in order, so that
+// denials do not depend on the index's order.
+func appendMatch(into []match, h holder, via string) []match {
+	for i, m := range into {
+		if m.holder == h {
+			if m.via != "" && via < m.via {
+				into[i].via = via
+			}
+			return into
+		}
+	}
+	return append(into, match{h, via})
+}
