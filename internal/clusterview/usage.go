@@ -102,7 +102,7 @@ func (v *View) SeenUsage(c quota.Claim) (usage.List, bool) {
 
 // UsedUnseen is Used of each key plus what each pending entry adds, unless
 // the view has seen its object with the usage it expects (or seen it come
-// after the entry's admission and go), in one read (quota.Counter).
+// and go), in one read (quota.Counter).
 func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingUsage) map[string]int64 {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -111,7 +111,7 @@ func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingU
 		used[k] = int64(v.count(tenant, k))
 	}
 	for _, p := range pending {
-		if seen, ok := v.seenUsage(p.Claim); ok && seen.Covers(p.Expect) || v.cameAndWent(quota.Pending{Claim: p.Claim, Admitted: p.Admitted}) {
+		if seen, ok := v.seenUsage(p.Claim); ok && seen.Covers(p.Expect) || v.cameAndWent(quota.Pending{Claim: p.Claim, UID: p.UID}) {
 			continue
 		}
 		for _, k := range keys {

@@ -31,6 +31,9 @@ type Object struct {
 	// Usage is what a pod or claim adds to its tenant's sums of quota
 	// resources (package usage).
 	Usage usage.List
+	// UID is the object's metadata.uid, which the view keeps only while it
+	// remembers visits (RememberVisits).
+	UID string
 	// Uncounted marks a pod that ResourceQuota no longer counts: finished,
 	// or past the grace period of its deletion (usage.Charged), as
 	// FromManifest finds it in a file. Upsert takes such a pod out of the
@@ -150,7 +153,7 @@ func (v *View) Upsert(o Object) {
 	case o.Group == "" && o.Kind == "Namespace":
 		claim := quota.Claim{Key: NamespacesKey, Name: o.Name}
 		if _, had := v.namespaces[o.Name]; !had {
-			v.arrived(v.id(claim))
+			v.arrived(v.id(claim), o.UID)
 		}
 		v.upsertNamespace(o.Name, o.Labels)
 		v.reservations.TakeOver(claim)
@@ -171,7 +174,7 @@ func (v *View) Upsert(o Object) {
 		switch {
 		case !seen:
 			v.add(o.Namespace, k.Key, 1)
-			v.arrived(id)
+			v.arrived(id, o.UID)
 		case before == ref:
 			v.usages.release(ref)
 			return
@@ -385,8 +388,7 @@ func (v *View) Seen(c quota.Claim) bool {
 }
 
 // CountUnseen is Count plus the claims whose objects the view has not seen
-// (nor seen come after the claim's admission and go), in one read
-// (quota.Counter).
+// (nor seen come and go), in one read (quota.Counter).
 func (v *View) CountUnseen(tenant, key string, claims []quota.Pending) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()

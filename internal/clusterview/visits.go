@@ -1,19 +1,19 @@
 package clusterview
 
 import (
+	"strings"
 	"time"
 
 	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
-// visits remember, for the strict ledger (quota.StrictLedger), when the
-// objects first seen within the horizon arrived and when they went. A
-// ledger entry counts a create until its object is seen; once the object
-// has come and gone (a short Job's pod, a pod deleted at once), the entry
-// must not count it again until it expires. An object that arrived after
-// the entry was admitted is the entry's object; one seen before is an
-// earlier object of that name (a StatefulSet's pod replaced), whose going
-// says nothing of the create the entry holds.
+// visits remember, for the strict ledger (quota.StrictLedger), the objects
+// first seen within the horizon, by uid, and whether they went. A ledger
+// entry counts a create until its object is seen; once the object has come
+// and gone (a short Job's pod, a pod deleted at once), the entry must not
+// count it again until it expires. The entry's object is the one of its
+// uid: another of that name (a StatefulSet's pod replaced, seen late by a
+// lagging informer) says nothing of the create the entry holds.
 type visits struct {
 	horizon time.Duration
 	now     func() time.Time
@@ -22,17 +22,20 @@ type visits struct {
 	order []arrival
 }
 
-type visit struct{ arrived, left time.Time }
+type visit struct {
+	uid     string
+	arrived time.Time
+	left    bool
+}
 
 type arrival struct {
 	id objectID
 	at time.Time
 }
 
-// RememberVisits makes the view remember, for horizon, when the objects
-// it sees arrive and go, so that CountUnseen and UsedUnseen leave out the
-// claims whose objects came after their admission and went
-// (quota.Pending). The strict ledger needs it, with its reservation TTL
+// RememberVisits makes the view remember, for horizon, the objects it sees
+// arrive (by uid) and go, so that CountUnseen and UsedUnseen leave out the
+// claims whose objects came and went (quota.Pending). The strict ledger needs it, with its reservation TTL
 // as horizon; until called, the view remembers none.
 func (v *View) RememberVisits(horizon time.Duration) {
 	v.mu.Lock()
@@ -40,15 +43,15 @@ func (v *View) RememberVisits(horizon time.Duration) {
 	v.visits = &visits{horizon: horizon, now: time.Now, byID: map[objectID]visit{}}
 }
 
-// arrived records that the view saw an object it did not hold; the caller
-// holds v.mu for writing.
-func (v *View) arrived(id objectID) {
-	if v.visits == nil {
+// arrived records that the view saw an object it did not hold, of uid;
+// the caller holds v.mu for writing.
+func (v *View) arrived(id objectID, uid string) {
+	if v.visits == nil || uid == "" {
 		return
 	}
 	now := v.visits.now()
 	v.visits.prune(now)
-	v.visits.byID[id] = visit{arrived: now}
+	v.visits.byID[id] = visit{uid: strings.Clone(uid), arrived: now}
 	v.visits.order = append(v.visits.order, arrival{id, now})
 }
 
@@ -59,7 +62,7 @@ func (v *View) left(id objectID) {
 		return
 	}
 	if vis, ok := v.visits.byID[id]; ok {
-		vis.left = v.visits.now()
+		vis.left = true
 		v.visits.byID[id] = vis
 	}
 }
@@ -79,12 +82,12 @@ func (s *visits) prune(now time.Time) {
 	}
 }
 
-// cameAndWent reports whether the object a pending claim names arrived
-// after the claim was admitted and has gone; the caller holds v.mu.
+// cameAndWent reports whether the object of a pending claim, by its uid,
+// arrived and has gone; the caller holds v.mu.
 func (v *View) cameAndWent(p quota.Pending) bool {
-	if v.visits == nil || p.Admitted.IsZero() {
+	if v.visits == nil || p.UID == "" {
 		return false
 	}
 	vis, ok := v.visits.byID[v.id(p.Claim)]
-	return ok && !vis.left.IsZero() && vis.arrived.After(p.Admitted)
+	return ok && vis.left && vis.uid == p.UID
 }

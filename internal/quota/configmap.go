@@ -45,22 +45,14 @@ type entry struct {
 	Namespace string    `json:"namespace,omitempty"`
 	Name      string    `json:"name"`
 	Expires   time.Time `json:"expires"`
-	// Admitted is when the request was admitted (a ledger written before
-	// the field was has it as Expires less the TTL).
-	Admitted time.Time  `json:"admitted,omitzero"`
-	Adds     usage.List `json:"adds,omitempty"`
-	Expect   usage.List `json:"expect,omitempty"`
+	// UID is the uid of the object the request creates or changes
+	// (WithObjectUID), "" when unknown: a ledger written before the field.
+	UID    string     `json:"uid,omitempty"`
+	Adds   usage.List `json:"adds,omitempty"`
+	Expect usage.List `json:"expect,omitempty"`
 }
 
 func (e entry) claim() Claim { return Claim{e.Key, e.Namespace, e.Name} }
-
-// admitted is when the entry's request was admitted.
-func (e entry) admitted(ttl time.Duration) time.Time {
-	if !e.Admitted.IsZero() {
-		return e.Admitted
-	}
-	return e.Expires.Add(-ttl)
-}
 
 // page is one tenant's ledger as read.
 type page struct {
@@ -129,8 +121,7 @@ func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name
 func (l *StrictLedger) write(ctx context.Context, p *page, e entry) error {
 	c := e.claim()
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(x entry) bool { return x.claim() == c })
-	e.Admitted = l.now().UTC()
-	e.Expires = e.Admitted.Add(l.ttl)
+	e.Expires = l.now().Add(l.ttl).UTC()
 	entries = append(entries, e)
 	raw, err := json.Marshal(entries)
 	if err != nil {

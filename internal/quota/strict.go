@@ -24,21 +24,37 @@ type Counter interface {
 	UsedUnseen(tenant string, keys []string, pending []PendingUsage) map[string]int64
 }
 
-// Pending is a ledger's admitted create not seen yet: the object it names
-// and when it was admitted.
+// Pending is a ledger's admitted create not seen yet: the object it names,
+// and that object's uid ("" when unknown).
 type Pending struct {
-	Claim    Claim
-	Admitted time.Time
+	Claim Claim
+	UID   string
 }
 
 // PendingUsage is a ledger's admitted create or update not seen yet: the
 // object it names, what it adds, the usage its object is expected to have
-// once stored and when it was admitted.
+// once stored, and its uid ("" when unknown).
 type PendingUsage struct {
-	Claim    Claim
-	Adds     usage.List
-	Expect   usage.List
-	Admitted time.Time
+	Claim  Claim
+	Adds   usage.List
+	Expect usage.List
+	UID    string
+}
+
+// objectUID is the context key of WithObjectUID.
+type objectUID struct{}
+
+// WithObjectUID is ctx carrying the uid of the object a request creates or
+// changes (its metadata.uid, which the API server sets before validating
+// admission), which the strict ledger writes with the request's entry: a
+// replica that has seen that object come and go counts the entry no more.
+func WithObjectUID(ctx context.Context, uid string) context.Context {
+	return context.WithValue(ctx, objectUID{}, uid)
+}
+
+func uidOf(ctx context.Context) string {
+	uid, _ := ctx.Value(objectUID{}).(string)
+	return uid
 }
 
 // StrictLedger implements Ledger on the API server: one ledger ConfigMap per
@@ -89,7 +105,7 @@ func (l *StrictLedger) lock(tenant string) *sync.Mutex {
 // objects seen plus the admitted creates not seen yet.
 func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
 	tenants = slices.Sorted(slices.Values(tenants))
-	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name}}
+	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx)}}
 	for _, t := range tenants {
 		m := l.lock(t)
 		m.Lock()
@@ -107,7 +123,7 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 		var claims []Pending
 		for _, e := range p.entries {
 			if x := e.claim(); x.Key == c.Key && x != c {
-				claims = append(claims, Pending{Claim: x, Admitted: e.admitted(l.ttl)})
+				claims = append(claims, Pending{Claim: x, UID: e.UID})
 			}
 		}
 		counts[t] = l.view.CountUnseen(t, c.Key, claims)
@@ -125,7 +141,7 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
 	m := l.lock(tenant + usageSuffix)
 	m.Lock()
-	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, Adds: adds, Expect: expect}, locked: []*sync.Mutex{m}}
+	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx), Adds: adds, Expect: expect}, locked: []*sync.Mutex{m}}
 	p, err := l.read(ctx, tenant, usageSuffix)
 	if err != nil {
 		h.Release()
@@ -140,7 +156,7 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 	var pending []PendingUsage
 	for _, e := range p.entries {
 		if x := e.claim(); x != c {
-			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect, Admitted: e.admitted(l.ttl)})
+			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect, UID: e.UID})
 		}
 	}
 	used := l.view.UsedUnseen(tenant, keys, pending)

@@ -1,6 +1,7 @@
 package quota_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,42 +11,48 @@ import (
 	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
-// admit reserves a create of claim c in the strict ledger and keeps it,
-// returning the count it was decided on.
-func admit(t *testing.T, ledger *quota.StrictLedger, name string) int {
+// admit reserves a create of the pod name of uid in the strict ledger and
+// keeps it, returning the count it was decided on.
+func admit(t *testing.T, ledger *quota.StrictLedger, name, uid string) int {
 	t.Helper()
-	counts, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"})
+	ctx := quota.WithObjectUID(t.Context(), uid)
+	counts, hold, err := ledger.Reserve(ctx, quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hold.Keep(t.Context()); err != nil {
+	if err := hold.Keep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return counts["oil"]
 }
 
+// podOf is pod name with uid.
+func podOf(name, uid string) clusterview.Object {
+	o := pod(name)
+	o.UID = uid
+	return o
+}
+
 // TestAnObjectThatCameAndWentCountsNoMoreInTheStrictLedger: a pod admitted
 // in strict mode, seen and deleted at once (a short Job's) no longer counts
 // as its ledger entry, while a pod replacing one of the same name (a
-// StatefulSet's) counts until it is seen, though the one it replaces goes
-// after its admission.
+// StatefulSet's) counts until it is seen, though a lagging informer sees
+// the one it replaces come and go after its admission.
 func TestAnObjectThatCameAndWentCountsNoMoreInTheStrictLedger(t *testing.T) {
 	view := oilView(2)
 	view.RememberVisits(time.Minute)
 	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
-	admit(t, ledger, "job")
-	time.Sleep(time.Millisecond) // the pod arrives after its admission
-	view.Upsert(pod("job"))
-	view.Delete(pod("job"))
-	if got := admit(t, ledger, "next"); got != 2 {
+	admit(t, ledger, "job", "job-1")
+	view.Upsert(podOf("job", "job-1"))
+	view.Delete(podOf("job", "job-1"))
+	if got := admit(t, ledger, "next", "next-1"); got != 2 {
 		t.Fatalf("after a pod came and went, a create saw %d pods, want the 2 there", got)
 	}
 
-	view.Upsert(pod("db-0")) // a StatefulSet's pod, seen before its replacement is admitted
-	time.Sleep(time.Millisecond)
-	admit(t, ledger, "db-0")
-	view.Delete(pod("db-0")) // the old one's going, seen after the new one's admission
-	if got := admit(t, ledger, "last"); got != 4 {
+	admit(t, ledger, "db-0", "db-0-new")
+	view.Upsert(podOf("db-0", "db-0-old")) // the replaced pod, seen late
+	view.Delete(podOf("db-0", "db-0-old"))
+	if got := admit(t, ledger, "last", "last-1"); got != 4 {
 		t.Fatalf("a create saw %d pods, want 4: the 2, next's claim and the new db-0's", got)
 	}
 }
@@ -55,24 +62,33 @@ func TestAPodThatCameAndWentAddsNoMoreToTheStrictSums(t *testing.T) {
 	view := busyView(10)
 	view.RememberVisits(time.Minute)
 	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
-	reserve := func(name string) int64 {
-		used, hold, err := ledger.ReserveUsage(t.Context(), quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: name}), "oil", cpu(500), cpu(500))
+	reserve := func(ctx context.Context, name string) int64 {
+		used, hold, err := ledger.ReserveUsage(ctx, quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: name}), "oil", cpu(500), cpu(500))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := hold.Keep(t.Context()); err != nil {
+		if err := hold.Keep(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return used["requests.cpu"]
 	}
-	reserve("job")
-	time.Sleep(time.Millisecond)
-	job := pod("job")
+	reserve(quota.WithObjectUID(t.Context(), "job-1"), "job")
+	job := podOf("job", "job-1")
 	job.Usage = cpu(500)
 	view.Upsert(job)
 	view.Delete(job)
-	if got := reserve("next"); got != 1000 {
+	if got := reserve(quota.WithObjectUID(t.Context(), "next-1"), "next"); got != 1000 {
 		t.Fatalf("after a pod came and went, a create saw %dm in use, want the 1000m there", got)
+	}
+	// an entry without a uid (a ledger written before it was kept) counts
+	// as it did, until it expires
+	reserve(t.Context(), "old")
+	old := pod("old")
+	old.Usage = cpu(500)
+	view.Upsert(old)
+	view.Delete(old)
+	if got := reserve(t.Context(), "after"); got != 2000 {
+		t.Fatalf("a create saw %dm in use, want 2000m: the 1000m there, next's and old's holds", got)
 	}
 }
 

@@ -72,7 +72,7 @@ func viewHandler[T any](view *clusterview.View, convert func(T) clusterview.Obje
 
 // namespaceObject is a namespace as the view keeps it: name and labels.
 func namespaceObject(m *metav1.PartialObjectMetadata) clusterview.Object {
-	return clusterview.Object{Kind: "Namespace", Name: m.Name, Labels: m.Labels}
+	return clusterview.Object{Kind: "Namespace", Name: m.Name, Labels: m.Labels, UID: string(m.UID)}
 }
 
 // priorityClassObject is a PriorityClass as the view keeps it.

@@ -198,6 +198,6 @@ func (w *Watcher) retryUnresolved(ctx context.Context) {
 // countedObject turns a counted object's metadata into a view object.
 func countedObject(gr schema.GroupResource) func(*metav1.PartialObjectMetadata) clusterview.Object {
 	return func(m *metav1.PartialObjectMetadata) clusterview.Object {
-		return clusterview.Object{Group: gr.Group, Resource: gr.Resource, Namespace: m.Namespace, Name: m.Name}
+		return clusterview.Object{Group: gr.Group, Resource: gr.Resource, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
 	}
 }

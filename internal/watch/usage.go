@@ -113,6 +113,6 @@ func usageHandler(view *clusterview.View, gr schema.GroupResource, informer crca
 // usageCounted turns a usageObject into a view object of resource gr.
 func usageCounted(gr schema.GroupResource) func(*usageObject) clusterview.Object {
 	return func(u *usageObject) clusterview.Object {
-		return clusterview.Object{Group: gr.Group, Resource: gr.Resource, Namespace: u.Namespace, Name: u.Name, Usage: u.Usage}
+		return clusterview.Object{Group: gr.Group, Resource: gr.Resource, Namespace: u.Namespace, Name: u.Name, UID: string(u.UID), Usage: u.Usage}
 	}
 }
