@@ -64,6 +64,7 @@ func TestChartRefusesWhatTheServerWould(t *testing.T) {
 		{"a registry of another type", []string{"--set", "registry=5"}, "at '/registry'"},
 		{"a memory limit that is not a size", []string{"--set", "memoryLimit=lots"}, "at '/memoryLimit'"},
 		{"the collector off without a memory limit", []string{"--set", "gcPercent=-1", "--set", "memoryLimit=0"}, "gcPercent=-1 turns the garbage collector off, which needs a memory limit, and memoryLimit=0 sets none"},
+		{"the collector off with a memory limit of zero in a unit", []string{"--set", "gcPercent=-1", "--set", "memoryLimit=0Mi"}, "and memoryLimit=0Mi sets none"},
 		{"the collector off with auto and no container limit", []string{"--set", "gcPercent=-1", "--set", "resources.limits=null"}, "memoryLimit=auto sets none (auto without resources.limits.memory)"},
 	}
 	for _, tt := range tests {
@@ -352,7 +353,7 @@ func TestChartWebhookExemptions(t *testing.T) {
 		glass := h.conditions[len(h.conditions)-2]
 		twin := strings.Contains(h.name, ".break-glass.")
 		exempt := slices.ContainsFunc(h.conditions, func(c admissionregistrationv1.MatchCondition) bool {
-			return c.Name == "not-an-exempt-namespace" && c.Expression == `request.operation == "CREATE" || !(request.name in ["monitoring"])`
+			return c.Name == "not-an-exempt-namespace" && c.Expression == `request.operation == "CREATE" || !(request.name in ["monitoring"]) || [object, oldObject].exists(o, o != null && "tenantguard.io/tenant" in o.metadata.?labels.orValue({}))`
 		})
 		switch {
 		case slices.Contains(*h.namespaces, "monitoring"):

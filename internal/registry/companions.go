@@ -2,12 +2,11 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 // The checks of the companions' ResourceQuota and LimitRange that the API
@@ -16,16 +15,24 @@ import (
 // refused would leave the tenant's namespaces without them.
 
 // namespaceQuotaKey says why key is not a resource of a namespace's
-// ResourceQuota, or nil: what a tenant's resourceQuota sums (usage.CheckKey),
-// an object count, or services.loadbalancers and services.nodeports.
+// ResourceQuota, or nil, as the API server's ValidateResourceQuotaResourceName
+// decides: a key naming a group or domain (count/deployments.apps,
+// requests.nvidia.com/gpu, CLASS.storageclass.storage.k8s.io/requests.storage)
+// passes, others must be one of the quota system's own names.
 func namespaceQuotaKey(key string) error {
-	if _, count := quotaKey(key); count || key == "services.loadbalancers" || key == "services.nodeports" {
+	if strings.Contains(key, "/") || slices.Contains(standardQuotaResources, key) ||
+		strings.HasPrefix(key, "hugepages-") || strings.HasPrefix(key, "requests.hugepages-") {
 		return nil
 	}
-	if err := usage.CheckKey(key); err != nil && !strings.Contains(err.Error(), "object count") {
-		return fmt.Errorf("%q is not a resource a ResourceQuota limits (requests.cpu, limits.memory, pods, count/deployments.apps ...)", key)
-	}
-	return nil
+	return fmt.Errorf("%q is not a resource a ResourceQuota limits: %s, hugepages-SIZE, or a name with a / (count/deployments.apps, requests.nvidia.com/gpu)", key, strings.Join(standardQuotaResources, ", "))
+}
+
+// standardQuotaResources are the quota system's own resource names.
+var standardQuotaResources = []string{
+	"cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
+	"requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
+	"resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims",
+	"configmaps", "services.nodeports", "services.loadbalancers",
 }
 
 func (c checker) namespaceQuota(p string, hard map[string]string) {

@@ -137,7 +137,7 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 		},
 		{
 			"companions the API server would refuse are refused",
-			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    companions:\n      resourceQuota: {hard: {request.cpu: '4', pods: '10', requests.cpu: '2', count/deployments.apps: '3', services.loadbalancers: '1'}}\n      limitRange:\n        limits:\n          - {type: Pod, default: {cpu: '1'}}\n          - {type: PersistentVolumeClaim, max: {cpu: '1'}}\n          - {type: Container, min: {cpu: '2'}, max: {cpu: '1'}, default: {memory: 1Gi}, defaultRequest: {memory: 2Gi}}\n          - {type: Container}\n",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    companions:\n      resourceQuota: {hard: {request.cpu: '4', pods: '10', requests.cpu: '2', count/deployments.apps: '3', services.loadbalancers: '1', limits.nvidia.com/gpu: '1', hugepages-2Mi: 1Gi}}\n      limitRange:\n        limits:\n          - {type: Pod, default: {cpu: '1'}}\n          - {type: PersistentVolumeClaim, max: {cpu: '1'}}\n          - {type: Container, min: {cpu: '2'}, max: {cpu: '1'}, default: {memory: 1Gi}, defaultRequest: {memory: 2Gi}}\n          - {type: Container}\n",
 			[]string{
 				`tenants[0].companions.resourceQuota.hard.request.cpu: "request.cpu" is not a resource a ResourceQuota limits`,
 				"tenants[0].companions.limitRange.limits[0]: default and defaultRequest may not be given for type Pod",
@@ -289,4 +289,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("a valid registry has data")
 		}
 	})
+}
+
+func TestCompanionsTheAPIServerTakesAreAccepted(t *testing.T) {
+	text := "apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: a\n    companions:\n" +
+		"      resourceQuota: {hard: {pods: '10', cpu: '2', requests.cpu: '2', limits.memory: 4Gi, count/deployments.apps: '3', services.loadbalancers: '1', configmaps: '9', limits.nvidia.com/gpu: '1', requests.nvidia.com/gpu: '1', hugepages-2Mi: 1Gi, gold.storageclass.storage.k8s.io/requests.storage: 1Ti}}\n" +
+		"      limitRange:\n        limits:\n" +
+		"          - {type: Container, min: {cpu: 100m}, defaultRequest: {cpu: 200m}, default: {cpu: 500m}, max: {cpu: '2'}}\n" +
+		"          - {type: Pod, max: {cpu: '4'}}\n" +
+		"          - {type: PersistentVolumeClaim, max: {storage: 10Gi}}\n"
+	if _, err := Parse("r.yaml", []byte(text)); err != nil {
+		t.Fatalf("refused what the API server takes: %v", err)
+	}
 }

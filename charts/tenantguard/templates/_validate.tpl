@@ -43,7 +43,8 @@
 {{- end -}}
 {{- $memoryLimit := toString $v.memoryLimit -}}
 {{- $containerLimit := dig "limits" "memory" "" ($v.resources | default dict) -}}
-{{- if and (eq (int $v.gcPercent) -1) (or (eq $memoryLimit "0") (and (eq $memoryLimit "auto") (not $containerLimit))) -}}
+{{- $noLimit := regexMatch "^0+(\\.0+)?([eE][0-9]+|Ki|Mi|Gi|Ti|k|M|G|T)?$" $memoryLimit -}}
+{{- if and (eq (int $v.gcPercent) -1) (or $noLimit (and (eq $memoryLimit "auto") (not $containerLimit))) -}}
 {{- fail (printf "gcPercent=-1 turns the garbage collector off, which needs a memory limit, and memoryLimit=%s sets none%s: the server would refuse to start" $memoryLimit (ternary " (auto without resources.limits.memory)" "" (eq $memoryLimit "auto"))) -}}
 {{- end -}}
 {{- $registry := include "tenantguard.registryValue" . | fromJson -}}
