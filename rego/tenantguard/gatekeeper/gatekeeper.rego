@@ -217,7 +217,7 @@ _is_self(kind, namespace, name) if {
 # the objects serving a host, but the request's own, sorted as the server
 # sorts them (namespace, name, kind)
 _holders(host) := [holder |
-	some entry in sort({[namespace, name, kind, group, served] |
+	related := {[namespace, name, kind, group, served] |
 		some namespace, _ in _inventory_namespaces
 		some gv, kinds in data.inventory.namespace[namespace]
 		some kind, group in _host_kinds
@@ -226,10 +226,11 @@ _holders(host) := [holder |
 		some served in _served_hosts(kind, obj)
 		hosts.related(host, _request.kind.kind, served, kind)
 		not _is_self(kind, namespace, name)
-	})
+	}
+	some key in sort({[namespace, name, kind, group] | some [namespace, name, kind, group, _] in related})
 	holder := object.union(
-		{"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": object.get(_labels(entry[0]), _label, "")},
-		{"host": entry[4] | entry[4] != host},
+		{"group": key[3], "kind": key[2], "namespace": key[0], "name": key[1], "tenant": object.get(_labels(key[0]), _label, "")},
+		{"host": via | via := hosts.via(host, {served | some [ns, n, k, g, served] in related; [ns, n, k, g] == key})},
 	)
 ]
 

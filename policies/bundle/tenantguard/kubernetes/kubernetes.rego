@@ -195,13 +195,16 @@ _tenant_of(namespace) := object.get(_labels(namespace), tenancy.tenant_label, ""
 
 # the holders of a host, sorted as the server sorts them (namespace, name,
 # kind)
-_holders(host) := [_holder(entry, host) |
-	some entry in sort([[namespace, name, kind, group, served] | some [namespace, name, kind, group, h, served] in _serving; h == host])
+_holders(host) := [_holder(key, host) |
+	some key in sort({[namespace, name, kind, group] | some [namespace, name, kind, group, h, _] in _serving; h == host})
 ]
 
-_holder(entry, host) := object.union(
-	{"group": entry[3], "kind": entry[2], "namespace": entry[0], "name": entry[1], "tenant": _tenant_of(entry[0])},
-	{"host": entry[4] | entry[4] != host},
+# A holder, with the host it serves when not the one asked about: none when
+# it serves that one, else the first in order of those related to it (as
+# the server names it).
+_holder(key, host) := object.union(
+	{"group": key[3], "kind": key[2], "namespace": key[0], "name": key[1], "tenant": _tenant_of(key[0])},
+	{"host": via | via := hosts.via(host, {served | some [ns, n, k, g, h, served] in _serving; [ns, n, k, g] == key; h == host})},
 )
 
 _host_facts := {"hosts": {host: _holders(host) | some [_, _, _, _, host, _] in _serving}} if {

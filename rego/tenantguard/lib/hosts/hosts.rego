@@ -99,6 +99,13 @@ related(host, host_kind, served, _) if {
 	_covers(host, host_kind, served)
 }
 
+# METADATA
+# description: |
+#   The host a holder relates to host by, of the hosts it serves related to
+#   it (served): undefined when it serves host itself, else the first in
+#   order.
+via(host, served) := min(served) if not host in served
+
 _covers(wildcard_host, kind, exact) if {
 	suffix := substring(wildcard_host, 1, -1)
 	count(exact) > count(suffix)

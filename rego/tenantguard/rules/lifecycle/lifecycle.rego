@@ -34,9 +34,14 @@ _namespace_tenants contains tenant if {
 _uncordoned := {"Event", "events.k8s.io/Event", "coordination.k8s.io/Lease"}
 
 # An object being deleted is still changed while it goes: whoever holds its
-# finalizers removes them, which the delete needs to finish (and the API
-# server lets no finalizer be added to it).
-_being_deleted if tenancy.old_object.metadata.deletionTimestamp
+# finalizers removes them, which the delete needs to finish. An update of
+# one that removes a finalizer passes (the API server lets none be added
+# to it then).
+_being_deleted if {
+	tenancy.old_object.metadata.deletionTimestamp
+	some finalizer in object.get(tenancy.old_object, ["metadata", "finalizers"], [])
+	not finalizer in object.get(tenancy.new_object, ["metadata", "finalizers"], [])
+}
 
 _verb := "created" if input.request.operation == "CREATE"
 
@@ -47,8 +52,8 @@ _verb := "changed" if input.request.operation == "UPDATE"
 # description: |
 #   While a tenant is cordoned, nothing in its namespaces is created or
 #   changed, nor are namespaces created for it; deletes pass, so that a
-#   frozen tenant can still shrink, and so do updates of objects being
-#   deleted (their finalizers' removal). Events and Leases are left alone,
+#   frozen tenant can still shrink, and so do updates that remove a
+#   finalizer of an object being deleted. Events and Leases are left alone,
 #   so running workloads keep their leader election.
 # custom:
 #   id: tenant-cordoned

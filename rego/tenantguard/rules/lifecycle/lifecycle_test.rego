@@ -39,6 +39,13 @@ test_an_object_being_deleted_loses_its_finalizers if {
 	count(_eval(finalized, _cordoned)) == 0
 }
 
+test_an_object_being_deleted_is_not_otherwise_changed if {
+	going := object.union(_config_map, {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z", "finalizers": ["example.io/cleanup"]}})
+	rewritten := object.union(going, {"data": {"a": "c"}})
+	inp := object.union(f.request("UPDATE", rewritten), {"request": {"oldObject": going}})
+	{v.id | some v in _eval(inp, _cordoned)} == {"tenant-cordoned"}
+}
+
 test_an_object_not_yet_being_deleted_is_not_changed if {
 	inp := object.union(f.request("UPDATE", object.union(_config_map, {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z"}})), {"request": {"oldObject": _config_map}})
 	{v.id | some v in _eval(inp, _cordoned)} == {"tenant-cordoned"}
