@@ -14,6 +14,25 @@ func auditFixture(name string) string { return filepath.Join(fixtures.Dir(), "au
 
 const rerunAudit = "UPDATE_GOLDEN=1 go test ./internal/cli -run TestAudit"
 
+// oilDevNamespace and edgePod are objects for --objects: a namespace of
+// tenant oil, and a hostNetwork pod in it.
+const (
+	oilDevNamespace = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: oil-dev, labels: {tenantguard.io/tenant: oil}}
+`
+	edgePod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: edge, namespace: oil-dev}
+spec:
+  hostNetwork: true
+  priorityClassName: tenant-low
+  containers: [{name: edge, image: nginx}]
+`
+)
+
 func TestAuditPrintsTheGoldenRows(t *testing.T) {
 	cluster := auditFixture("cluster.yaml")
 	tests := []struct {
@@ -39,19 +58,7 @@ func TestAuditPrintsTheGoldenRows(t *testing.T) {
 
 func TestAuditExitsZeroWithoutADenyModeViolation(t *testing.T) {
 	reg := filepath.Join(fixtures.Dir(), "registry-enforcement.yaml")
-	objects := writeFile(t, "cluster.yaml", `
-apiVersion: v1
-kind: Namespace
-metadata: {name: oil-dev, labels: {tenantguard.io/tenant: oil}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: edge, namespace: oil-dev}
-spec:
-  hostNetwork: true
-  priorityClassName: tenant-low
-  containers: [{name: edge, image: nginx}]
-`)
+	objects := writeFile(t, "cluster.yaml", oilDevNamespace+"---"+edgePod)
 	r := run(t, "", "audit", "--registry", reg, "--objects", objects, "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0 (host-network is in warn mode); stdout %s stderr %s", r.code, r.stdout, r.stderr)
@@ -91,20 +98,7 @@ func TestAuditRefusesBadInputWithExitTwo(t *testing.T) {
 
 func TestAuditNeedsTheNamespacesOfItsObjects(t *testing.T) {
 	reg := filepath.Join(fixtures.Dir(), "registry.yaml")
-	const pod = `
-apiVersion: v1
-kind: Pod
-metadata: {name: edge, namespace: oil-dev}
-spec:
-  hostNetwork: true
-  priorityClassName: tenant-low
-  containers: [{name: edge, image: nginx}]
-`
-	const namespace = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: oil-dev, labels: {tenantguard.io/tenant: oil}}
-`
+	pod, namespace := edgePod, oilDevNamespace
 	t.Run("objects without any Namespace are refused, not passed as clean", func(t *testing.T) {
 		r := run(t, "", "audit", "--registry", reg, "--objects", writeFile(t, "pods.yaml", pod))
 		if r.code != 2 || !strings.Contains(r.stderr, "--objects holds no Namespace, so the tenant of its 1 namespaced objects is unknown") {
