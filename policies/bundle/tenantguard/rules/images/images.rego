@@ -27,12 +27,11 @@ _applies if {
 	_policy
 }
 
-# What pulls an image: every container, and every image volume
-# (spec.volumes[].image, which the kubelet pulls as it pulls a container's
-# image), the latter as a container of field "volumes" named by its volume.
-_pulls contains entry if some entry in podspec.containers
-
-_pulls contains {"field": "volumes", "container": _image_volume(volume)} if {
+# What pulls an image: every container (podspec.containers), and every
+# image volume (spec.volumes[].image, which the kubelet pulls as it pulls a
+# container's image), the latter as a container of field "volumes" named by
+# its volume. The rules read the two apart, sparing every decision a union.
+_image_volumes contains {"field": "volumes", "container": _image_volume(volume)} if {
 	some volume in podspec.volumes
 	is_object(volume.image)
 }
@@ -82,7 +81,18 @@ _before("volumes") := [_image_volume(volume) |
 violations contains {"id": "image-registry", "msg": msg} if {
 	_applies
 	_restricts_registries
-	some entry in _pulls
+	some entry in podspec.containers
+	msg := _registry_refusal(entry)
+}
+
+violations contains {"id": "image-registry", "msg": msg} if {
+	_applies
+	_restricts_registries
+	some entry in _image_volumes
+	msg := _registry_refusal(entry)
+}
+
+_registry_refusal(entry) := msg if {
 	_judged(entry)
 	image := entry.container.image
 	not _under_allowed_prefix(image)
@@ -102,7 +112,18 @@ violations contains {"id": "image-registry", "msg": msg} if {
 violations contains {"id": "image-pull-policy", "msg": msg} if {
 	_applies
 	count(object.get(_policy, "allowedPullPolicies", [])) > 0
-	some entry in _pulls
+	some entry in podspec.containers
+	msg := _pull_refusal(entry)
+}
+
+violations contains {"id": "image-pull-policy", "msg": msg} if {
+	_applies
+	count(object.get(_policy, "allowedPullPolicies", [])) > 0
+	some entry in _image_volumes
+	msg := _pull_refusal(entry)
+}
+
+_pull_refusal(entry) := msg if {
 	_judged(entry)
 	image := entry.container.image
 	pull := _pull_policy(entry.container, image)
