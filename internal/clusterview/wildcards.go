@@ -57,18 +57,19 @@ func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
 // requests for wildcard hosts make; the caller holds x.mu.
 func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
 	anyDepth := self.anyDepth()
-	for e := range x.sole {
+	under := func(e string) {
 		if !Wildcard(e) && covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
 				into = appendMatch(into, h, e)
 			}
 		}
 	}
+	for e := range x.sole {
+		under(e)
+	}
 	for e := range x.held {
-		if _, served := x.sole[e]; !served && !Wildcard(e) && covers(w, anyDepth, e) {
-			for _, h := range x.holders(e, self) {
-				into = appendMatch(into, h, e)
-			}
+		if _, served := x.sole[e]; !served { // its holders are listed with the object's
+			under(e)
 		}
 	}
 	return into

@@ -37,7 +37,7 @@ _uncordoned := {"Event", "events.k8s.io/Event", "coordination.k8s.io/Lease"}
 # finalizers removes them, which the delete needs to finish. An update of
 # one that removes a finalizer passes (the API server lets none be added
 # to it then).
-_being_deleted if {
+_finalizer_removed if {
 	tenancy.old_object.metadata.deletionTimestamp
 	some finalizer in object.get(tenancy.old_object, ["metadata", "finalizers"], [])
 	not finalizer in object.get(tenancy.new_object, ["metadata", "finalizers"], [])
@@ -65,7 +65,7 @@ violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	not _namespace
 	tenancy.tenant.cordoned
 	not tenancy.kind_key in _uncordoned
-	not _being_deleted
+	not _finalizer_removed
 	not _exempt
 	msg := _cordon_message(tenancy.namespace_tenant)
 }
@@ -75,7 +75,7 @@ violations contains {"id": "tenant-cordoned", "msg": msg} if {
 	_namespace
 	some tenant in _namespace_tenants
 	tenancy.config(tenant).cordoned
-	not _being_deleted
+	not _finalizer_removed
 	not _exempt
 	msg := _cordon_message(tenant)
 }
