@@ -115,6 +115,8 @@ type judge struct {
 	// notTaken are the cases the engine, or the API server in front of it,
 	// is known not to take; any other case skipped fails the test.
 	notTaken []string
+	// prepare, when set, sees the whole corpus before any case is decided.
+	prepare func(t testing.TB, corpus []*corpusCase)
 	// load puts the library exported for a registry file in force.
 	load func(t testing.TB, registryFile string)
 	// decide is the engine's decision on a case; problems are differences
@@ -256,6 +258,9 @@ func (l library) agree(t *testing.T) {
 			agreed, claimed := 0, 0
 			var skipped []string
 			exercised := map[string]bool{}
+			if j.prepare != nil {
+				j.prepare(t, corpus)
+			}
 			for _, file := range files {
 				j.load(t, file)
 				for _, c := range corpus {

@@ -36,6 +36,9 @@ type familyPatcher struct {
 	policies map[string]*engine.Policy // by family
 	engines  map[string]*engine.Engine // by family and registry file
 	cluster  []clusterview.Object
+	// learned are the operations of the families the policies cover on the
+	// corpus's creates, by family and kind (learn).
+	learned map[string][]map[string]any
 }
 
 // mutationsLoop is where the library's entrypoint takes each family's
@@ -86,18 +89,15 @@ func (f *familyPatcher) covers(family string) bool {
 	})
 }
 
-// split divides the engine's patch of a case among the families: the
-// operations of the families the policies cover, by family, and the
-// others. The parts must add up to the patch.
-func (f *familyPatcher) split(t testing.TB, c *corpusCase) (covered map[string][]map[string]any, others []map[string]any) {
+// familyOps is the engine's patch of a case, family by family.
+func (f *familyPatcher) familyOps(t testing.TB, c *corpusCase) map[string][]map[string]any {
 	t.Helper()
 	req, err := admission.Decode(c.original)
 	if err != nil {
 		t.Fatal(err)
 	}
-	covered = map[string][]map[string]any{}
-	var parts []string
-	for _, family := range slices.Sorted(maps.Keys(f.policies)) {
+	byFamily := map[string][]map[string]any{}
+	for family := range f.policies {
 		key := family + "|" + c.RegistryFile()
 		if f.engines[key] == nil {
 			reg, err := registry.Load(c.RegistryFile())
@@ -119,6 +119,43 @@ func (f *familyPatcher) split(t testing.TB, c *corpusCase) (covered map[string][
 				t.Fatal(err)
 			}
 		}
+		byFamily[family] = ops
+	}
+	return byFamily
+}
+
+// learn records, by family and kind, the operations the families the
+// policies cover make on the corpus's creates: where a family's patch of a
+// create is empty, the API server's object must gain none of them
+// (overDefaults).
+func (f *familyPatcher) learn(t testing.TB, corpus []*corpusCase) {
+	t.Helper()
+	f.learned = map[string][]map[string]any{}
+	for _, c := range corpus {
+		if c.request.Operation != "CREATE" || c.request.SubResource != "" {
+			continue
+		}
+		for family, ops := range f.familyOps(t, c) {
+			key := family + "|" + c.request.Kind.Kind
+			for _, op := range ops {
+				if f.covers(family) && op["op"] == "add" && !slices.ContainsFunc(f.learned[key], func(o map[string]any) bool { return fmt.Sprint(o) == fmt.Sprint(op) }) {
+					f.learned[key] = append(f.learned[key], op)
+				}
+			}
+		}
+	}
+}
+
+// split divides the engine's patch of a case among the families: the
+// operations of the families the policies cover, by family, and the
+// others. The parts must add up to the patch.
+func (f *familyPatcher) split(t testing.TB, c *corpusCase) (covered map[string][]map[string]any, others []map[string]any) {
+	t.Helper()
+	covered = map[string][]map[string]any{}
+	var parts []string
+	byFamily := f.familyOps(t, c)
+	for _, family := range slices.Sorted(maps.Keys(byFamily)) {
+		ops := byFamily[family]
 		for _, op := range ops {
 			raw, _ := json.Marshal(op)
 			parts = append(parts, string(raw))
@@ -183,11 +220,7 @@ func (f *familyPatcher) defaultsSet(answered *unstructured.Unstructured, covered
 	if answered == nil {
 		return []string{"the API server answered the create without its object (it exists already?); the defaults cannot be compared"}
 	}
-	var got any
-	raw, err := json.Marshal(answered.Object)
-	if err == nil {
-		err = json.Unmarshal(raw, &got)
-	}
+	got, err := plainJSON(answered.Object)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -216,6 +249,66 @@ func (f *familyPatcher) defaultsSet(answered *unstructured.Unstructured, covered
 		}
 	}
 	return problems
+}
+
+// overDefaults reports what the API server's object gained of the
+// operations a family makes on creates of the kind elsewhere in the corpus
+// (learn) where the engine's patch of that family is empty: a default a
+// policy sets that the engine does not. sent is the object created.
+func (f *familyPatcher) overDefaults(kind string, sent map[string]any, answered *unstructured.Unstructured, covered map[string][]map[string]any) []string {
+	if answered == nil {
+		return nil // defaultsSet says why
+	}
+	got, err := plainJSON(answered.Object)
+	var before any
+	if err == nil {
+		before, err = plainJSON(sent)
+	}
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for _, family := range slices.Sorted(maps.Keys(f.policies)) {
+		if len(covered[family]) > 0 {
+			continue
+		}
+		for _, op := range f.learned[family+"|"+kind] {
+			path, _ := op["path"].(string)
+			if kind == "Pod" && slices.Contains(priorityPluginFields, path) {
+				continue
+			}
+			want := op["value"]
+			if parent, ok := strings.CutSuffix(path, "/-"); ok {
+				path, want = parent, []any{want}
+			}
+			value, found := atPointer(got, path)
+			if !found || !holds(value, want) {
+				continue
+			}
+			if had, ok := atPointer(before, path); !ok || !holds(had, want) {
+				problems = append(problems, fmt.Sprintf("%s sets nothing on this %s; the API server's object gained %s = %v, which the family sets elsewhere", family, kind, path, value))
+			}
+		}
+	}
+	return problems
+}
+
+// priorityPluginFields are set on every Pod by the API server's Priority
+// plugin, from the class the pod names: the priority family's patch sets
+// them too, but their being there says nothing of a policy.
+var priorityPluginFields = []string{"/spec/priority", "/spec/preemptionPolicy"}
+
+// plainJSON is v through JSON: maps, lists, strings, float64s and booleans.
+func plainJSON(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // atPointer is the value at a JSON pointer (RFC 6901) of plain JSON data.

@@ -90,6 +90,7 @@ var (
 // exist) are counted apart.
 func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 	var vc *vapCluster
+	var corpus []*corpusCase
 	if cat == nil {
 		cat = catalog.MustEmbedded()
 	}
@@ -119,9 +120,13 @@ func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 			}
 			return ""
 		},
+		prepare: func(_ testing.TB, cases []*corpusCase) { corpus = cases },
 		load: func(t testing.TB, registryFile string) {
 			vc = cluster.get(t)
 			vc.install(t, registryFile, cat)
+			if vc.patcher.learned == nil {
+				vc.patcher.learn(t, corpus)
+			}
 		},
 		decide: func(t testing.TB, c *corpusCase) (verdict, []string) {
 			return vc.send(t, c, defaulted)
@@ -389,8 +394,11 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase, defaulted map[string]boo
 		}
 	}
 	v := got.verdict()
-	if len(covered) > 0 && err == nil {
-		problems = append(problems, vc.patcher.defaultsSet(answered, covered, defaulted)...)
+	if req.Operation == "CREATE" && req.SubResource == "" && err == nil {
+		if len(covered) > 0 {
+			problems = append(problems, vc.patcher.defaultsSet(answered, covered, defaulted)...)
+		}
+		problems = append(problems, vc.patcher.overDefaults(req.Kind.Kind, obj.Object, answered, covered)...)
 	}
 	// what the API server did in Warn mode, beside what the observers saw
 	slices.Sort(warnedRules)

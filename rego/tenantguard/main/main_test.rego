@@ -83,3 +83,25 @@ test_mutations_are_collected_across_families if {
 		{"op": "add", "path": "/spec/volumes/0/ephemeral/volumeClaimTemplate/spec/storageClassName", "value": "standard"},
 	]
 }
+
+test_a_replica_set_a_controller_owns_takes_no_default if {
+	registry := object.union(f.registry, {"tenants": {"oil": {
+		"runtimeClasses": {"allowed": ["gvisor"], "allowedRegex": "", "default": "gvisor"},
+		"nodePlacement": {"nodeSelector": {"pool": "oil"}, "tolerations": [], "allowNodeName": false},
+	}}})
+	catalog := object.union(f.catalog, {"routes": {"mutate": {"apps/ReplicaSet": ["nodes", "priority", "runtime", "storage"]}}})
+	spec := {"containers": [f.container({})], "volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}
+	owner := {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u", "controller": true}
+	replica_set := {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-5d8f"}, "spec": {"template": {"spec": spec}}}
+	inp := f.request_for("apps", "ReplicaSet", "replicasets", "CREATE", replica_set)
+	owned := f.request_for("apps", "ReplicaSet", "replicasets", "CREATE", json.patch(replica_set, [{"op": "add", "path": "/metadata/ownerReferences", "value": [owner]}]))
+
+	defaulted := main.mutations with input as inp with data.tenantguard.registry as registry with data.tenantguard.catalog as catalog
+	{m.path | some m in defaulted} == {
+		"/spec/template/spec/nodeSelector",
+		"/spec/template/spec/priorityClassName",
+		"/spec/template/spec/runtimeClassName",
+		"/spec/template/spec/volumes/0/ephemeral/volumeClaimTemplate/spec/storageClassName",
+	}
+	main.mutations == [] with input as owned with data.tenantguard.registry as registry with data.tenantguard.catalog as catalog
+}

@@ -47,6 +47,22 @@ carries_pod_spec if {
 }
 
 # METADATA
+# description: |
+#   The request writes a ReplicaSet that a controller owns (a Deployment, or
+#   another's such as Argo Rollouts), which takes none of the tenant's
+#   defaults. Its template is the owner's, copied by the controller, which
+#   finds the ReplicaSet again by comparing the two: a default set on the
+#   ReplicaSet alone (after an update dropped it from the Deployment, or on a
+#   Deployment older than the default) would make them differ, and the
+#   controller would create ReplicaSet after ReplicaSet. Its pods take the
+#   defaults when they are created.
+controlled_replica_set if {
+	tenancy.kind_key == "apps/ReplicaSet"
+	some owner in object.get(tenancy.new_object, ["metadata", "ownerReferences"], [])
+	owner.controller == true
+}
+
+# METADATA
 # description: The pod spec being written.
 spec := object.get(tenancy.new_object, path, {})
 

@@ -27,3 +27,19 @@ test_other_kinds_carry_no_pod_spec if {
 		not podspec.carries_pod_spec with input as _input(k[0], k[1])
 	}
 }
+
+_replica_set(owners) := {"request": {
+	"kind": {"group": "apps", "version": "v1", "kind": "ReplicaSet"},
+	"operation": "CREATE",
+	"object": {"metadata": {"name": "web-5d8f", "ownerReferences": owners}, "spec": {"template": {"spec": {}}}},
+}}
+
+test_a_replica_set_a_controller_owns_is_told_apart if {
+	deployment := {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u", "controller": true}
+	podspec.controlled_replica_set with input as _replica_set([deployment])
+	podspec.controlled_replica_set with input as _replica_set([{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web", "uid": "u", "controller": true}])
+	not podspec.controlled_replica_set with input as _replica_set([])
+	not podspec.controlled_replica_set with input as _replica_set([object.remove(deployment, ["controller"])])
+	not podspec.controlled_replica_set with input as _replica_set([object.union(deployment, {"controller": false})])
+	not podspec.controlled_replica_set with input as json.patch(_replica_set([deployment]), [{"op": "replace", "path": "/request/kind/kind", "value": "Deployment"}])
+}

@@ -70,7 +70,8 @@ violations contains {"id": "node-placement", "msg": msg} if {
 # METADATA
 # description: |
 #   JSON patch operations adding the tenant's nodeSelector keys and
-#   tolerations that a created pod or template lacks.
+#   tolerations that a created pod or template lacks, but for a ReplicaSet a
+#   controller owns (podspec.controlled_replica_set).
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/nodeSelector"]), "value": _selector} if {
 	_creates
 	count(_selector) > 0
@@ -100,6 +101,7 @@ mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/tolera
 _creates if {
 	_applies
 	input.request.operation == "CREATE"
+	not podspec.controlled_replica_set
 }
 
 _pod_tolerations := tolerations if {

@@ -45,6 +45,8 @@ violations contains {"id": "priority-class", "msg": msg} if {
 #   pod or template that names none. For a Pod, the class's priority value and
 #   preemption policy are set too when the cluster view knows the class, because
 #   the API server resolves them before webhooks run, and removed otherwise.
+#   A ReplicaSet a controller owns takes no default
+#   (podspec.controlled_replica_set).
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/priorityClassName"]), "value": _policy.default} if {
 	_needs_default
 }
@@ -70,6 +72,7 @@ mutations contains {"op": "remove", "path": concat("", [podspec.json_path, "/", 
 _needs_default if {
 	_applies
 	input.request.operation == "CREATE"
+	not podspec.controlled_replica_set
 	object.get(podspec.spec, "priorityClassName", "") == ""
 	_policy.default != ""
 }

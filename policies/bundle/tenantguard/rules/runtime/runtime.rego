@@ -65,10 +65,12 @@ _newly_classless if {
 #   The JSON patch operation setting the tenant default RuntimeClass on a
 #   created pod or template that names none. The API server's RuntimeClass
 #   admission plugin runs again after a webhook changes a pod, and adds the
-#   class's overhead and scheduling then.
+#   class's overhead and scheduling then. A ReplicaSet a controller owns
+#   takes no default (podspec.controlled_replica_set).
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/runtimeClassName"]), "value": _policy.default} if {
 	_applies
 	input.request.operation == "CREATE"
+	not podspec.controlled_replica_set
 	object.get(podspec.spec, "runtimeClassName", "") == ""
 	_policy.default != ""
 }

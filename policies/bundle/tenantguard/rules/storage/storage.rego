@@ -123,10 +123,14 @@ _unchanged(entry, class) if {
 }
 
 # METADATA
-# description: JSON patch operations setting the tenant default StorageClass on created claims that name none.
+# description: |
+#   JSON patch operations setting the tenant default StorageClass on created
+#   claims that name none, but in a ReplicaSet a controller owns
+#   (podspec.controlled_replica_set).
 mutations contains {"op": "add", "path": concat("", [entry.pointer, "/spec/storageClassName"]), "value": _policy.default} if {
 	_applies
 	input.request.operation == "CREATE"
+	not podspec.controlled_replica_set
 	_policy.default != ""
 	some entry in _claims
 	not _class(entry.claim)
