@@ -23,7 +23,14 @@ type auditOptions struct {
 	policy    policyFlag
 	evaluator string
 	managers  []string
+	failOn    string
 }
+
+// Values of audit --fail-on: which rows make the exit status 1.
+const (
+	failOnAny  = "any"
+	failOnDeny = "deny"
+)
 
 // auditReport is the output of `tenantguard audit -o json|yaml`.
 type auditReport struct {
@@ -65,14 +72,16 @@ deleted are not. Rules about changes rather than objects (METADATA audit:
 false: tenant-cordoned, namespace-deletion, managed-resource) are left out.
 
 One row per violation: namespace, kind, name, rule, mode (the enforcement in
-force) and message, sorted. Exit status: 0 no violation in deny mode, 1 some,
-2 bad input or usage.`,
+force) and message, sorted. Exit status: 1 when there is any row (with
+--fail-on deny: any row in deny mode; rows in warn or dryrun mode are what
+admission lets through), 0 when none, 2 bad input or usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (required)")
 	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "the existing cluster objects (repeatable; required)")
 	outputFlag(cmd, &o.output, "table", "table, json or yaml", "table", "json", "yaml")
+	cmd.Flags().StringVar(&o.failOn, "fail-on", failOnAny, "which violations make the exit status 1: any, or deny (those of rules in deny mode only)")
 	cmd.Flags().StringVar(&o.evaluator, "evaluator", engine.EvaluatorAuto, "how the rules run, as serve --evaluator: auto, plan or topdown")
 	cmd.Flags().StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, as serve --manager: its companions are audited as the first")
 	o.policy.register(cmd.Flags())
@@ -84,6 +93,9 @@ force) and message, sorted. Exit status: 0 no violation in deny mode, 1 some,
 func (o *auditOptions) run(cmd *cobra.Command) error {
 	if !slices.Contains([]string{"table", "json", "yaml"}, o.output) {
 		return usageErrorf("--output must be table, json or yaml, not %q", o.output)
+	}
+	if o.failOn != failOnAny && o.failOn != failOnDeny {
+		return usageErrorf("--fail-on must be %s or %s, not %q", failOnAny, failOnDeny, o.failOn)
 	}
 	if !slices.Contains(engine.Evaluators, o.evaluator) {
 		return usageErrorf("--evaluator must be one of %s, got %q", strings.Join(engine.Evaluators, ", "), o.evaluator)
@@ -137,7 +149,7 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	if err := writeAudit(cmd.OutOrStdout(), o.output, auditReport{Objects: audited, Violations: rows}); err != nil {
 		return err
 	}
-	if audit.Denied(rows) {
+	if o.failOn == failOnAny && len(rows) > 0 || audit.Denied(rows) {
 		return &ExitError{Code: ExitDenied}
 	}
 	return nil

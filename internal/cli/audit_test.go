@@ -56,19 +56,36 @@ func TestAuditPrintsTheGoldenRows(t *testing.T) {
 	}
 }
 
-func TestAuditExitsZeroWithoutADenyModeViolation(t *testing.T) {
+func TestAuditExitStatusFollowsFailOn(t *testing.T) {
 	reg := filepath.Join(fixtures.Dir(), "registry-enforcement.yaml")
 	objects := writeFile(t, "cluster.yaml", oilDevNamespace+"---"+edgePod)
-	r := run(t, "", "audit", "--registry", reg, "--objects", objects, "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d, want 0 (host-network is in warn mode); stdout %s stderr %s", r.code, r.stdout, r.stderr)
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"a row in warn mode is a violation: exit 1", nil, 1},
+		{"--fail-on any is the default", []string{"--fail-on", "any"}, 1},
+		{"--fail-on deny lets a row in warn mode pass", []string{"--fail-on", "deny"}, 0},
+		{"--fail-on takes any or deny only", []string{"--fail-on", "warn"}, 2},
 	}
-	var report auditReport
-	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
-		t.Fatal(err)
-	}
-	if report.Objects != 2 || len(report.Violations) != 1 || report.Violations[0].Rule != "host-network" || report.Violations[0].Mode != "warn" {
-		t.Fatalf("report %+v, want 2 objects and one host-network row in warn mode", report)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append([]string{"audit", "--registry", reg, "--objects", objects, "-o", "json"}, tt.args...)...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d (host-network is in warn mode); stdout %s stderr %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if tt.code == 2 {
+				return
+			}
+			var report auditReport
+			if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+				t.Fatal(err)
+			}
+			if report.Objects != 2 || len(report.Violations) != 1 || report.Violations[0].Rule != "host-network" || report.Violations[0].Mode != "warn" {
+				t.Fatalf("report %+v, want 2 objects and one host-network row in warn mode", report)
+			}
+		})
 	}
 }
 
