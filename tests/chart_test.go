@@ -228,7 +228,7 @@ func TestChartDeploymentIsSafeByDefault(t *testing.T) {
 		{"readiness on /readyz", c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet.Path == "/readyz"},
 		{"liveness on /healthz", c.LivenessProbe != nil && c.LivenessProbe.HTTPGet.Path == "/healthz"},
 		{"anti-affinity", pod.Affinity != nil && pod.Affinity.PodAntiAffinity != nil},
-		{"resource requests and a memory limit", c.Resources.Requests.Cpu() != nil && !c.Resources.Limits.Memory().IsZero()},
+		{"resource requests and a memory limit", !c.Resources.Requests.Cpu().IsZero() && !c.Resources.Requests.Memory().IsZero() && !c.Resources.Limits.Memory().IsZero()},
 		{"the service account's name as manager", slices.Contains(c.Args, "--manager=system:serviceaccount:tenantguard-system:tg-tenantguard")},
 		{"a shutdown delay", slices.Contains(c.Args, "--shutdown-delay=5s")},
 		{"a grace period longer than delay and drain", pod.TerminationGracePeriodSeconds != nil && *pod.TerminationGracePeriodSeconds >= 25},

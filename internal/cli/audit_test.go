@@ -158,6 +158,9 @@ metadata:
 func TestAuditTheDocumentedExampleIsTheOutput(t *testing.T) {
 	doc := mustRead(t, filepath.Join("..", "..", "docs", "cli.md"))
 	r := run(t, "", "audit", "--registry", filepath.Join(fixtures.Dir(), "registry.yaml"), "--objects", auditFixture("cluster.yaml"))
+	if r.code != 1 || !strings.Contains(r.stdout, " violations, ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and the rows of the fixtures' violations", r.code, r.stdout, r.stderr)
+	}
 	if !strings.Contains(doc, r.stdout) {
 		t.Errorf("docs/cli.md lacks the audit's output:\n%s", r.stdout)
 	}

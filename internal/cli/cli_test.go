@@ -146,8 +146,9 @@ func TestReviewTextOutputIsForPeople(t *testing.T) {
 	if r.code != 1 || r.stdout != want {
 		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", r.code, r.stdout, want)
 	}
-	if r := run(t, "", "review", "-o", "yaml", "--registry", examples("registry.yaml"), "-"); r.code != 2 {
-		t.Errorf("an unknown output format must exit 2, got %d", r.code)
+	r = run(t, "", "review", "-o", "yaml", "--registry", examples("registry.yaml"), "--objects", examples("cluster.yaml"), examples("requests/namespace-stranger.yaml"))
+	if r.code != 2 || !strings.Contains(r.stderr, "yaml") {
+		t.Errorf("an unknown output format must exit 2 and name it, got %d, stderr %q", r.code, r.stderr)
 	}
 }
 

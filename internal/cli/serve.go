@@ -108,7 +108,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.rotation.Validity.CA, "tls-ca-validity", certrotate.DefaultCAValidity, "lifetime of the built-in rotation's CA; a successor joins the bundle with a third left and signs with a sixth left")
 	f.DurationVar(&o.rotation.Validity.Cert, "tls-cert-validity", certrotate.DefaultCertValidity, "lifetime of the built-in rotation's serving certificate, renewed with a third left")
 	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG, else in-cluster configuration, else ~/.kube/config when empty")
 	f.StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap (key "+registry.DataKey+")")
 	f.StringVar(&o.memoryLimit, "memory-limit", memlimit.Auto, "soft memory limit of the Go runtime: auto (90% of the container's cgroup limit, leaving at least 32 MiB or half, unless GOMEMLIMIT is set), 0 (none) or a size such as 144Mi")
 	f.IntVar(&o.gcPercent, "gc-percent", memlimit.DefaultGCPercent, "the garbage collector's target, as GOGC: how far, in percent of the live heap, the heap grows between collections (-1: off, only with a memory limit). GOGC wins when this flag is not given")
@@ -331,10 +331,11 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 	return watcher, nil
 }
 
-// kubeConfig is the client configuration: the file given, else the
-// in-cluster service account, else $KUBECONFIG and ~/.kube/config.
+// kubeConfig is the client configuration, in controller-runtime's order:
+// the file given, else $KUBECONFIG, else the in-cluster service account,
+// else ~/.kube/config.
 func kubeConfig(file string) (*rest.Config, error) {
-	if file == "" {
+	if file == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
 			return cfg, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -66,7 +67,7 @@ objects are listed from the API server, page by page.`,
 	}
 	cmd.Flags().StringVar(&o.registry, "registry", "", "tenant registry: ConfigMap manifest or TenantRegistry document (with --objects)")
 	cmd.Flags().StringArrayVar(&o.objects, "objects", nil, "the cluster's objects (repeatable; with --registry)")
-	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster to read; $KUBECONFIG or in-cluster configuration when empty")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster to read; $KUBECONFIG, else in-cluster configuration, else ~/.kube/config when empty")
 	cmd.Flags().StringVar(&o.registryConfigMap, "registry-configmap", "tenantguard-system/tenantguard-registry", "NAMESPACE/NAME of the tenant registry ConfigMap in the cluster")
 	outputFlag(cmd, &o.output, "table", "table, json or yaml", "table", "json", "yaml")
 	o.policy.register(cmd.Flags())
@@ -238,8 +239,11 @@ func listResource(ctx context.Context, client kubernetes.Interface, meta metadat
 		})
 	}
 	gvr, err := mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
+	if apimeta.IsNoMatchError(err) {
 		return nil // not served: nothing to count
+	}
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", gr, err)
 	}
 	return pages(ctx, func(opts metav1.ListOptions) (string, error) {
 		list, err := meta.Resource(gvr).List(ctx, opts)

@@ -42,13 +42,17 @@ func TestStatusShowsEveryTenantWideLimitWithItsUse(t *testing.T) {
 }
 
 func TestStatusRefusesHalfAnOfflineCluster(t *testing.T) {
-	for _, args := range [][]string{
-		{"status", "--registry", "r.yaml"},
-		{"status", "--objects", "c.yaml"},
-		{"status", "--registry", "r.yaml", "--objects", "c.yaml", "--kubeconfig", "k"},
+	reg, objects := examples("registry.yaml"), examples("cluster.yaml")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--registry", reg}, "--registry and --objects go together"},
+		{[]string{"status", "--objects", objects}, "--registry and --objects go together"},
+		{[]string{"status", "--registry", reg, "--objects", objects, "--kubeconfig", "k"}, "not both"},
 	} {
-		if r := run(t, "", args...); r.code != 2 {
-			t.Errorf("%v: exit %d, want 2 (usage)", args, r.code)
+		if r := run(t, "", tt.args...); r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 (usage) and %q", tt.args, r.code, r.stderr, tt.want)
 		}
 	}
 }

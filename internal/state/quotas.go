@@ -3,8 +3,7 @@ package state
 import (
 	"maps"
 	"slices"
-
-	"k8s.io/apimachinery/pkg/api/resource"
+	"strconv"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
@@ -35,7 +34,7 @@ func (l Limit) Text(n int64) string {
 	if l.Sum {
 		return usage.Format(l.Resource, n)
 	}
-	return resource.NewQuantity(n, resource.DecimalSI).String()
+	return strconv.FormatInt(n, 10) // a count: 1000, never 1k
 }
 
 // Limits reports every tenant-wide limit of reg with view's use of it, in

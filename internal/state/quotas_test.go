@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/metrics"
+	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
@@ -67,5 +68,25 @@ func TestQuotasReportTheViewAgainstTheRegistry(t *testing.T) {
 		if got, ok := gauges[name]; !ok || got != want {
 			t.Errorf("%s = %v (reported: %v), want %v", name, got, ok, want)
 		}
+	}
+}
+
+func TestLimitTextWritesCountsAsPeopleWriteThem(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit state.Limit
+		n     int64
+		want  string
+	}{
+		{"a count of a thousand is 1000, not 1k", state.Limit{Resource: "pods"}, 1000, "1000"},
+		{"a count of twelve is 12", state.Limit{Resource: "count/deployments.apps"}, 12, "12"},
+		{"a CPU sum is in cores or thousandths", state.Limit{Resource: "requests.cpu", Sum: true}, 1500, "1500m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.limit.Text(tt.n); got != tt.want {
+				t.Errorf("Text(%d) = %q, want %q", tt.n, got, tt.want)
+			}
+		})
 	}
 }
