@@ -135,6 +135,9 @@ func TestTenantLifecycle(t *testing.T) {
 
 	t.Run("an invalid registry is refused and the last good one stays in force", func(t *testing.T) {
 		updateRegistry(t, func(doc string) string {
+			// with room for 20 pods again: were it put in force, the pod
+			// below would be admitted
+			doc = strings.Replace(doc, "pods: 2\n", "pods: 20\n", 1)
 			return strings.Replace(doc, "namespaceQuota: 3", "namespaceQuota: 3\n    namespaceQuotas: 9", 1)
 		})
 		eventually(t, "a RegistryRefused event on the ConfigMap", func(ctx context.Context) error {
@@ -152,7 +155,8 @@ func TestTenantLifecycle(t *testing.T) {
 		if got := metric(t, `tenantguard_reload_last_failed{source="registry"}`); !strings.HasSuffix(got, " 1") {
 			t.Fatalf("reload failure metric = %q, want 1", got)
 		}
-		// The pod limit of the last good registry (2) still holds.
+		// The pod limit of the last good registry (2) still holds, not the
+		// refused one's (20).
 		_, err := alice.CoreV1().Pods("oil-prod").Create(t.Context(), pod("extra"), metav1.CreateOptions{})
 		wantDenied(t, err, "tenant-quota")
 	})
@@ -161,7 +165,7 @@ func TestTenantLifecycle(t *testing.T) {
 		// deploy/rbac does not let tenantguard list secrets.
 		updateRegistry(t, func(doc string) string {
 			doc = strings.Replace(doc, "\n    namespaceQuotas: 9", "", 1) // valid again
-			return strings.Replace(doc, "pods: 2\n", "pods: 2\n      count/secrets: 5\n", 1)
+			return strings.Replace(doc, "pods: 20\n", "pods: 20\n      count/secrets: 5\n", 1)
 		})
 		eventually(t, "a RegistryRefused event naming the counted resources", func(ctx context.Context) error {
 			events, err := cluster.Client.CoreV1().Events(live.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=RegistryRefused"})
@@ -179,7 +183,7 @@ func TestTenantLifecycle(t *testing.T) {
 			t.Fatalf("not ready after a refused registry: %v", err)
 		}
 		_, err := alice.CoreV1().Pods("oil-prod").Create(t.Context(), pod("extra"), metav1.CreateOptions{})
-		wantDenied(t, err, "tenant-quota") // the registry with pods: 2 is still in force
+		wantDenied(t, err, "tenant-quota") // the registry with pods: 2 is still in force, not the refused one's 20
 	})
 
 	t.Run("only owners delete their namespaces, and only administrators those of a tenant protecting them", func(t *testing.T) {
