@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,5 +43,23 @@ func TestAnAuditReplacesTheViolationsOfTheLastOne(t *testing.T) {
 	}
 	if !maps.Equal(audit, want) {
 		t.Errorf("audit gauges %v, want %v", audit, want)
+	}
+}
+
+func TestAReplicaThatHasNotAuditedExportsNoAuditGauges(t *testing.T) {
+	m := New()
+	m.AuditFailed()
+	families, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "tenantguard_audit") {
+			names = append(names, f.GetName())
+		}
+	}
+	if !slices.Equal(names, []string{"tenantguard_audit_failures_total"}) {
+		t.Errorf("audit families %v before any audit, want only the failures counter (a last run at 0 would read as an audit in 1970)", names)
 	}
 }
