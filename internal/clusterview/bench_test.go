@@ -54,3 +54,26 @@ func liveHeap() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// BenchmarkWildcardOverManyHosts asks who holds what a wildcard covers
+// when 10,000 Ingresses of other namespaces serve a host each under it (a
+// cluster's shared apps domain): one pass over the index, and the holders
+// listed once each.
+func BenchmarkWildcardOverManyHosts(b *testing.B) {
+	v := clusterview.New(registry.DefaultTenantLabel)
+	const n = 10000
+	for i := range n {
+		ns := fmt.Sprintf("t%d-web", i)
+		v.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{registry.DefaultTenantLabel: fmt.Sprintf("t%d", i)}})
+		ing := clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Resource: "ingresses", Namespace: ns, Name: "web",
+			Hosts: []string{fmt.Sprintf("shop%d.apps.example.com", i), fmt.Sprintf("api%d.apps.example.com", i)}}
+		v.UpdateHosts(nil, &ing)
+	}
+	self := clusterview.Holder{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "t0-edge", Name: "all"}
+	for b.Loop() {
+		found := v.HostHolders(self, []string{"*.apps.example.com"})
+		if len(found["*.apps.example.com"]) != n {
+			b.Fatalf("%d holders, want %d", len(found["*.apps.example.com"]), n)
+		}
+	}
+}

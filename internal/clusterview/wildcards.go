@@ -36,11 +36,12 @@ func covers(w string, anyDepth bool, e string) bool {
 // wildcardsOver appends the holders, other than self, of the wildcards that
 // cover the exact host e; the caller holds x.mu.
 func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
+	listed := newMatches(into)
 	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
 		w := "*" + e[i:]
 		for _, h := range x.holders(w, self) {
 			if covers(w, h.anyDepth(), e) {
-				into = appendMatch(into, h, w)
+				listed.add(h, w)
 			}
 		}
 		next := strings.IndexByte(e[i+1:], '.')
@@ -49,7 +50,7 @@ func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
 		}
 		i += next + 1
 	}
-	return into
+	return listed.list
 }
 
 // hostsUnder appends the holders, other than self, of the exact hosts the
@@ -57,10 +58,11 @@ func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
 // requests for wildcard hosts make; the caller holds x.mu.
 func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
 	anyDepth := self.anyDepth()
+	listed := newMatches(into)
 	under := func(e string) {
 		if !Wildcard(e) && covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
-				into = appendMatch(into, h, e)
+				listed.add(h, e)
 			}
 		}
 	}
@@ -72,20 +74,33 @@ func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
 			under(e)
 		}
 	}
-	return into
+	return listed.list
 }
 
-// appendMatch appends h, found via host, unless it is listed already; a
-// holder found via several hosts is listed via the first in order, so that
-// denials do not depend on the index's order.
-func appendMatch(into []match, h holder, via string) []match {
-	for i, m := range into {
-		if m.holder == h {
-			if m.via != "" && via < m.via {
-				into[i].via = via
-			}
-			return into
-		}
+// matches lists holders once each, found in any order: a holder found via
+// several hosts is listed via the least, so that denials do not depend on
+// the index's order. A wildcard over a shared domain finds 10,000s.
+type matches struct {
+	list []match
+	at   map[holder]int
+}
+
+func newMatches(list []match) *matches {
+	m := &matches{list: list, at: make(map[holder]int, len(list))}
+	for i, l := range list {
+		m.at[l.holder] = i
 	}
-	return append(into, match{h, via})
+	return m
+}
+
+// add lists h, found via host.
+func (m *matches) add(h holder, via string) {
+	if i, ok := m.at[h]; ok {
+		if m.list[i].via != "" && via < m.list[i].via {
+			m.list[i].via = via
+		}
+		return
+	}
+	m.at[h] = len(m.list)
+	m.list = append(m.list, match{h, via})
 }
