@@ -54,7 +54,7 @@ webhook could not be called.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster configuration or $KUBECONFIG when empty")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; $KUBECONFIG, else in-cluster configuration, else ~/.kube/config when empty")
 	f.StringVar(&name, "namespace", "tenantguard-webhook-check", "name of the namespace, and of the tenant its label claims")
 	f.StringVar(&label, "tenant-label", registry.DefaultTenantLabel, "the registry's settings.tenantLabel")
 	return cmd

@@ -83,9 +83,9 @@ diff "$work/current.yaml" "$work/proposed.yaml" || true
 
 say "$TENANTGUARD audit --registry current.yaml --objects <(kubectl get $KINDS -A -o yaml)"
 "$TENANTGUARD" audit --registry "$work/current.yaml" --objects <(kubectl get "$KINDS" -A -o yaml)
-say "$TENANTGUARD audit --registry proposed.yaml --objects <(kubectl get $KINDS -A -o yaml)"
+say "$TENANTGUARD audit --registry proposed.yaml --objects <(kubectl get $KINDS -A -o yaml) --fail-on deny"
 status=0
-"$TENANTGUARD" audit --registry "$work/proposed.yaml" --objects <(kubectl get "$KINDS" -A -o yaml) || status=$?
+"$TENANTGUARD" audit --registry "$work/proposed.yaml" --objects <(kubectl get "$KINDS" -A -o yaml) --fail-on deny || status=$?
 echo "(exit $status: 1 means the proposed registry would refuse what runs)"
 
 put_registry proposed.yaml

@@ -2,7 +2,8 @@
 # title: Node placement
 # description: |
 #   node-placement: a tenant's pods run on its own nodes. The mutating webhook
-#   merges nodePlacement.nodeSelector into every pod spec created and adds
+#   merges nodePlacement.nodeSelector into every pod spec created (not that
+#   of a ReplicaSet a controller owns: its pods get it) and adds
 #   nodePlacement.tolerations; a pod spec that names another value for one of
 #   those keys, or sets spec.nodeName (which skips the scheduler) without
 #   nodePlacement.allowNodeName, is refused. Pods are judged on CREATE (their

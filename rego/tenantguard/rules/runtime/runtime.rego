@@ -3,8 +3,9 @@
 # description: |
 #   runtime-class: pods of a tenant may only name the RuntimeClasses it allows
 #   (a sandboxed runtime for untrusted tenants, say), in Pods and in every pod
-#   template; a pod or template created without one gets the tenant default,
-#   and is refused when the tenant has none.
+#   template; a pod or template created without one gets the tenant default
+#   (not a ReplicaSet a controller owns: its pods get it), and is refused when
+#   the tenant has none.
 #   Tenants without a runtimeClasses entry are unrestricted.
 # custom:
 #   reads: [registry.tenants.runtimeClasses]

@@ -6,7 +6,8 @@
 #   StatefulSet volumeClaimTemplates, and generic ephemeral volumes of any pod
 #   spec. The class is read as the API server reads it: the legacy annotation
 #   first, then spec.storageClassName; "" (no class) is a name like any other.
-#   A claim created without a class gets the tenant default; for a tenant
+#   A claim created without a class gets the tenant default (not one in a
+#   ReplicaSet a controller owns: its pods' claims get it); for a tenant
 #   with no default such a claim is refused (created, or made classless or
 #   added by an update), since it would bind to a volume
 #   without a class or, later, take the cluster default whatever it is.

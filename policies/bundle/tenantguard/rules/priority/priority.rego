@@ -3,7 +3,8 @@
 # description: |
 #   priority-class: pods of a tenant may only name the PriorityClasses it allows,
 #   in Pods and in every pod template; a pod or template created without one gets
-#   the tenant default. Tenants without a priorityClasses entry are unrestricted.
+#   the tenant default (not a ReplicaSet a controller owns: its pods get it).
+#   Tenants without a priorityClasses entry are unrestricted.
 # custom:
 #   reads: [registry.tenants.priorityClasses]
 #   kinds: [pod-carriers]
