@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -198,7 +200,11 @@ func listInto(ctx context.Context, cfg *rest.Config, client kubernetes.Interface
 	if err != nil {
 		return fmt.Errorf("listing namespaces: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	cached := memory.NewMemCacheClient(client.Discovery())
+	if err := discoveredGroups(cached, reg.QuotaResources()); err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	meta, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -206,6 +212,26 @@ func listInto(ctx context.Context, cfg *rest.Config, client kubernetes.Interface
 	for _, gr := range reg.QuotaResources() {
 		if err := listResource(ctx, client, meta, mapper, gr, view); err != nil {
 			return fmt.Errorf("listing %s: %w", gr, err)
+		}
+	}
+	return nil
+}
+
+// discoveredGroups fails when the API server could not say what a group of
+// the counted resources serves (an aggregated API whose server is down):
+// the RESTMapper would leave the group out, and its objects would read as
+// none, where the tenant may be at its limit.
+func discoveredGroups(dc discovery.DiscoveryInterface, counted []schema.GroupResource) error {
+	_, _, err := dc.ServerGroupsAndResources()
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if !errors.As(err, &failed) {
+		return err
+	}
+	for gv, why := range failed.Groups {
+		for _, gr := range counted {
+			if gr.Group == gv.Group {
+				return fmt.Errorf("the API server could not list what %s serves, so %s cannot be counted: %w", gv, gr, why)
+			}
 		}
 	}
 	return nil

@@ -13,6 +13,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tenantguard/tenantguard/internal/cli"
@@ -259,6 +262,49 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		}
 		if len(want) > 0 {
 			t.Errorf("no rows for capped's %v in %s", want, out.String())
+		}
+	})
+
+	t.Run("tenantguard status fails on a counted resource whose group's discovery fails, rather than count 0", func(t *testing.T) {
+		// an aggregated API whose server is not there: the API server lists
+		// its group and answers 503 for its resources
+		apiServices := dynamic.NewForConfigOrDie(c.Admin).Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+		broken := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": "v1.broken.example.com"},
+			"spec": map[string]any{
+				"group": "broken.example.com", "version": "v1", "groupPriorityMinimum": int64(100), "versionPriority": int64(10),
+				"insecureSkipTLSVerify": true, "service": map[string]any{"namespace": "default", "name": "nowhere", "port": int64(443)},
+			},
+		}}
+		if _, err := apiServices.Create(ctx, broken, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = apiServices.Delete(context.WithoutCancel(ctx), "v1.broken.example.com", metav1.DeleteOptions{})
+		})
+		eventually(t, "the API server failing the group's discovery", func(context.Context) error {
+			_, _, err := c.Client.Discovery().ServerGroupsAndResources()
+			if err == nil || !strings.Contains(err.Error(), "broken.example.com") {
+				return fmt.Errorf("discovery: %w", err)
+			}
+			return nil
+		})
+		doc := registryDoc(t, c)
+		t.Cleanup(func() { setRegistryDoc(t, c, doc) })
+		const capped = "  - name: capped\n    owners: [{kind: User, name: capper}]\n"
+		if !strings.Contains(doc, capped) {
+			t.Fatalf("no tenant capped in the registry:\n%s", doc)
+		}
+		setRegistryDoc(t, c, strings.Replace(doc, capped, capped+"    quotas: {count/widgets.broken.example.com: 5}\n", 1))
+		kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+		if err := c.WriteKubeconfig(kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := cli.RunContext(ctx, []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, strings.NewReader(""), &out, &errOut)
+		if code == 0 || !strings.Contains(errOut.String(), "broken.example.com") {
+			t.Fatalf("tenantguard status: exit %d, stdout %s, stderr %q; want a failure naming the group whose discovery failed", code, out.String(), errOut.String())
 		}
 	})
 }
