@@ -87,7 +87,7 @@ func (o *Options) everyKind(workloads []catalog.Route) []admissionregistrationv1
 	if len(ops) == 0 {
 		return nil
 	}
-	none := admissionregistrationv1.SideEffectClassNone
+	none := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	ignore := admissionregistrationv1.Ignore
 	scope := admissionregistrationv1.NamespacedScope
 	operations := make([]admissionregistrationv1.OperationType, len(ops))

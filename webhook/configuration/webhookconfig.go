@@ -157,7 +157,7 @@ func (o *Options) routes(mutating bool) (namespaces, workloads []catalog.Route) 
 // judge every kind, the catch-all webhook (everyKind).
 func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	o.defaults()
-	none := admissionregistrationv1.SideEffectClassNone
+	none := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	var hooks []admissionregistrationv1.ValidatingWebhook
 	add := func(name string, tenantOnly bool, routes []catalog.Route) {
 		for _, v := range o.variants() {
@@ -184,7 +184,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 // and StorageClass of pods and claims in tenant namespaces).
 func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 	o.defaults()
-	none := admissionregistrationv1.SideEffectClassNone
+	none := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	var hooks []admissionregistrationv1.MutatingWebhook
 	add := func(name string, tenantOnly bool, routes []catalog.Route) {
