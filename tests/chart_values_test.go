@@ -473,30 +473,3 @@ func TestChartCIValuesLint(t *testing.T) {
 		})
 	}
 }
-
-// TestChartWebhooksSayWhatADryRunDoes: every webhook is sent server-side dry
-// runs, and declares the side effect an admitted request has (its place
-// held in its tenant's counts; in strict mode, written to ledger ConfigMaps)
-// and that a dry run has none.
-func TestChartWebhooksSayWhatADryRunDoes(t *testing.T) {
-	docs := render(t)
-	var v admissionregistrationv1.ValidatingWebhookConfiguration
-	decode(t, docs["ValidatingWebhookConfiguration/tg-tenantguard"], &v)
-	var m admissionregistrationv1.MutatingWebhookConfiguration
-	decode(t, docs["MutatingWebhookConfiguration/tg-tenantguard"], &m)
-	effects := map[string]admissionregistrationv1.SideEffectClass{}
-	for _, w := range v.Webhooks {
-		effects["validating "+w.Name] = *w.SideEffects
-	}
-	for _, w := range m.Webhooks {
-		effects["mutating "+w.Name] = *w.SideEffects
-	}
-	if len(effects) != 9 {
-		t.Fatalf("%d webhooks, want 9: %v", len(effects), effects)
-	}
-	for name, e := range effects {
-		if e != admissionregistrationv1.SideEffectClassNoneOnDryRun {
-			t.Errorf("%s: sideEffects %s, want NoneOnDryRun", name, e)
-		}
-	}
-}

@@ -39,6 +39,8 @@ type familyPatcher struct {
 	// learned are the operations of the families the policies cover on the
 	// corpus's creates, by family and kind (learn).
 	learned map[string][]map[string]any
+	// ops are familyOps' answers, by case.
+	ops map[*corpusCase]map[string][]map[string]any
 }
 
 // mutationsLoop is where the library's entrypoint takes each family's
@@ -89,9 +91,13 @@ func (f *familyPatcher) covers(family string) bool {
 	})
 }
 
-// familyOps is the engine's patch of a case, family by family.
+// familyOps is the engine's patch of a case, family by family, worked out
+// once (learn, then split).
 func (f *familyPatcher) familyOps(t testing.TB, c *corpusCase) map[string][]map[string]any {
 	t.Helper()
+	if ops, ok := f.ops[c]; ok {
+		return ops
+	}
 	req, err := admission.Decode(c.original)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +127,10 @@ func (f *familyPatcher) familyOps(t testing.TB, c *corpusCase) map[string][]map[
 		}
 		byFamily[family] = ops
 	}
+	if f.ops == nil {
+		f.ops = map[*corpusCase]map[string][]map[string]any{}
+	}
+	f.ops[c] = byFamily
 	return byFamily
 }
 
@@ -216,14 +226,11 @@ func createBody(t testing.TB, c *corpusCase, others []map[string]any) []byte {
 // (in an object value, with its keys: the API server adds labels of its
 // own), every field it removes absent. The rules of a family that agrees,
 // those with CEL mutations, count as defaulted.
-func (f *familyPatcher) defaultsSet(answered *unstructured.Unstructured, covered map[string][]map[string]any, defaulted map[string]bool) []string {
+func (f *familyPatcher) defaultsSet(t testing.TB, answered *unstructured.Unstructured, covered map[string][]map[string]any, defaulted map[string]bool) []string {
 	if answered == nil {
 		return []string{"the API server answered the create without its object (it exists already?); the defaults cannot be compared"}
 	}
-	got, err := plainJSON(answered.Object)
-	if err != nil {
-		return []string{err.Error()}
-	}
+	got := roundTrip(t, answered.Object)
 	var problems []string
 	for family, ops := range covered {
 		before := len(problems)
@@ -255,18 +262,11 @@ func (f *familyPatcher) defaultsSet(answered *unstructured.Unstructured, covered
 // operations a family makes on creates of the kind elsewhere in the corpus
 // (learn) where the engine's patch of that family is empty: a default a
 // policy sets that the engine does not. sent is the object created.
-func (f *familyPatcher) overDefaults(kind string, sent map[string]any, answered *unstructured.Unstructured, covered map[string][]map[string]any) []string {
+func (f *familyPatcher) overDefaults(t testing.TB, kind string, sent map[string]any, answered *unstructured.Unstructured, covered map[string][]map[string]any) []string {
 	if answered == nil {
 		return nil // defaultsSet says why
 	}
-	got, err := plainJSON(answered.Object)
-	var before any
-	if err == nil {
-		before, err = plainJSON(sent)
-	}
-	if err != nil {
-		return []string{err.Error()}
-	}
+	got, before := roundTrip(t, answered.Object), roundTrip(t, sent)
 	var problems []string
 	for _, family := range slices.Sorted(maps.Keys(f.policies)) {
 		if len(covered[family]) > 0 {
@@ -297,19 +297,6 @@ func (f *familyPatcher) overDefaults(kind string, sent map[string]any, answered 
 // plugin, from the class the pod names: the priority family's patch sets
 // them too, but their being there says nothing of a policy.
 var priorityPluginFields = []string{"/spec/priority", "/spec/preemptionPolicy"}
-
-// plainJSON is v through JSON: maps, lists, strings, float64s and booleans.
-func plainJSON(v any) (any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
 
 // atPointer is the value at a JSON pointer (RFC 6901) of plain JSON data.
 func atPointer(doc any, pointer string) (any, bool) {

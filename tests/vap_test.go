@@ -396,9 +396,9 @@ func (vc *vapCluster) send(t testing.TB, c *corpusCase, defaulted map[string]boo
 	v := got.verdict()
 	if req.Operation == "CREATE" && req.SubResource == "" && err == nil {
 		if len(covered) > 0 {
-			problems = append(problems, vc.patcher.defaultsSet(answered, covered, defaulted)...)
+			problems = append(problems, vc.patcher.defaultsSet(t, answered, covered, defaulted)...)
 		}
-		problems = append(problems, vc.patcher.overDefaults(req.Kind.Kind, obj.Object, answered, covered)...)
+		problems = append(problems, vc.patcher.overDefaults(t, req.Kind.Kind, obj.Object, answered, covered)...)
 	}
 	// what the API server did in Warn mode, beside what the observers saw
 	slices.Sort(warnedRules)

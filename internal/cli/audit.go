@@ -149,7 +149,11 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	if err := writeAudit(cmd.OutOrStdout(), o.output, auditReport{Objects: audited, Violations: rows}); err != nil {
 		return err
 	}
-	if o.failOn == failOnAny && len(rows) > 0 || audit.Denied(rows) {
+	failed := len(rows) > 0
+	if o.failOn == failOnDeny {
+		failed = audit.Denied(rows)
+	}
+	if failed {
 		return &ExitError{Code: ExitDenied}
 	}
 	return nil

@@ -115,23 +115,22 @@ func TestAuditRefusesBadInputWithExitTwo(t *testing.T) {
 
 func TestAuditNeedsTheNamespacesOfItsObjects(t *testing.T) {
 	reg := filepath.Join(fixtures.Dir(), "registry.yaml")
-	pod, namespace := edgePod, oilDevNamespace
 	t.Run("objects without any Namespace are refused, not passed as clean", func(t *testing.T) {
-		r := run(t, "", "audit", "--registry", reg, "--objects", writeFile(t, "pods.yaml", pod))
+		r := run(t, "", "audit", "--registry", reg, "--objects", writeFile(t, "pods.yaml", edgePod))
 		if r.code != 2 || !strings.Contains(r.stderr, "--objects holds no Namespace, so the tenant of its 1 namespaced objects is unknown") {
 			t.Fatalf("exit %d, stderr %q; want 2 and the missing namespaces", r.code, r.stderr)
 		}
 	})
 	t.Run("objects in a namespace not given are named in a warning", func(t *testing.T) {
-		other := strings.ReplaceAll(pod, "oil-dev", "gas-prod")
-		r := run(t, "", "audit", "--registry", reg, "--objects", writeFile(t, "cluster.yaml", namespace+"---"+pod+"---"+other))
+		other := strings.ReplaceAll(edgePod, "oil-dev", "gas-prod")
+		r := run(t, "", "audit", "--registry", reg, "--objects", writeFile(t, "cluster.yaml", oilDevNamespace+"---"+edgePod+"---"+other))
 		if r.code != 1 || !strings.Contains(r.stderr, `1 object in namespaces --objects does not hold (gas-prod) not audited`) || !strings.Contains(r.stdout, "host-network") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 1, the oil-dev pod's row and a warning naming gas-prod", r.code, r.stdout, r.stderr)
 		}
 	})
 	t.Run("objects piped on stdin are read whole, however large", func(t *testing.T) {
 		big := "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: oil-dev}\ndata: {blob: " + strings.Repeat("x", 17<<20) + "}\n---"
-		r := run(t, namespace+big+pod, "audit", "--registry", reg, "--objects", "-", "-o", "json")
+		r := run(t, oilDevNamespace+big+edgePod, "audit", "--registry", reg, "--objects", "-", "-o", "json")
 		var report auditReport
 		if err := json.Unmarshal([]byte(r.stdout), &report); err != nil || r.code != 1 || len(report.Violations) != 1 || report.Violations[0].Name != "edge" {
 			t.Fatalf("exit %d, rows %+v (%v), stderr %.300s; want 1 and the row of the pod after 17 MiB", r.code, report.Violations, err, r.stderr)

@@ -222,16 +222,16 @@ func toHolder(h Holder) (holder, bool) {
 func (x *hostIndex) lookup(self holder, hosts []string) map[string][]match {
 	var found map[string][]match
 	for _, host := range hosts {
-		var ms []match
+		var listed matches
 		for _, h := range x.holders(host, self) {
-			ms = append(ms, match{holder: h})
+			listed.add(h, "")
 		}
 		if Wildcard(host) {
-			ms = x.hostsUnder(host, self, ms)
+			x.hostsUnder(host, self, &listed)
 		} else {
-			ms = x.wildcardsOver(host, self, ms)
+			x.wildcardsOver(host, self, &listed)
 		}
-		if len(ms) > 0 {
+		if ms := listed.list; len(ms) > 0 {
 			if found == nil {
 				found = make(map[string][]match, len(hosts))
 			}

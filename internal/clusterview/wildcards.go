@@ -1,6 +1,9 @@
 package clusterview
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Wildcard hosts collide with the names under them: an exact host taken
 // under another object's wildcard would take that name's traffic, as
@@ -35,8 +38,7 @@ func covers(w string, anyDepth bool, e string) bool {
 
 // wildcardsOver appends the holders, other than self, of the wildcards that
 // cover the exact host e; the caller holds x.mu.
-func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
-	listed := newMatches(into)
+func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
 		w := "*" + e[i:]
 		for _, h := range x.holders(w, self) {
@@ -50,15 +52,13 @@ func (x *hostIndex) wildcardsOver(e string, self holder, into []match) []match {
 		}
 		i += next + 1
 	}
-	return listed.list
 }
 
 // hostsUnder appends the holders, other than self, of the exact hosts the
 // wildcard w asked about by self covers: a pass over every host, which only
 // requests for wildcard hosts make; the caller holds x.mu.
-func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
+func (x *hostIndex) hostsUnder(w string, self holder, listed *matches) {
 	anyDepth := self.anyDepth()
-	listed := newMatches(into)
 	under := func(e string) {
 		if !Wildcard(e) && covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
@@ -74,33 +74,47 @@ func (x *hostIndex) hostsUnder(w string, self holder, into []match) []match {
 			under(e)
 		}
 	}
-	return listed.list
 }
 
 // matches lists holders once each, found in any order: a holder found via
 // several hosts is listed via the least, so that denials do not depend on
-// the index's order. A wildcard over a shared domain finds 10,000s.
+// the index's order. A few are looked up in the list; a wildcard over a
+// shared domain finds 10,000s, which an index keeps from taking a scan each.
 type matches struct {
 	list []match
 	at   map[holder]int
 }
 
-func newMatches(list []match) *matches {
-	m := &matches{list: list, at: make(map[holder]int, len(list))}
-	for i, l := range list {
-		m.at[l.holder] = i
-	}
-	return m
-}
+// indexFrom is how many holders make matches index them.
+const indexFrom = 16
 
-// add lists h, found via host.
+// add lists h, found via host ("" for the host asked about).
 func (m *matches) add(h holder, via string) {
-	if i, ok := m.at[h]; ok {
+	i, ok := m.find(h)
+	if ok {
 		if m.list[i].via != "" && via < m.list[i].via {
 			m.list[i].via = via
 		}
 		return
 	}
-	m.at[h] = len(m.list)
 	m.list = append(m.list, match{h, via})
+	switch {
+	case m.at != nil:
+		m.at[h] = len(m.list) - 1
+	case len(m.list) == indexFrom:
+		m.at = make(map[holder]int, 2*indexFrom)
+		for i, l := range m.list {
+			m.at[l.holder] = i
+		}
+	}
+}
+
+// find is where h is listed.
+func (m *matches) find(h holder) (int, bool) {
+	if m.at != nil {
+		i, ok := m.at[h]
+		return i, ok
+	}
+	i := slices.IndexFunc(m.list, func(l match) bool { return l.holder == h })
+	return i, i >= 0
 }

@@ -6,10 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-
 	"github.com/tenantguard/tenantguard/internal/clusterview"
-	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/webhook/admission"
@@ -52,7 +49,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 	hosts, resources := e.served(req, view), e.resourced(req, view)
 	if _, local := ledger.(quota.LocalLedger); !local {
 		// the strict ledger writes the object's uid with its entry
-		ctx = quota.WithObjectUID(ctx, jsonast.StringAt(jsonast.ObjectAt(req.Object, ast.InternedTerm("metadata")), ast.InternedTerm("uid")))
+		ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
 	}
 	for {
 		h := &held{hosts: hosts, resources: resources, resourcesKnown: true}

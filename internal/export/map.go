@@ -16,6 +16,13 @@ import (
 // changes the object, so that a claim or pod template another webhook or
 // policy adds after them gets the default too; each sets only what is
 // missing, so a second run changes nothing it set.
+// notAControlledReplicaSet leaves out the ReplicaSets a controller owns, to
+// which the library's mutations set no default either
+// (podspec.controlled_replica_set): their template must stay their owner's,
+// whose controller finds them by comparing the two.
+const notAControlledReplicaSet = `!(request.kind.group == "apps" && request.kind.kind == "ReplicaSet" && object != null &&
+  object.metadata.?ownerReferences.orValue([]).exists(o, o.?controller.orValue(false) == true))`
+
 func mutatingPolicies(cat *catalog.Catalog, tenantLabel string) []map[string]any {
 	var out []map[string]any
 	for i := range cat.Rules() {
@@ -37,7 +44,7 @@ func mutatingPolicies(cat *catalog.Catalog, tenantLabel string) []map[string]any
 				"failurePolicy":      "Fail",
 				"reinvocationPolicy": "IfNeeded",
 				"matchConstraints":   celMatch(r, r.RoutesFor(r.CEL.MutationOperations()), tenantLabel),
-				"matchConditions":    celMatchConditions(),
+				"matchConditions":    append(celMatchConditions(), map[string]any{"name": "not-a-controlled-replicaset", "expression": notAControlledReplicaSet}),
 				"variables":          celVariables(r.CEL.MutationVariables, paramsRegistry, paramsManagers),
 				"mutations":          mutations,
 			},

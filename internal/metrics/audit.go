@@ -38,13 +38,13 @@ type auditRun struct {
 // nothing (not the leader, or the audit off) exports none of them rather
 // than zeros a staleness alert would read as an audit at 1970.
 type auditCollectors struct {
-	last     *atomic.Pointer[auditRun]
+	gauges   *auditGauges
 	failures prometheus.Counter
 }
 
 func newAuditCollectors() auditCollectors {
 	return auditCollectors{
-		last: &atomic.Pointer[auditRun]{},
+		gauges: &auditGauges{},
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tenantguard_audit_failures_total",
 			Help: "Background audits that did not finish (a list failed, reports could not be written).",
@@ -53,20 +53,20 @@ func newAuditCollectors() auditCollectors {
 }
 
 func (a auditCollectors) collectors() []prometheus.Collector {
-	return []prometheus.Collector{auditGauges{a.last}, a.failures}
+	return []prometheus.Collector{a.gauges, a.failures}
 }
 
 // auditGauges exports the last audit's run.
-type auditGauges struct{ last *atomic.Pointer[auditRun] }
+type auditGauges struct{ last atomic.Pointer[auditRun] }
 
-func (g auditGauges) Describe(ch chan<- *prometheus.Desc) {
+func (g *auditGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- auditViolationsDesc
 	ch <- auditObjectsDesc
 	ch <- auditDurationDesc
 	ch <- auditLastDesc
 }
 
-func (g auditGauges) Collect(ch chan<- prometheus.Metric) {
+func (g *auditGauges) Collect(ch chan<- prometheus.Metric) {
 	run := g.last.Load()
 	if run == nil {
 		return
@@ -84,7 +84,7 @@ func (g auditGauges) Collect(ch chan<- prometheus.Metric) {
 // checked, how long it took and when it ended. violations is the
 // metrics' own from then on.
 func (m *Metrics) Audited(violations map[AuditKey]int, objects int, took time.Duration, at time.Time) {
-	m.audit.last.Store(&auditRun{violations: violations, objects: objects, took: took, at: at})
+	m.audit.gauges.last.Store(&auditRun{violations: violations, objects: objects, took: took, at: at})
 }
 
 // AuditFailed records a background audit that did not finish.

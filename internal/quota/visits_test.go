@@ -81,9 +81,9 @@ func TestAPodThatCameAndWentAddsNoMoreToTheStrictSums(t *testing.T) {
 		t.Fatalf("after a pod came and went, a create saw %dm in use, want the 1000m there", got)
 	}
 	// an entry without a uid (a ledger written before it was kept) counts
-	// as it did, until it expires
+	// as it did, until it expires, though its object came and went
 	reserve(t.Context(), "old")
-	old := pod("old")
+	old := podOf("old", "old-1")
 	old.Usage = cpu(500)
 	view.Upsert(old)
 	view.Delete(old)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -21,19 +23,18 @@ import (
 // passes, others must be one of the quota system's own names.
 func namespaceQuotaKey(key string) error {
 	if strings.Contains(key, "/") || slices.Contains(standardQuotaResources, key) ||
-		strings.HasPrefix(key, "hugepages-") || strings.HasPrefix(key, "requests.hugepages-") {
+		strings.HasPrefix(key, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(key, corev1.DefaultResourceRequestsPrefix+corev1.ResourceHugePagesPrefix) {
 		return nil
 	}
 	return fmt.Errorf("%q is not a resource a ResourceQuota limits: %s, hugepages-SIZE, or a name with a / (count/deployments.apps, requests.nvidia.com/gpu)", key, strings.Join(standardQuotaResources, ", "))
 }
 
-// standardQuotaResources are the quota system's own resource names.
-var standardQuotaResources = []string{
-	"cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
-	"requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
-	"resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims",
+// standardQuotaResources are the quota system's own resource names: those
+// of pods' and claims' compute and storage (usage's), and its object counts.
+var standardQuotaResources = slices.Concat(usage.NativeKeys(), []string{
+	"pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims",
 	"configmaps", "services.nodeports", "services.loadbalancers",
-}
+})
 
 func (c checker) namespaceQuota(p string, hard map[string]string) {
 	for _, key := range sortedKeys(hard) {

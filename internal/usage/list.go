@@ -95,7 +95,8 @@ func (l List) Key() string {
 
 // Format writes an amount of key as a quantity people read: CPU in cores
 // or millicores (2, 1500m), bytes in the largest binary unit that divides
-// them (512Mi, 2Gi), anything else as a number.
+// them (512Mi, 2Gi), anything else (GPUs, claims of a class) as a whole
+// number: 1000, not 1k.
 func Format(key string, n int64) string {
 	if Milli(key) {
 		return resource.NewMilliQuantity(n, resource.DecimalSI).String()
@@ -103,7 +104,7 @@ func Format(key string, n int64) string {
 	if bytes(key) {
 		return resource.NewQuantity(n, resource.BinarySI).String()
 	}
-	return resource.NewQuantity(n, resource.DecimalSI).String()
+	return strconv.FormatInt(n, 10)
 }
 
 // bytes reports whether a quota resource counts bytes.

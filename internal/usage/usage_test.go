@@ -193,7 +193,8 @@ func TestListsAddUp(t *testing.T) {
 		want string
 	}{
 		{"requests.cpu", 2100, "2100m"}, {"limits.cpu", 2000, "2"}, {"requests.memory", 1536 << 20, "1536Mi"},
-		{"requests.storage", 10 << 30, "10Gi"}, {"requests.nvidia.com/gpu", 3, "3"},
+		{"requests.storage", 10 << 30, "10Gi"}, {"requests.nvidia.com/gpu", 3, "3"}, {"requests.nvidia.com/gpu", 1000, "1000"},
+		{"fast.storageclass.storage.k8s.io/persistentvolumeclaims", 2000, "2000"},
 	} {
 		if got := Format(tt.key, tt.n); got != tt.want {
 			t.Errorf("Format(%s, %d) = %q, want %q", tt.key, tt.n, got, tt.want)

@@ -236,13 +236,20 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 			t.Fatalf("50m at pod level fits in the 100m left: %v", err)
 		}
 	})
-	t.Run("tenantguard status reads the sums from the cluster", func(t *testing.T) {
+	// status runs `tenantguard status -o json` against the cluster.
+	status := func(t *testing.T) (code int, out, errOut *bytes.Buffer) {
+		t.Helper()
 		kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
 		if err := c.WriteKubeconfig(kubeconfig); err != nil {
 			t.Fatal(err)
 		}
-		var out, errOut bytes.Buffer
-		if code := cli.RunContext(ctx, []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, strings.NewReader(""), &out, &errOut); code != 0 {
+		out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+		code = cli.RunContext(ctx, []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, strings.NewReader(""), out, errOut)
+		return code, out, errOut
+	}
+	t.Run("tenantguard status reads the sums from the cluster", func(t *testing.T) {
+		code, out, errOut := status(t)
+		if code != 0 {
 			t.Fatalf("tenantguard status: exit %d: %s", code, errOut.String())
 		}
 		var rows []struct{ Tenant, Resource, Used, Hard string }
@@ -297,12 +304,7 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 			t.Fatalf("no tenant capped in the registry:\n%s", doc)
 		}
 		setRegistryDoc(t, c, strings.Replace(doc, capped, capped+"    quotas: {count/widgets.broken.example.com: 5}\n", 1))
-		kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
-		if err := c.WriteKubeconfig(kubeconfig); err != nil {
-			t.Fatal(err)
-		}
-		var out, errOut bytes.Buffer
-		code := cli.RunContext(ctx, []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, strings.NewReader(""), &out, &errOut)
+		code, out, errOut := status(t)
 		if code == 0 || !strings.Contains(errOut.String(), "broken.example.com") {
 			t.Fatalf("tenantguard status: exit %d, stdout %s, stderr %q; want a failure naming the group whose discovery failed", code, out.String(), errOut.String())
 		}

@@ -19,15 +19,16 @@ type hook struct {
 	rules      []admissionregistrationv1.RuleWithOperations
 	conditions []admissionregistrationv1.MatchCondition
 	client     admissionregistrationv1.WebhookClientConfig
+	effects    admissionregistrationv1.SideEffectClass
 }
 
 func hooks(o Options) []hook {
 	var out []hook
 	for _, w := range Validating(o).Webhooks {
-		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig})
+		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig, *w.SideEffects})
 	}
 	for _, w := range Mutating(o).Webhooks {
-		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig})
+		out = append(out, hook{w.Name, *w.FailurePolicy, *w.TimeoutSeconds, w.NamespaceSelector, w.Rules, w.MatchConditions, w.ClientConfig, *w.SideEffects})
 	}
 	return out
 }
@@ -50,6 +51,9 @@ func TestSafetySettings(t *testing.T) {
 	}{
 		{"tenant rules fail closed, but for the catch-all", func(h hook) bool { return h.policy == admissionregistrationv1.Fail || catchAll(h) }},
 		{"calls time out within 5 seconds", func(h hook) bool { return h.timeout > 0 && h.timeout <= 5 }},
+		// server-side dry runs are sent too; an admitted create holds its
+		// place in its tenant's counts (in strict mode, in ledger ConfigMaps)
+		{"a dry run has no side effect, a request may", func(h hook) bool { return h.effects == admissionregistrationv1.SideEffectClassNoneOnDryRun }},
 		{"kube-system, kube-node-lease and tenantguard's namespace are never sent", func(h hook) bool {
 			for _, e := range h.selector.MatchExpressions {
 				if e.Key == "kubernetes.io/metadata.name" && e.Operator == metav1.LabelSelectorOpNotIn {

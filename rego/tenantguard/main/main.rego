@@ -16,6 +16,7 @@
 #   default enforcement) and data.tenantguard.runtime.
 package tenantguard.main
 
+import data.tenantguard.lib.podspec
 import data.tenantguard.lib.tenancy
 import data.tenantguard.rules
 
@@ -85,10 +86,16 @@ _clean := {"allowed": true, "deny": [], "warn": [], "dryrun": []}
 
 # METADATA
 # entrypoint: true
-# description: JSON patch operations (RFC 6902) the mutating webhook applies, in a stable order.
+# description: |
+#   JSON patch operations (RFC 6902) the mutating webhook applies, in a stable
+#   order; none to a ReplicaSet a controller owns (podspec.controlled_replica_set),
+#   whose template must stay its owner's.
 mutations := [operation |
 	some family in mutating_families
 	some operation in rules[family].mutations
 ] if {
+	_routed
+	not podspec.controlled_replica_set
+} else := [] if {
 	_routed
 }

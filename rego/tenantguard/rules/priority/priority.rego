@@ -3,8 +3,7 @@
 # description: |
 #   priority-class: pods of a tenant may only name the PriorityClasses it allows,
 #   in Pods and in every pod template; a pod or template created without one gets
-#   the tenant default (not a ReplicaSet a controller owns: its pods get it).
-#   Tenants without a priorityClasses entry are unrestricted.
+#   the tenant default. Tenants without a priorityClasses entry are unrestricted.
 # custom:
 #   reads: [registry.tenants.priorityClasses]
 #   kinds: [pod-carriers]
@@ -46,8 +45,6 @@ violations contains {"id": "priority-class", "msg": msg} if {
 #   pod or template that names none. For a Pod, the class's priority value and
 #   preemption policy are set too when the cluster view knows the class, because
 #   the API server resolves them before webhooks run, and removed otherwise.
-#   A ReplicaSet a controller owns takes no default
-#   (podspec.controlled_replica_set).
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/priorityClassName"]), "value": _policy.default} if {
 	_needs_default
 }
@@ -73,7 +70,6 @@ mutations contains {"op": "remove", "path": concat("", [podspec.json_path, "/", 
 _needs_default if {
 	_applies
 	input.request.operation == "CREATE"
-	not podspec.controlled_replica_set
 	object.get(podspec.spec, "priorityClassName", "") == ""
 	_policy.default != ""
 }

@@ -6,8 +6,7 @@
 #   StatefulSet volumeClaimTemplates, and generic ephemeral volumes of any pod
 #   spec. The class is read as the API server reads it: the legacy annotation
 #   first, then spec.storageClassName; "" (no class) is a name like any other.
-#   A claim created without a class gets the tenant default (not one in a
-#   ReplicaSet a controller owns: its pods' claims get it); for a tenant
+#   A claim created without a class gets the tenant default; for a tenant
 #   with no default such a claim is refused (created, or made classless or
 #   added by an update), since it would bind to a volume
 #   without a class or, later, take the cluster default whatever it is.
@@ -124,14 +123,10 @@ _unchanged(entry, class) if {
 }
 
 # METADATA
-# description: |
-#   JSON patch operations setting the tenant default StorageClass on created
-#   claims that name none, but in a ReplicaSet a controller owns
-#   (podspec.controlled_replica_set).
+# description: JSON patch operations setting the tenant default StorageClass on created claims that name none.
 mutations contains {"op": "add", "path": concat("", [entry.pointer, "/spec/storageClassName"]), "value": _policy.default} if {
 	_applies
 	input.request.operation == "CREATE"
-	not podspec.controlled_replica_set
 	_policy.default != ""
 	some entry in _claims
 	not _class(entry.claim)

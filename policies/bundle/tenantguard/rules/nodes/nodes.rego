@@ -2,8 +2,7 @@
 # title: Node placement
 # description: |
 #   node-placement: a tenant's pods run on its own nodes. The mutating webhook
-#   merges nodePlacement.nodeSelector into every pod spec created (not that
-#   of a ReplicaSet a controller owns: its pods get it) and adds
+#   merges nodePlacement.nodeSelector into every pod spec created and adds
 #   nodePlacement.tolerations; a pod spec that names another value for one of
 #   those keys, or sets spec.nodeName (which skips the scheduler) without
 #   nodePlacement.allowNodeName, is refused. Pods are judged on CREATE (their
@@ -71,8 +70,7 @@ violations contains {"id": "node-placement", "msg": msg} if {
 # METADATA
 # description: |
 #   JSON patch operations adding the tenant's nodeSelector keys and
-#   tolerations that a created pod or template lacks, but for a ReplicaSet a
-#   controller owns (podspec.controlled_replica_set).
+#   tolerations that a created pod or template lacks.
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/nodeSelector"]), "value": _selector} if {
 	_creates
 	count(_selector) > 0
@@ -102,7 +100,6 @@ mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/tolera
 _creates if {
 	_applies
 	input.request.operation == "CREATE"
-	not podspec.controlled_replica_set
 }
 
 _pod_tolerations := tolerations if {

@@ -3,9 +3,8 @@
 # description: |
 #   runtime-class: pods of a tenant may only name the RuntimeClasses it allows
 #   (a sandboxed runtime for untrusted tenants, say), in Pods and in every pod
-#   template; a pod or template created without one gets the tenant default
-#   (not a ReplicaSet a controller owns: its pods get it), and is refused when
-#   the tenant has none.
+#   template; a pod or template created without one gets the tenant default,
+#   and is refused when the tenant has none.
 #   Tenants without a runtimeClasses entry are unrestricted.
 # custom:
 #   reads: [registry.tenants.runtimeClasses]
@@ -66,12 +65,10 @@ _newly_classless if {
 #   The JSON patch operation setting the tenant default RuntimeClass on a
 #   created pod or template that names none. The API server's RuntimeClass
 #   admission plugin runs again after a webhook changes a pod, and adds the
-#   class's overhead and scheduling then. A ReplicaSet a controller owns
-#   takes no default (podspec.controlled_replica_set).
+#   class's overhead and scheduling then.
 mutations contains {"op": "add", "path": concat("", [podspec.json_path, "/runtimeClassName"]), "value": _policy.default} if {
 	_applies
 	input.request.operation == "CREATE"
-	not podspec.controlled_replica_set
 	object.get(podspec.spec, "runtimeClassName", "") == ""
 	_policy.default != ""
 }
