@@ -306,6 +306,7 @@ func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
 	// Reviewers stop on a flag, not by cancelling their context, so that no
 	// evaluation is cut short: every answer must be a complete one.
 	var stopped atomic.Bool
+	var reviews atomic.Int64
 	var wg sync.WaitGroup
 	outcomes := make([]map[string]int, 4)
 	for i := range outcomes {
@@ -313,6 +314,7 @@ func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
 		wg.Go(func() {
 			for !stopped.Load() {
 				d, err := store.Engine().Review(ctx, req, store.View())
+				reviews.Add(1)
 				switch {
 				case err != nil:
 					outcomes[i]["error: "+err.Error()]++
@@ -333,6 +335,13 @@ func TestNoRequestSeesAHalfSwappedState(t *testing.T) {
 		}
 		if err := store.LoadRegistry(ctx, "flip", []byte(doc)); err != nil {
 			t.Fatal(err)
+		}
+		// Each registry answers before the next swap: once more reviews
+		// than there are reviewers have ended since the swap, one of them
+		// began after it. On a loaded machine the reviewers may otherwise
+		// not run at all between two swaps.
+		for n := reviews.Load(); reviews.Load() <= n+int64(len(outcomes)); {
+			runtime.Gosched()
 		}
 	}
 	stopped.Store(true)
