@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenantguard/tenantguard/internal/hostname"
 	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
@@ -226,7 +227,7 @@ func (x *hostIndex) lookup(self holder, hosts []string) map[string][]match {
 		for _, h := range x.holders(host, self) {
 			listed.add(h, "")
 		}
-		if Wildcard(host) {
+		if hostname.Wildcard(host) {
 			x.hostsUnder(host, self, &listed)
 		} else {
 			x.wildcardsOver(host, self, &listed)

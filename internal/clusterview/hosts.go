@@ -3,6 +3,8 @@ package clusterview
 import (
 	"slices"
 	"strings"
+
+	"github.com/tenantguard/tenantguard/internal/hostname"
 )
 
 // HostKind is a kind whose objects serve hosts: the hostname-collision
@@ -18,7 +20,7 @@ type HostKind struct {
 }
 
 // gatewayGroup is the Gateway API's group.
-const gatewayGroup = "gateway.networking.k8s.io"
+const gatewayGroup = hostname.GatewayGroup
 
 // hostKinds are the kinds that serve hosts. A holder names its kind by its
 // index here, so that the index keeps one byte per holder for it.

@@ -3,6 +3,8 @@ package clusterview
 import (
 	"slices"
 	"strings"
+
+	"github.com/tenantguard/tenantguard/internal/hostname"
 )
 
 // Wildcard hosts collide with the names under them: an exact host taken
@@ -19,22 +21,9 @@ type match struct {
 	via string
 }
 
-// Wildcard reports whether a host is a wildcard ("*.example.com").
-func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
-
 // anyDepth reports whether the holder's kind reads a wildcard host as a
 // suffix of any number of labels (the Gateway API's routes), not of one.
-func (h holder) anyDepth() bool { return hostKinds[h.kind].Group == gatewayGroup }
-
-// covers reports whether the wildcard host w, read with anyDepth's
-// semantics, covers the exact host e.
-func covers(w string, anyDepth bool, e string) bool {
-	suffix := w[1:] // ".example.com"
-	if len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
-		return false
-	}
-	return anyDepth || !strings.Contains(e[:len(e)-len(suffix)], ".")
-}
+func (h holder) anyDepth() bool { return hostname.AnyDepth(hostKinds[h.kind].Group) }
 
 // wildcardsOver appends the holders, other than self, of the wildcards that
 // cover the exact host e; the caller holds x.mu.
@@ -42,7 +31,7 @@ func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
 		w := "*" + e[i:]
 		for _, h := range x.holders(w, self) {
-			if covers(w, h.anyDepth(), e) {
+			if hostname.Covers(w, h.anyDepth(), e) {
 				listed.add(h, w)
 			}
 		}
@@ -60,7 +49,7 @@ func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 func (x *hostIndex) hostsUnder(w string, self holder, listed *matches) {
 	anyDepth := self.anyDepth()
 	under := func(e string) {
-		if !Wildcard(e) && covers(w, anyDepth, e) {
+		if !hostname.Wildcard(e) && hostname.Covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
 				listed.add(h, e)
 			}

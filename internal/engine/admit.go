@@ -105,7 +105,7 @@ func (e *Engine) admitResources(ctx context.Context, req *admission.Request, vie
 
 // hostReserver is a ledger that holds hosts across replicas: the strict one.
 type hostReserver interface {
-	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostClaim, quota.Hold, error)
+	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostConflict, quota.Hold, error)
 }
 
 // admitHosts holds the request's hosts (in the ledger of hosts when the
@@ -116,7 +116,7 @@ type hostReserver interface {
 // before admitting it) or changes it before this request's write (ErrStale).
 func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
 	s := h.hosts
-	var claims []quota.HostClaim
+	var claims []quota.HostConflict
 	var strict quota.Hold
 	if hr, ok := ledger.(hostReserver); ok {
 		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
@@ -146,18 +146,24 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 	return d, nil
 }
 
-// withClaims adds the ledger's claims to the holders the view found.
-func (e *Engine) withClaims(found map[string][]clusterview.HostHolder, claims []quota.HostClaim, view *clusterview.View) map[string][]clusterview.HostHolder {
+// withClaims adds the ledger's claims to the holders the view found, under
+// the hosts asked about, each via its own host when not that one (as the
+// view lists them).
+func (e *Engine) withClaims(found map[string][]clusterview.HostHolder, claims []quota.HostConflict, view *clusterview.View) map[string][]clusterview.HostHolder {
 	for _, c := range claims {
 		holder := clusterview.Holder{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
-		if slices.ContainsFunc(found[c.Host], func(h clusterview.HostHolder) bool { return h.Holder == holder }) {
+		if slices.ContainsFunc(found[c.Asked], func(h clusterview.HostHolder) bool { return h.Holder == holder }) {
 			continue
+		}
+		via := ""
+		if c.Host != c.Asked {
+			via = c.Host
 		}
 		labels, _ := view.NamespaceLabels(c.Namespace)
 		if found == nil {
 			found = map[string][]clusterview.HostHolder{}
 		}
-		found[c.Host] = append(found[c.Host], clusterview.HostHolder{Holder: holder, Tenant: labels.Get(e.registry.TenantLabel())})
+		found[c.Asked] = append(found[c.Asked], clusterview.HostHolder{Holder: holder, Tenant: labels.Get(e.registry.TenantLabel()), Host: via})
 	}
 	return found
 }

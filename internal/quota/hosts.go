@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/internal/hostname"
 )
 
 // HostClaim is an object that serves a host, as the strict ledger of hosts
@@ -33,6 +35,15 @@ func (e hostEntry) claim() HostClaim {
 	return HostClaim{Host: e.Host, Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 }
 
+// HostConflict is a claim in the ledger of hosts that collides with a host
+// a request asks for (hostname.Collide): on that host, on a wildcard
+// covering it, or on a host under it.
+type HostConflict struct {
+	// Asked is the request's host the claim collides with.
+	Asked string
+	HostClaim
+}
+
 // sameObject reports whether two claims name one object (whatever host).
 func sameObject(a, b HostClaim) bool {
 	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
@@ -52,15 +63,16 @@ type HostSeer interface {
 }
 
 // ReserveHosts implements the strict mode for hosts: it reads the ledger of
-// hosts (one ConfigMap, shared by every replica) and returns the claims on
-// hosts that other objects than self's hold there, admitted by any replica
-// and not seen by this one's view yet. The hold keeps this replica's other
+// hosts (one ConfigMap, shared by every replica) and returns the claims
+// that other objects than self's hold there on hosts colliding with hosts
+// (the same host, a wildcard covering it or a host under it), admitted by
+// any replica and not seen by this one's view yet. The hold keeps this replica's other
 // Ingress and route requests waiting until it is kept or released; Keep
 // writes self's hosts into the ledger, conditional on it being unchanged
 // since it was read (ErrStale otherwise: the request must be decided again).
 // self's Host is not read. Read the view's index after it: a claim skipped
 // here as seen is then in the index, whichever the informer's timing.
-func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts []string) ([]HostClaim, Hold, error) {
+func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts []string) ([]HostConflict, Hold, error) {
 	m := l.lock(hostsLedger)
 	m.Lock()
 	h := &strictHostHold{ledger: l, self: self, hosts: hosts, locked: m}
@@ -71,13 +83,24 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts [
 	}
 	h.page = p
 	seer, _ := l.view.(HostSeer)
-	var held []HostClaim
+	var held []HostConflict
 	for _, e := range p.entries {
 		c := e.claim()
-		if !slices.Contains(hosts, c.Host) || sameObject(c, self) || (seer != nil && seer.ServesHost(c)) {
+		if sameObject(c, self) {
 			continue
 		}
-		held = append(held, c)
+		var asked []string
+		for _, host := range hosts {
+			if hostname.Collide(c.Host, c.Group, host, self.Group) {
+				asked = append(asked, host)
+			}
+		}
+		if len(asked) == 0 || (seer != nil && seer.ServesHost(c)) {
+			continue
+		}
+		for _, host := range asked {
+			held = append(held, HostConflict{Asked: host, HostClaim: c})
+		}
 	}
 	return held, h, nil
 }

@@ -3,6 +3,8 @@ package quota_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,7 +70,7 @@ func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
 	web := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: "web"}
 	other := quota.HostClaim{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "b", Name: "shop"}
-	reserve := func(self quota.HostClaim) []quota.HostClaim {
+	reserve := func(self quota.HostClaim) []quota.HostConflict {
 		t.Helper()
 		held, hold, err := ledger.ReserveHosts(t.Context(), self, []string{"shop.example.com"})
 		if err != nil {
@@ -84,7 +86,7 @@ func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 	if err := hold.Keep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if held := reserve(other); len(held) != 1 || held[0].Name != "web" || held[0].Host != "shop.example.com" {
+	if held := reserve(other); len(held) != 1 || held[0].Name != "web" || held[0].Host != "shop.example.com" || held[0].Asked != "shop.example.com" {
 		t.Fatalf("another object sees %v, want web's claim", held)
 	}
 	if held := reserve(web); len(held) != 0 {
@@ -93,5 +95,84 @@ func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 	view.UpdateHosts(nil, &clusterview.Object{Group: web.Group, Kind: web.Kind, Namespace: web.Namespace, Name: web.Name, Hosts: []string{"shop.example.com"}})
 	if held := reserve(other); len(held) != 0 {
 		t.Fatalf("once the view serves web's host, the ledger still holds %v", held)
+	}
+}
+
+// TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes holds a claim in the
+// ledger and asks for hosts that collide with it, or do not, as the view's
+// index of hosts reads wildcards: an Ingress's covers one label, a route's
+// any number; two different wildcards do not collide.
+func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
+	const ingress, route = "networking.k8s.io/Ingress", "gateway.networking.k8s.io/HTTPRoute"
+	claim := func(kind, ns, host string) quota.HostClaim {
+		group, k, _ := strings.Cut(kind, "/")
+		return quota.HostClaim{Host: host, Group: group, Kind: k, Namespace: ns, Name: "web"}
+	}
+	for _, tc := range []struct {
+		name  string
+		held  quota.HostClaim
+		asker quota.HostClaim
+		asks  []string
+		want  []quota.HostConflict
+	}{
+		{
+			name: "a host under an Ingress's wildcard collides with it",
+			held: claim(ingress, "a", "*.apps.example.com"), asker: claim(ingress, "b", ""),
+			asks: []string{"other.example.com", "shop.apps.example.com"},
+			want: []quota.HostConflict{{Asked: "shop.apps.example.com", HostClaim: claim(ingress, "a", "*.apps.example.com")}},
+		},
+		{
+			name: "a host two labels under an Ingress's wildcard does not",
+			held: claim(ingress, "a", "*.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"a.shop.apps.example.com"},
+		},
+		{
+			name: "a host two labels under a route's wildcard does",
+			held: claim(route, "a", "*.apps.example.com"), asker: claim(ingress, "b", ""),
+			asks: []string{"a.shop.apps.example.com"},
+			want: []quota.HostConflict{{Asked: "a.shop.apps.example.com", HostClaim: claim(route, "a", "*.apps.example.com")}},
+		},
+		{
+			name: "a wildcard asked for collides with a host claimed under it, read as the asker's kind reads it",
+			held: claim(ingress, "a", "a.shop.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"*.apps.example.com"},
+			want: []quota.HostConflict{{Asked: "*.apps.example.com", HostClaim: claim(ingress, "a", "a.shop.apps.example.com")}},
+		},
+		{
+			name: "an Ingress's wildcard does not reach two labels down",
+			held: claim(route, "a", "a.shop.apps.example.com"), asker: claim(ingress, "b", ""),
+			asks: []string{"*.apps.example.com"},
+		},
+		{
+			name: "two different wildcards do not collide",
+			held: claim(route, "a", "*.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"*.shop.apps.example.com"},
+		},
+		{
+			name: "a name that only ends like the wildcard's domain does not",
+			held: claim(ingress, "a", "*.example.com"), asker: claim(ingress, "b", ""),
+			asks: []string{"evil-example.com"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, clusterview.New(label), time.Minute)
+			held := tc.held
+			held.Host = ""
+			_, hold, err := ledger.ReserveHosts(t.Context(), held, []string{tc.held.Host})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := hold.Keep(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			got, hold, err := ledger.ReserveHosts(t.Context(), tc.asker, tc.asks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hold.Release()
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("%v asking for %v finds %v, want %v", tc.asker.Kind, tc.asks, got, tc.want)
+			}
+		})
 	}
 }

@@ -130,7 +130,7 @@ func TestHostnameCollisions(t *testing.T) {
 			}
 			return nil
 		})
-		admitted, refused, elapsed := createHostBurst(t, bo, "burst.brass.example.com", "burst")
+		admitted, refused, elapsed := createHostBurst(t, bo, oneHost("burst.brass.example.com"), "burst")
 		t.Logf("%d of %d parallel creates of one host admitted, %d refused by hostname-collision, burst took %v", admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
 		if admitted != 1 || refused != collisionBurst-1 {
 			t.Fatalf("%d admitted and %d refused by hostname-collision, want 1 and %d", admitted, refused, collisionBurst-1)
@@ -151,16 +151,19 @@ func TestHostnameCollisions(t *testing.T) {
 	})
 }
 
-// createHostBurst creates collisionBurst Ingresses named name serving host,
-// one in each brass namespace, at once, and counts those admitted and those
-// refused by hostname-collision; any other error fails.
-func createHostBurst(t *testing.T, client kubernetes.Interface, host, name string) (admitted, refused int, elapsed time.Duration) {
+// createHostBurst creates collisionBurst Ingresses named name, the i-th
+// serving host(i), one in each brass namespace, at once, and counts those
+// admitted and those refused by hostname-collision; any other error fails.
+func createHostBurst(t *testing.T, client kubernetes.Interface, host func(i int) string, name string) (admitted, refused int, elapsed time.Duration) {
 	t.Helper()
 	return parallelCreates(t, collisionBurst, "hostname-collision", func(ctx context.Context, i int) error {
-		_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(ctx, ingress(name, "", host), metav1.CreateOptions{})
+		_, err := client.NetworkingV1().Ingresses(fmt.Sprintf("brass-%02d", i)).Create(ctx, ingress(name, "", host(i)), metav1.CreateOptions{})
 		return err
 	})
 }
+
+// oneHost is a burst's hosts when all serve host.
+func oneHost(host string) func(int) string { return func(int) string { return host } }
 
 // impersonating is a client acting as user, as live.ControlPlane.As, without
 // client-side throttling, so that a burst reaches the API server at once.
@@ -191,7 +194,7 @@ func TestABurstOfOneHostOverReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	addTenants(t, c, "  - name: brass\n    owners: [{kind: User, name: bo}]\n    ingress: {hostnameCollision: cluster}\n")
+	addTenants(t, c, "  - name: brass\n    owners: [{kind: User, name: bo}]\n    ingress: {hostnameCollision: cluster, hostnames: {allowed: [\"*.brass.example.com\"], allowWildcard: true}}\n")
 	grantLedgers(t, c)
 	admin := fastClient(t, c.Admin)
 	for i := range collisionBurst {
@@ -216,8 +219,20 @@ func TestABurstOfOneHostOverReplicas(t *testing.T) {
 		t.Run(fmt.Sprintf("%d replicas %v", s.replicas, s.args), func(t *testing.T) {
 			behindBalancer(t, c, s.replicas, s.args...)
 			host := fmt.Sprintf("burst%d.brass.example.com", n)
-			admitted, refused, elapsed := createHostBurst(t, bo, host, fmt.Sprint("burst-", n))
+			admitted, refused, elapsed := createHostBurst(t, bo, oneHost(host), fmt.Sprint("burst-", n))
 			t.Logf("%d replicas %v: %d of %d parallel creates of one host admitted, %d refused by hostname-collision, burst took %v", s.replicas, s.args, admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
+			if admitted < 1 || admitted > s.most || admitted+refused != collisionBurst {
+				t.Fatalf("%d admitted and %d refused by hostname-collision, want 1 to %d of %d", admitted, refused, s.most, collisionBurst)
+			}
+			// Half of them a wildcard, half a host under it: every two collide.
+			wildOrUnder := func(i int) string {
+				if i%2 == 0 {
+					return fmt.Sprintf("*.wild%d.brass.example.com", n)
+				}
+				return fmt.Sprintf("shop.wild%d.brass.example.com", n)
+			}
+			admitted, refused, elapsed = createHostBurst(t, bo, wildOrUnder, fmt.Sprint("wild-", n))
+			t.Logf("%d replicas %v: %d of %d parallel creates of a wildcard or a host under it admitted, %d refused by hostname-collision, burst took %v", s.replicas, s.args, admitted, collisionBurst, refused, elapsed.Round(time.Millisecond))
 			if admitted < 1 || admitted > s.most || admitted+refused != collisionBurst {
 				t.Fatalf("%d admitted and %d refused by hostname-collision, want 1 to %d of %d", admitted, refused, s.most, collisionBurst)
 			}

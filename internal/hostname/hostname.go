@@ -1,0 +1,42 @@
+package hostname
+
+import "strings"
+
+// GatewayGroup is the Gateway API's group, whose routes read a wildcard
+// host as a suffix of any number of labels.
+const GatewayGroup = "gateway.networking.k8s.io"
+
+// Wildcard reports whether a host is a wildcard ("*.example.com").
+func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
+
+// AnyDepth reports whether the kinds of a group read a wildcard host as a
+// suffix of any number of labels (the Gateway API's routes), not of one
+// (an Ingress's *.example.com covers shop.example.com, not
+// a.shop.example.com).
+func AnyDepth(group string) bool { return group == GatewayGroup }
+
+// Covers reports whether the wildcard host w, read with AnyDepth's
+// semantics, covers the exact host e.
+func Covers(w string, anyDepth bool, e string) bool {
+	suffix := w[1:] // ".example.com"
+	if len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
+		return false
+	}
+	return anyDepth || !strings.Contains(e[:len(e)-len(suffix)], ".")
+}
+
+// Collide reports whether host a, served by a kind of group aGroup, and
+// host b, of a kind of group bGroup, collide: they are the same name, or
+// one is a wildcard covering the other as its own kind reads wildcards.
+// Two different wildcards do not collide.
+func Collide(a, aGroup, b, bGroup string) bool {
+	switch {
+	case a == b:
+		return true
+	case Wildcard(a) && !Wildcard(b):
+		return Covers(a, AnyDepth(aGroup), b)
+	case Wildcard(b) && !Wildcard(a):
+		return Covers(b, AnyDepth(bGroup), a)
+	}
+	return false
+}
