@@ -3,6 +3,7 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -390,6 +391,19 @@ func TestChartClusterRoleBindingsByName(t *testing.T) {
 			t.Errorf("ClusterRoleBinding %v not limited by name: %v", r.Verbs, r.ResourceNames)
 		}
 	}
+}
+
+// TestChartExtraClusterRules: rbac.extraClusterRules lets the background
+// audit list the kinds of a rule family of one's own, added to the
+// ClusterRole as given; a rule without verbs is refused.
+func TestChartExtraClusterRules(t *testing.T) {
+	var role rbacv1.ClusterRole
+	decode(t, render(t, "--set-json", `rbac.extraClusterRules=[{"apiGroups":[""],"resources":["configmaps"],"verbs":["list"]}]`)["ClusterRole/tg-tenantguard"], &role)
+	want := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return reflect.DeepEqual(r, want) }) {
+		t.Errorf("the ClusterRole's rules %v lack %v", role.Rules, want)
+	}
+	refusal{"a rule without verbs", []string{"--set-json", `rbac.extraClusterRules=[{"resources":["configmaps"]}]`}, "verbs"}.check(t)
 }
 
 // TestChartMonitoring: the ServiceMonitor scrapes the metrics port with the

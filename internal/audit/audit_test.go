@@ -2,20 +2,24 @@ package audit
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/jsonast"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
@@ -250,5 +254,77 @@ func TestTheDocumentedRecipeGetsEveryAuditedResource(t *testing.T) {
 		if shortened := builtIn[group] && got[resource]; !got[name] && !shortened {
 			t.Errorf("docs/cli.md's recipe does not get %s, which the audit checks", name)
 		}
+	}
+}
+
+// TestAKindARuleNamesWithItsResourceIsAudited: a rule family of one's own
+// may name a kind's resource when its name does not give it (a CRD's
+// Cactus served as cacti, not cactuses); the audit then checks that kind's
+// objects too.
+func TestAKindARuleNamesWithItsResourceIsAudited(t *testing.T) {
+	lib := fstest.MapFS{}
+	err := fs.WalkDir(rego.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(rego.FS(), p)
+		lib[p] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib["tenantguard/rules/cacti/cacti.rego"] = &fstest.MapFile{Data: []byte(`# METADATA
+# title: Cacti
+# description: Tenants grow no cacti.
+# custom:
+#   kinds: [{kind: example.com/Cactus, resource: cacti}]
+#   operations: [CREATE, UPDATE]
+#   engines: [opa]
+package tenantguard.rules.cacti
+
+import data.tenantguard.lib.tenancy
+
+# METADATA
+# title: No cacti
+# description: No Cactus in tenant namespaces.
+# custom:
+#   id: no-cacti
+violations contains {"id": "no-cacti", "msg": msg} if {
+	tenancy.in_tenant_namespace
+	msg := sprintf("Cactus %q grows in a namespace of tenant %q, which grows none", [tenancy.object_name, tenancy.namespace_tenant])
+}
+`)}
+	cat, err := catalog.Load(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Load(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(t.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := clusterview.New(reg.TenantLabel())
+	objects, err := clusterview.LoadFile(fixtures.ClusterFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects {
+		view.Upsert(o)
+	}
+	a := New(e, view, nil)
+	o := workload(t, "example.com", "Cactus", `{}`)
+	if !a.Audits(o) {
+		t.Fatal("the Cactus is not audited")
+	}
+	rows, err := a.Check(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Rule != "no-cacti" {
+		t.Fatalf("rows %v, want the no-cacti one", rows)
 	}
 }

@@ -25,7 +25,11 @@ type Auditor struct {
 	// resources are the namespaced resources some audited rule judges,
 	// every kind when anyKind.
 	resources []schema.GroupResource
-	anyKind   bool
+	// kinds are the kinds some audited rule judges: an object of one is
+	// audited whatever resource its kind's name suggests (a rule may name
+	// its kind's resource, Endpoints' endpoints).
+	kinds   map[schema.GroupKind]bool
+	anyKind bool
 	// manager is the user name companions are audited as.
 	manager string
 }
@@ -34,7 +38,7 @@ type Auditor struct {
 // managers are tenantguard's own user names (engine.DefaultManager when
 // empty): its companions are audited as the first, which writes them.
 func New(e *engine.Engine, view *clusterview.View, managers []string) *Auditor {
-	a := &Auditor{engine: e, view: view, skipped: map[string]bool{}, manager: engine.DefaultManager}
+	a := &Auditor{engine: e, view: view, skipped: map[string]bool{}, kinds: map[schema.GroupKind]bool{}, manager: engine.DefaultManager}
 	if len(managers) > 0 {
 		a.manager = managers[0]
 	}
@@ -48,6 +52,7 @@ func New(e *engine.Engine, view *clusterview.View, managers []string) *Auditor {
 		counted = counted || r.Counted
 		for _, k := range r.Kinds {
 			a.add(schema.GroupResource{Group: k.Group, Resource: k.Resource})
+			a.kinds[schema.GroupKind{Group: k.Group, Kind: k.Kind}] = true
 		}
 	}
 	if counted {
@@ -89,7 +94,7 @@ func (a *Auditor) Audits(o *Object) bool {
 		return true
 	case o.Namespace == "" || a.tenantOf(o) == "":
 		return false
-	case a.anyKind:
+	case a.anyKind || a.kinds[o.GVK.GroupKind()]:
 		return true
 	}
 	return slices.Contains(a.resources, schema.GroupResource{Group: o.GVK.Group, Resource: clusterview.Resource(o.GVK)})

@@ -2,10 +2,12 @@ package auditloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -72,6 +74,12 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	if err := l.list(ctx, namespaceGVR, namespaceGVK, check); err != nil {
 		return nil, err
 	}
+	// unlisted are the resources tenantguard may not list: a kind of a rule
+	// family of one's own that its RBAC does not grant. They do not keep
+	// the other kinds' reports from being written; the cluster's report
+	// says what was left out. Any other failure fails the audit, as one
+	// that would heal: it leaves the reports as they were.
+	var unlisted []error
 	for _, gr := range a.Resources() {
 		gvr, err := l.mapper.ResourceFor(gr.WithVersion(""))
 		if meta.IsNoMatchError(err) {
@@ -85,14 +93,17 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("finding the kind of %s: %w", gr, err)
 		}
 		if err := l.list(ctx, gvr, gvk, check); err != nil {
-			return nil, err
+			if ctx.Err() != nil || !apierrors.IsForbidden(err) {
+				return nil, err
+			}
+			unlisted = append(unlisted, err)
 		}
 	}
 	audit.Sort(result.Rows)
 	var err error
-	result.Reports, result.Pruned, err = l.write(ctx, result.Rows)
+	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, unlisted)
 	// The rows stand even when the reports could not be written.
-	return result, err
+	return result, errors.Join(append(unlisted, err)...)
 }
 
 // pause is how long the audit waits after a batch that took worked: long

@@ -9,10 +9,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -32,9 +37,11 @@ import (
 // this cluster.
 type pagedReader struct {
 	client.Reader
-	mapper   meta.RESTMapper
-	objects  map[string][]map[string]any // by kind
-	requests int
+	mapper  meta.RESTMapper
+	objects map[string][]map[string]any // by kind
+	// forbidden is a kind the audit may not list.
+	forbidden string
+	requests  int
 }
 
 func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, limit int64, token string) ([]byte, error) {
@@ -45,6 +52,9 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 	gvk, err := r.mapper.KindFor(gvr)
 	if err != nil {
 		return nil, err
+	}
+	if gvk.Kind == r.forbidden {
+		return nil, apierrors.NewForbidden(gvr.GroupResource(), "", errors.New(`User "system:serviceaccount:tenantguard-system:tenantguard" cannot list resource`))
 	}
 	all := r.objects[gvk.Kind]
 	start := 0
@@ -71,7 +81,10 @@ func (r *pagedReader) List(context.Context, client.ObjectList, ...client.ListOpt
 	return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "openreports.io", Kind: "Report"}}
 }
 
-func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
+// auditOfFixture is a loop auditing the audit fixture's cluster, listed
+// page by page from reader, its reports written to writer.
+func auditOfFixture(t *testing.T) (l *Loop, reader *pagedReader, writer client.Client) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(fixtures.Dir(), "audit", "cluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +97,7 @@ func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
 	}
 	view := clusterview.New("tenantguard.io/tenant")
 	mapper := meta.NewDefaultRESTMapper(nil)
-	reader := &pagedReader{mapper: mapper, objects: map[string][]map[string]any{}}
+	reader = &pagedReader{mapper: mapper, objects: map[string][]map[string]any{}}
 	for _, item := range list.Items {
 		u := unstructured.Unstructured{Object: item}
 		reader.objects[u.GetKind()] = append(reader.objects[u.GetKind()], item)
@@ -103,9 +116,23 @@ func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
 	if err := store.LoadRegistry(t.Context(), "test", registryDoc); err != nil {
 		t.Fatal(err)
 	}
-	l := New(store, reader, reader, fake.NewClientBuilder().Build(), mapper, Options{PageSize: 2, Batch: 3})
+	writer = fake.NewClientBuilder().Build()
+	l = New(store, reader, reader, writer, mapper, Options{PageSize: 2, Batch: 3})
 	l.opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return l, reader, writer
+}
 
+// rowNames are rows as namespace/kind/name/rule.
+func rowNames(rows []audit.Row) []string {
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Namespace+"/"+r.Kind+"/"+r.Name+"/"+r.Rule)
+	}
+	return names
+}
+
+func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
 	result, err := l.Once(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -113,18 +140,10 @@ func TestAnAuditListsPageByPageAndFindsWhatTheOfflineAuditFinds(t *testing.T) {
 	if result.Reports != 4 {
 		t.Errorf("%d reports written, want one for each of the 4 namespaces with violations", result.Reports)
 	}
-	var got []string
-	for _, r := range result.Rows {
-		got = append(got, r.Namespace+"/"+r.Kind+"/"+r.Name+"/"+r.Rule)
-	}
+	got := rowNames(result.Rows)
 	want := []string{"gas-web/Service/web/service-type", "oil-dev/Pod/debug/host-path", "oil-prod/Deployment/edge/host-network", "oil-prod/PersistentVolumeClaim/data/storage-class", "steel-apps/Pod/app/image-registry"}
-	if len(got) != len(want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("rows %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("row %d %s, want %s", i, got[i], want[i])
-		}
 	}
 	if result.Objects != 16 {
 		t.Errorf("%d objects checked, want the offline audit's 16", result.Objects)
@@ -153,5 +172,42 @@ func TestAPauseLetsTheAuditWorkItsShareOfTheTimeAndNoLessThanPause(t *testing.T)
 	l.opts.defaults()
 	if l.opts.Share != DefaultShare {
 		t.Errorf("share %v, want the default %v", l.opts.Share, DefaultShare)
+	}
+}
+
+// TestAKindTheAuditMayNotListLeavesTheOthersReported: RBAC that does not
+// grant one kind (a rule family of one's own) fails that kind, not the
+// audit: the other kinds' reports are written, the cluster's report lists
+// the kind as an error result, and the audit still counts as failed.
+func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
+	l, reader, writer := auditOfFixture(t)
+	reader.forbidden = "Service"
+	result, err := l.Once(t.Context())
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("error %v, want the forbidden list", err)
+	}
+	if result == nil {
+		t.Fatal("no result: the other kinds were not audited")
+	}
+	want := []string{"oil-dev/Pod/debug/host-path", "oil-prod/Deployment/edge/host-network", "oil-prod/PersistentVolumeClaim/data/storage-class", "steel-apps/Pod/app/image-registry"}
+	if got := rowNames(result.Rows); !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if result.Reports != 4 {
+		t.Errorf("%d reports written, want the 3 namespaces' with rows and the cluster's", result.Reports)
+	}
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(reports.OpenReports.GVK(true))
+	if err := writer.Get(t.Context(), client.ObjectKey{Name: l.opts.Instance.Name()}, cluster); err != nil {
+		t.Fatalf("the cluster's report: %v", err)
+	}
+	results, _, _ := unstructured.NestedSlice(cluster.Object, "results")
+	errorsSeen, _, _ := unstructured.NestedInt64(cluster.Object, "summary", "error")
+	if len(results) != 1 || errorsSeen != 1 {
+		t.Fatalf("the cluster's report lists %v (summary error %d), want one error result", results, errorsSeen)
+	}
+	r := results[0].(map[string]any)
+	if r["result"] != "error" || r["policy"] != reports.ErrorPolicy || !strings.Contains(r["message"].(string), "services is forbidden") {
+		t.Fatalf("the cluster's report says %v, want the forbidden services", r)
 	}
 }

@@ -21,11 +21,16 @@ import (
 // does not serve: its rows stand (metrics, logs), no report is written.
 var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report is written")
 
-// write applies the reports of rows and deletes the instance's reports of
-// namespaces without rows: how many it wrote and pruned. Without the
-// report CRD in the cluster it writes nothing and says so.
-func (l *Loop) write(ctx context.Context, rows []audit.Row) (written, pruned int, err error) {
-	desired := reports.Build(rows, reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()})
+// write applies the reports of rows, the cluster's saying what could not be
+// listed (unlisted), and deletes the instance's reports of namespaces
+// without rows: how many it wrote and pruned. Without the report CRD in
+// the cluster it writes nothing and says so.
+func (l *Loop) write(ctx context.Context, rows []audit.Row, unlisted []error) (written, pruned int, err error) {
+	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
+	for _, err := range unlisted {
+		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
+	}
+	desired := reports.Build(rows, opts)
 	var errs []error
 	for namespace, report := range desired {
 		err := l.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(report), client.FieldOwner(reconcile.FieldManager(l.opts.Instance)), client.ForceOwnership)

@@ -28,7 +28,16 @@ type Options struct {
 	Labels map[string]string
 	// Time is the audit's, the results' timestamp.
 	Time time.Time
+	// Errors are what kept the audit from checking some objects: the
+	// cluster-scoped report lists each as a result "error" (policy
+	// ErrorPolicy), so that one reading the reports knows they are not
+	// whole.
+	Errors []string
 }
+
+// ErrorPolicy is the policy of the results that say what the audit could
+// not check.
+const ErrorPolicy = "audit"
 
 // Build is the reports of rows: one per namespace with rows of namespaced
 // objects, keyed by namespace, and the cluster-scoped one of the rows of
@@ -38,6 +47,9 @@ func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured
 	grouped := map[string][]audit.Row{}
 	for _, r := range rows {
 		grouped[r.Namespace] = append(grouped[r.Namespace], r)
+	}
+	if _, ok := grouped[""]; !ok && len(opts.Errors) > 0 {
+		grouped[""] = nil
 	}
 	out := make(map[string]*unstructured.Unstructured, len(grouped))
 	for namespace, rows := range grouped {
@@ -118,6 +130,20 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 			"resources":  []any{resource},
 			"properties": properties,
 		})
+	}
+	if namespace == "" {
+		for _, msg := range opts.Errors {
+			summary["error"] = summary["error"].(int64) + 1
+			items = append(items, map[string]any{
+				"source":    Source,
+				"policy":    ErrorPolicy,
+				"result":    "error",
+				"message":   msg,
+				"scored":    false,
+				"severity":  "high",
+				"timestamp": map[string]any{"seconds": opts.Time.Unix(), "nanos": int64(0)},
+			})
+		}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"summary": summary, "results": items}}
 	u.SetGroupVersionKind(opts.Format.GVK(namespace == ""))
