@@ -105,7 +105,7 @@ func (e *Engine) admitResources(ctx context.Context, req *admission.Request, vie
 
 // hostReserver is a ledger that holds hosts across replicas: the strict one.
 type hostReserver interface {
-	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts []string) ([]quota.HostConflict, quota.Hold, error)
+	ReserveHosts(ctx context.Context, self quota.HostClaim, hosts, kept []string) ([]quota.HostConflict, quota.Hold, error)
 }
 
 // admitHosts holds the request's hosts (in the ledger of hosts when the
@@ -121,7 +121,7 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 	if hr, ok := ledger.(hostReserver); ok {
 		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
 		var err error
-		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts); err != nil {
+		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, s.kept); err != nil {
 			return nil, err
 		}
 		defer strict.Release()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -17,8 +18,11 @@ import (
 // is not off). found are the hosts' other holders once reserved
 // (clusterview.View.ReserveHosts); before, they are read from the view.
 type serving struct {
-	holder   clusterview.Holder
-	hosts    []string
+	holder clusterview.Holder
+	hosts  []string
+	// kept are the hosts of an update's object that it served before:
+	// every replica's view has them, so the strict ledger claims none.
+	kept     []string
 	facts    bool
 	reserved bool
 	found    map[string][]clusterview.HostHolder
@@ -42,9 +46,18 @@ func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving
 	if !known {
 		return nil
 	}
-	hosts := requestHosts(req)
+	hosts := objectHosts(req, req.Object)
 	if len(hosts) == 0 {
 		return nil
+	}
+	var kept []string
+	if req.Operation == admissionv1.Update && req.OldObject != nil {
+		old := objectHosts(req, req.OldObject)
+		for _, h := range hosts {
+			if slices.Contains(old, h) {
+				kept = append(kept, h)
+			}
+		}
 	}
 	name := req.Name
 	if name == "" {
@@ -53,16 +66,18 @@ func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving
 	return &serving{
 		holder: clusterview.Holder{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: name},
 		hosts:  hosts,
+		kept:   kept,
 		facts:  tenant.Ingress != nil && tenant.Ingress.HostnameCollision != registry.CollisionOff,
 	}
 }
 
-// requestHosts are the hosts the request's object serves, normalized: the
-// fields clusterview.HostPaths names, read from the decoded object.
-func requestHosts(req *admission.Request) []string {
+// objectHosts are the hosts obj, the request's object or old object,
+// serves, normalized: the fields clusterview.HostPaths names, read from
+// the decoded object.
+func objectHosts(req *admission.Request, obj ast.Value) []string {
 	var hosts []string
 	for _, path := range clusterview.HostPaths(req.Kind.Group, req.Kind.Kind) {
-		collectTerms(req.Object, path, &hosts)
+		collectTerms(obj, path, &hosts)
 	}
 	return clusterview.NormalizeHosts(hosts)
 }

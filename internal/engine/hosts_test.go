@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +129,32 @@ func TestOfTwentyParallelCreatesOfOneHostOneIsAdmitted(t *testing.T) {
 	view.UpdateHosts(nil, &clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Namespace: winner, Name: "shop", Hosts: []string{"shop.example.com"}})
 	if view.ReservedHosts() != 0 {
 		t.Fatalf("%d holds after the object was seen", view.ReservedHosts())
+	}
+}
+
+// TestAnUpdateKeepsTheHostsItServedBefore: the hosts an update's object
+// served before it (its old object's) are kept, which the strict ledger of
+// hosts claims no more; a create keeps none.
+func TestAnUpdateKeepsTheHostsItServedBefore(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 2), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(2)
+	for _, tt := range []struct {
+		name string
+		req  *admission.Request
+		kept []string
+	}{
+		{"a create", edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "shop", 0, "a.t0.example.com", "b.t0.example.com"), nil},
+		{"an update adding a host", edgeRequest(t, "UPDATE", "Ingress", "t0-ns3", "web", 0, "A.t0.example.com", "b.t0.example.com"), []string{"a.t0.example.com"}},
+		{"a route's update", edgeRequest(t, "UPDATE", "HTTPRoute", "t0-ns3", "api", 0, "a.t0.example.com"), []string{"a.t0.example.com"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := e.served(tt.req, view)
+			if s == nil || !slices.Equal(s.kept, tt.kept) {
+				t.Fatalf("serving %+v, want kept %v", s, tt.kept)
+			}
+		})
 	}
 }

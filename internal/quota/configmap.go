@@ -88,10 +88,17 @@ func (l *StrictLedger) read(ctx context.Context, tenant, suffix string) (*page, 
 	return p, nil
 }
 
+// maxLedgerBytes is the most a ledger's entries take: the API server refuses
+// a ConfigMap whose data is over 1 MiB (its names and labels aside).
+const maxLedgerBytes = 1<<20 - 1024
+
 // put writes raw as the claims of the ledger named l.prefix+name: it
 // creates the ConfigMap when existing is nil, else updates existing (the
 // version read), so that a write that lost a race is ErrStale.
 func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name, suffix string, raw []byte) error {
+	if len(raw) > maxLedgerBytes {
+		return fmt.Errorf("ConfigMap %s would hold %d bytes of entries, over the %d a ConfigMap holds: more admissions than it can keep came within --quota-reservation-ttl (%s) before the informers saw them", l.prefix+name+suffix, len(raw), maxLedgerBytes, l.ttl)
+	}
 	var err error
 	if existing == nil {
 		cm := &corev1.ConfigMap{

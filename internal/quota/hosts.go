@@ -70,12 +70,14 @@ type HostSeer interface {
 // Ingress and route requests waiting until it is kept or released; Keep
 // writes self's hosts into the ledger, conditional on it being unchanged
 // since it was read (ErrStale otherwise: the request must be decided again).
-// self's Host is not read. Read the view's index after it: a claim skipped
+// kept are the hosts among hosts that an update's object served before it,
+// which every replica's view has: Keep claims none of them. self's Host is
+// not read. Read the view's index after it: a claim skipped
 // here as seen is then in the index, whichever the informer's timing.
-func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts []string) ([]HostConflict, Hold, error) {
+func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, kept []string) ([]HostConflict, Hold, error) {
 	m := l.lock(hostsLedger)
 	m.Lock()
-	h := &strictHostHold{ledger: l, self: self, hosts: hosts, locked: m}
+	h := &strictHostHold{ledger: l, self: self, hosts: hosts, kept: kept, locked: m}
 	p, err := l.readHosts(ctx)
 	if err != nil {
 		h.Release()
@@ -131,13 +133,28 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 	return p, nil
 }
 
-// writeHosts stores the page with self's entries replaced by its hosts; a
-// write that lost a race is ErrStale.
-func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts []string) error {
-	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool { return sameObject(e.claim(), self) })
+// writeHosts stores the page with self's entries of hosts it no longer asks
+// for dropped and entries added for the hosts it asks for that it neither
+// claims already nor kept (an update that keeps its hosts, the most
+// frequent request, adds none); a write that lost a race is ErrStale.
+// Nothing changed, nothing is written.
+func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) error {
+	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
+		return sameObject(e.claim(), self) && !slices.Contains(hosts, e.Host)
+	})
+	changed := len(entries) != len(p.entries)
 	expires := l.now().Add(l.ttl).UTC()
 	for _, host := range hosts {
+		c := self
+		c.Host = host
+		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return e.claim() == c }) {
+			continue
+		}
 		entries = append(entries, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires})
+		changed = true
+	}
+	if !changed {
+		return nil
 	}
 	raw, err := json.Marshal(entries)
 	if err != nil {
@@ -155,6 +172,7 @@ type strictHostHold struct {
 	ledger *StrictLedger
 	self   HostClaim
 	hosts  []string
+	kept   []string
 	locked interface{ Unlock() }
 	page   *hostsPage
 	done   bool
@@ -164,7 +182,7 @@ type strictHostHold struct {
 // unchanged since it was read.
 func (h *strictHostHold) Keep(ctx context.Context) error {
 	defer h.Release()
-	return h.ledger.writeHosts(ctx, h.page, h.self, h.hosts)
+	return h.ledger.writeHosts(ctx, h.page, h.self, h.hosts, h.kept)
 }
 
 // Release lets this replica's next Ingress or route request be decided.

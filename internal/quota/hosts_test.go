@@ -1,6 +1,7 @@
 package quota_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,7 +35,7 @@ func TestTwoStrictReplicasAdmitOneObjectPerHost(t *testing.T) {
 		wg.Go(func() {
 			self := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: fmt.Sprintf("ns%d", i), Name: "web"}
 			for {
-				held, hold, err := replicas[i%2].ReserveHosts(t.Context(), self, []string{"shop.example.com"})
+				held, hold, err := replicas[i%2].ReserveHosts(t.Context(), self, []string{"shop.example.com"}, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -72,14 +73,14 @@ func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 	other := quota.HostClaim{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "b", Name: "shop"}
 	reserve := func(self quota.HostClaim) []quota.HostConflict {
 		t.Helper()
-		held, hold, err := ledger.ReserveHosts(t.Context(), self, []string{"shop.example.com"})
+		held, hold, err := ledger.ReserveHosts(t.Context(), self, []string{"shop.example.com"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hold.Release()
 		return held
 	}
-	_, hold, err := ledger.ReserveHosts(t.Context(), web, []string{"shop.example.com"})
+	_, hold, err := ledger.ReserveHosts(t.Context(), web, []string{"shop.example.com"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +159,14 @@ func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 			ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, clusterview.New(label), time.Minute)
 			held := tc.held
 			held.Host = ""
-			_, hold, err := ledger.ReserveHosts(t.Context(), held, []string{tc.held.Host})
+			_, hold, err := ledger.ReserveHosts(t.Context(), held, []string{tc.held.Host}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := hold.Keep(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			got, hold, err := ledger.ReserveHosts(t.Context(), tc.asker, tc.asks)
+			got, hold, err := ledger.ReserveHosts(t.Context(), tc.asker, tc.asks, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,5 +175,55 @@ func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 				t.Fatalf("%v asking for %v finds %v, want %v", tc.asker.Kind, tc.asks, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAnUpdateClaimsOnlyTheHostsItAdds: an update that keeps its hosts
+// writes nothing (a GitOps sync of every Ingress would otherwise rewrite
+// the one ledger of hosts once per object); one that adds a host claims
+// that host; one that drops a host gives its claim back; and a create's
+// claims stand through an update that keeps them.
+func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
+	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	ledger := quota.NewStrictLedger(server, clusterview.New(label), time.Minute)
+	web := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: "web"}
+	keep := func(hosts, kept []string) {
+		t.Helper()
+		_, hold, err := ledger.ReserveHosts(t.Context(), web, hosts, kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hold.Keep(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed := func() (hosts []string, version int) {
+		t.Helper()
+		server.mu.Lock()
+		defer server.mu.Unlock()
+		cm := server.stored[quota.NamePrefix+"hosts.edge"]
+		var entries []struct{ Host string }
+		if err := json.Unmarshal([]byte(cm.Data["claims"]), &entries); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			hosts = append(hosts, e.Host)
+		}
+		slices.Sort(hosts)
+		return hosts, server.version
+	}
+	keep([]string{"a.example.com"}, nil) // the create
+	_, created := claimed()
+	keep([]string{"a.example.com"}, []string{"a.example.com"})
+	if hosts, v := claimed(); v != created || !slices.Equal(hosts, []string{"a.example.com"}) {
+		t.Fatalf("an update keeping its host: claims %v at version %d, want the create's, unwritten (%d)", hosts, v, created)
+	}
+	keep([]string{"a.example.com", "b.example.com"}, []string{"a.example.com"})
+	if hosts, _ := claimed(); !slices.Equal(hosts, []string{"a.example.com", "b.example.com"}) {
+		t.Fatalf("an update adding b: claims %v", hosts)
+	}
+	keep([]string{"b.example.com"}, []string{"b.example.com"})
+	if hosts, _ := claimed(); !slices.Equal(hosts, []string{"b.example.com"}) {
+		t.Fatalf("an update dropping a: claims %v, want b's only", hosts)
 	}
 }
