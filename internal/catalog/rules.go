@@ -381,14 +381,35 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		}
 	}
 	for _, sub := range d.Subresources {
-		resource, _, ok := strings.Cut(sub, "/")
+		resource, name, ok := strings.Cut(sub, "/")
 		i := slices.IndexFunc(r.Kinds, func(k Kind) bool { return k.Resource == resource })
 		if !ok || i < 0 {
 			problems.add(loc, "rule %q: subresource %q is not resource/subresource of one of its kinds", r.ID, sub)
 			continue
 		}
+		if err := judgeableSubresource(name); err != nil {
+			problems.add(loc, "rule %q: subresource %q: %v", r.ID, sub, err)
+			continue
+		}
 		r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, []string{sub})
 	}
+}
+
+// sameKindSubresources are the subresources whose requests are updates of
+// the object itself, of its own kind, which a rule judges as it judges the
+// object. The others carry another kind (scale: autoscaling/Scale;
+// eviction, binding, token: creates of their own kinds) or none (exec,
+// attach, proxy: connections), which the library's routing by the
+// request's kind would never bring to the rule.
+var sameKindSubresources = []string{"status", "finalize", "ephemeralcontainers", "resize", "approval"}
+
+// judgeableSubresource refuses a subresource whose requests a rule of the
+// object's kind would never see.
+func judgeableSubresource(name string) error {
+	if slices.Contains(sameKindSubresources, name) {
+		return nil
+	}
+	return fmt.Errorf("its requests are not updates of the object's own kind, so no rule of that kind would see them; a rule may name %s", strings.Join(sameKindSubresources, ", "))
 }
 
 func union(a, b []string) []string {
@@ -484,6 +505,9 @@ func kindSetValue(rule *ast.Rule, subresources any) ([]Kind, error) {
 		k.path = strings.Split(path, ".")
 		list, _ := subs[key].([]any)
 		for _, sub := range list {
+			if err := judgeableSubresource(fmt.Sprint(sub)); err != nil {
+				return nil, fmt.Errorf("subresource %v of %s: %w", sub, key, err)
+			}
 			k.Subresources = append(k.Subresources, fmt.Sprintf("%s/%v", k.Resource, sub))
 		}
 		kinds = append(kinds, k)
