@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/generator"
 	"github.com/tenantguard/tenantguard/internal/auditloop"
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/informers"
@@ -34,6 +36,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/watch"
 	"github.com/tenantguard/tenantguard/webhook"
 	"github.com/tenantguard/tenantguard/webhook/certrotate"
+	"github.com/tenantguard/tenantguard/webhook/configuration"
 )
 
 type serveOptions struct {
@@ -58,6 +61,9 @@ type serveOptions struct {
 	rotation         certrotate.Options
 	quotaMode        string
 	reservationTTL   time.Duration
+	// webhookCheckInterval is how often the webhook configurations' rules
+	// are checked.
+	webhookCheckInterval time.Duration
 	// evaluators is --evaluators (engine.NewPool's size: 0 is GOMAXPROCS)
 	evaluators int
 	// evaluator is --evaluator (engine.Options.Evaluator)
@@ -104,7 +110,8 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.server.ClientCAFile, "client-ca-file", "", "CA bundle (PEM): /validate and /mutate answer only callers with a client certificate it signed, i.e. the API server given one in its AdmissionConfiguration (probes and metrics stay open)")
 	f.StringVar(&o.tlsSecret, "tls-secret", "", "NAMESPACE/NAME of a Secret where the replicas keep a private CA and the serving certificate, renewed before they expire (built-in rotation; instead of the files)")
 	f.StringSliceVar(&o.rotation.Hosts, "tls-dns-name", nil, "DNS name or IP address of the built-in rotation's serving certificate, e.g. SERVICE.NAMESPACE.svc (repeatable)")
-	f.StringVar(&o.rotation.WebhookConfiguration, "webhook-configuration", "", "name of the Validating- and MutatingWebhookConfiguration whose caBundle the built-in rotation keeps current")
+	f.StringVar(&o.rotation.WebhookConfiguration, "webhook-configuration", "", "name of the Validating- and MutatingWebhookConfiguration whose caBundle the built-in rotation keeps current, and whose rules are checked against what the rules in force judge (a warning and tenantguard_webhook_unrouted_requests when they leave some out)")
+	f.DurationVar(&o.webhookCheckInterval, "webhook-check-interval", time.Minute, "how often the --webhook-configuration rules are checked, besides after each registry or policy change")
 	f.DurationVar(&o.rotation.Validity.CA, "tls-ca-validity", certrotate.DefaultCAValidity, "lifetime of the built-in rotation's CA; a successor joins the bundle with a third left and signs with a sixth left")
 	f.DurationVar(&o.rotation.Validity.Cert, "tls-cert-validity", certrotate.DefaultCertValidity, "lifetime of the built-in rotation's serving certificate, renewed with a third left")
 	f.DurationVar(&o.rotation.CheckInterval, "tls-check-interval", certrotate.DefaultCheckInterval, "how often the built-in rotation checks the Secret and the caBundles")
@@ -161,6 +168,9 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	if o.evaluators < 0 {
 		return usageErrorf("--evaluators must be 0 (one per CPU) or more, got %d", o.evaluators)
+	}
+	if o.webhookCheckInterval <= 0 {
+		return usageErrorf("--webhook-check-interval must be positive, got %s", o.webhookCheckInterval)
 	}
 	if o.reservationTTL < 30*time.Second {
 		return usageErrorf("--quota-reservation-ttl must be at least 30s (the longest a decision can take), got %s", o.reservationTTL)
@@ -238,6 +248,24 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 			return &ExitError{Code: 1, Err: err}
 		}
 		o.server.GetCertificate = rotator.GetCertificate
+	}
+	if o.rotation.WebhookConfiguration != "" {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return &ExitError{Code: 1, Err: err}
+		}
+		check := &configuration.RouteCheck{
+			Client: client.AdmissionregistrationV1(), Name: o.rotation.WebhookConfiguration,
+			InForce: func() (*catalog.Catalog, []schema.GroupResource, bool) {
+				e := store.Engine()
+				if e == nil {
+					return nil, nil, false
+				}
+				return e.Policy().Catalog(), e.Registry().QuotaResources(), true
+			},
+			Changes: store.Subscribe(), Interval: o.webhookCheckInterval, Logger: log, Report: m.Unrouted,
+		}
+		go check.Run(ctx)
 	}
 	o.server.Ledger = quota.LocalLedger{View: store.View(), TTL: o.reservationTTL}
 	if o.quotaMode == quotaStrict {

@@ -44,6 +44,7 @@ type Metrics struct {
 	reloads         *prometheus.CounterVec
 	lastReloadError *prometheus.GaugeVec
 	lastReloadTime  *prometheus.GaugeVec
+	unrouted        prometheus.Gauge
 	audit           auditCollectors
 }
 
@@ -81,13 +82,21 @@ func New() *Metrics {
 			Name: "tenantguard_reload_last_failure_timestamp_seconds",
 			Help: "Unix time of the last refused reload of the source.",
 		}, []string{"source"}),
+		unrouted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenantguard_webhook_unrouted_requests",
+			Help: "Requests (configuration, resource, operation) the rules in force judge that no webhook of the installed configurations sends failing closed, at the last check (only with --webhook-configuration); alert when not 0.",
+		}),
 		audit: newAuditCollectors(),
 	}
-	m.registry.MustRegister(m.requests, m.violations, m.duration, m.generation, m.reloads, m.lastReloadError, m.lastReloadTime,
+	m.registry.MustRegister(m.requests, m.violations, m.duration, m.generation, m.reloads, m.lastReloadError, m.lastReloadTime, m.unrouted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(m.audit.collectors()...)
 	return m
 }
+
+// Unrouted records how many requests the rules in force judge the webhook
+// configurations do not send (configuration.RouteCheck).
+func (m *Metrics) Unrouted(n int) { m.unrouted.Set(float64(n)) }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

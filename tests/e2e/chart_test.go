@@ -103,6 +103,49 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		_, err = cp.As("alice").CoreV1().Pods("oil-chart").Create(ctx, pod("host", func(s *corev1.PodSpec) { s.HostNetwork = true }), dryRun)
 		wantDenied(t, err, "host-network")
 	})
+	t.Run("the server says when the webhook configurations leave out what the rules judge", func(t *testing.T) {
+		const routed, unrouted = "the webhook configurations send every request the rules in force judge", "validating services CREATE"
+		eventually(t, "the routes checked", func(context.Context) error {
+			if !strings.Contains(logs.String(), routed) {
+				return errors.New("not said yet")
+			}
+			return nil
+		})
+		before, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := before.DeepCopy()
+		for i := range edited.Webhooks {
+			for j := range edited.Webhooks[i].Rules {
+				r := &edited.Webhooks[i].Rules[j]
+				r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool { return res == "services" })
+			}
+		}
+		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the services left out said", func(context.Context) error {
+			if !strings.Contains(logs.String(), unrouted) {
+				return errors.New("not said yet")
+			}
+			return nil
+		})
+		restored, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored.Webhooks = before.Webhooks
+		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, restored, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the routes said whole again", func(context.Context) error {
+			if strings.Count(logs.String(), routed) < 2 {
+				return errors.New("not said yet")
+			}
+			return nil
+		})
+	})
 	t.Run("an exempt namespace a tenant creates is judged, and so is what runs in it", func(t *testing.T) {
 		// exempt, but not created yet: a tenant taking its name must not
 		// get a namespace nothing checks
@@ -237,7 +280,7 @@ func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port i
 	}
 	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
 		fmt.Sprintf("--addr=127.0.0.1:%d", port), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
-		"--kubeconfig="+kubeconfigFile, "--tls-dns-name=127.0.0.1", "--shutdown-delay=0s")
+		"--kubeconfig="+kubeconfigFile, "--tls-dns-name=127.0.0.1", "--shutdown-delay=0s", "--webhook-check-interval=1s")
 	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...)
 	logs = &live.SyncBuffer{}
 	cmd.Stderr = logs

@@ -1,0 +1,87 @@
+package configuration
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+
+	"github.com/tenantguard/tenantguard/internal/catalog"
+)
+
+// RouteCheck compares the installed configurations with what the library
+// and registry in force need (Unrouted): when the server starts, after
+// every change Changes signals, and every Interval, so that a library or
+// registry whose requests the webhooks do not send is said, not silently
+// unenforced.
+type RouteCheck struct {
+	// Client reads the configurations, named Name.
+	Client admissionv1client.AdmissionregistrationV1Interface
+	Name   string
+	// InForce is the library and the counted resources in force; false
+	// before any.
+	InForce func() (*catalog.Catalog, []schema.GroupResource, bool)
+	// Changes signals a change of what is in force.
+	Changes  <-chan struct{}
+	Interval time.Duration
+	Logger   *slog.Logger
+	// Report receives how many requests are not routed after each check.
+	Report func(unrouted int)
+}
+
+// Run checks until ctx ends, saying what changed since the last check.
+func (c *RouteCheck) Run(ctx context.Context) {
+	tick := time.NewTicker(c.Interval)
+	defer tick.Stop()
+	said := "" // what the last check said, said again only when it changes
+	for {
+		text, level, attrs := c.check(ctx)
+		if key := text + fmt.Sprint(attrs...); key != said && text != "" && ctx.Err() == nil {
+			c.Logger.Log(ctx, level, text, attrs...)
+			said = key
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.Changes:
+		case <-tick.C:
+		}
+	}
+}
+
+// check is one comparison, as a log message: its text, level and
+// attributes.
+func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
+	cat, counted, ok := c.InForce()
+	if !ok {
+		return "", slog.LevelInfo, nil
+	}
+	vwc, err := c.Client.ValidatingWebhookConfigurations().Get(ctx, c.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		vwc, err = nil, nil
+	}
+	var mwc *admissionregistrationv1.MutatingWebhookConfiguration
+	if err == nil {
+		mwc, err = c.Client.MutatingWebhookConfigurations().Get(ctx, c.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			mwc, err = nil, nil
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("cannot read the webhook configurations %q to check their routes: %v", c.Name, err), slog.LevelWarn, nil
+	}
+	unrouted := Unrouted(vwc, mwc, cat, counted)
+	c.Report(len(unrouted))
+	if len(unrouted) == 0 {
+		return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, []any{"configuration", c.Name}
+	}
+	return "the webhook configurations do not send, failing closed, requests the rules in force judge: update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
+		slog.LevelWarn, []any{"configuration", c.Name, "unrouted", strings.Join(unrouted, ", ")}
+}
