@@ -14,7 +14,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/tenantguard/tenantguard/internal/policydir"
 	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 // refusal is values `helm template` must refuse, and what its error says.
@@ -485,5 +487,48 @@ func TestChartCIValuesLint(t *testing.T) {
 				t.Errorf("helm lint --strict -f %s: %v", file, err)
 			}
 		})
+	}
+}
+
+// TestChartPolicyOverlay: policyOverlay's files (a rule family of one's
+// own, given with --set-file) are a ConfigMap mounted as --policy-overlay,
+// and what the ConfigMap holds loads as the embedded library with the
+// family added.
+func TestChartPolicyOverlay(t *testing.T) {
+	family := filepath.Join(fixtures.Dir(), "family", "configmaps")
+	var args []string
+	for _, name := range []string{"configmaps.rego", "configmaps_test.rego", "configmaps.cel"} {
+		args = append(args, "--set-file", "policyOverlay."+strings.ReplaceAll(name, ".", `\.`)+"="+filepath.Join(family, name))
+	}
+	docs := render(t, args...)
+	var d appsv1.Deployment
+	decode(t, docs["Deployment/tg-tenantguard"], &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--policy-overlay=/policy-overlay") || slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--policy-dir") }) {
+		t.Errorf("args %v, want --policy-overlay and no --policy-dir", c.Args)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "policy-overlay" && m.MountPath == "/policy-overlay" }) ||
+		!slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == "policy-overlay" && v.ConfigMap != nil && v.ConfigMap.Name == "tg-tenantguard-policy-overlay"
+		}) {
+		t.Errorf("the overlay's ConfigMap is not mounted: %v %v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	}
+	var cm corev1.ConfigMap
+	decode(t, docs["ConfigMap/tg-tenantguard-policy-overlay"], &cm)
+	dir := t.TempDir()
+	for name, src := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := policydir.Source{Overlay: dir}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cat.IDs(), "configmap-secrets") || !slices.Contains(cat.IDs(), "host-network") {
+		t.Errorf("the mounted overlay loads as %v, want the embedded rules and configmap-secrets", cat.IDs())
+	}
+	if docs["ConfigMap/tg-tenantguard-policies"] != "" {
+		t.Error("a policies ConfigMap rendered without policies")
 	}
 }

@@ -170,3 +170,67 @@ func TestARuleFamilyTakesNoGo(t *testing.T) {
 		library{catalog: cat, cases: cases, exercise: []string{familyRule}}.agree(t)
 	})
 }
+
+// TestAFamilyInAnOverlayJoinsTheEmbeddedLibrary adds the same family as an
+// overlay (--policy-overlay), its files in one folder as the chart's
+// ConfigMap mounts them: the embedded library's rules stand, the family's
+// joins them in rules, review and the webhook rules, and an overlay that
+// would change one of the library's own packages is refused, naming it.
+func TestAFamilyInAnOverlayJoinsTheEmbeddedLibrary(t *testing.T) {
+	overlay := t.TempDir()
+	if err := live.CopyDir(filepath.Join(fixtures.Dir(), "family", "configmaps"), overlay); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("rules lists the embedded rules and the family's", func(t *testing.T) {
+		code, out, errs := tenantguard(t, "rules", "--policy-overlay", overlay, "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var listed struct {
+			Library string
+			Rules   []listedRule
+		}
+		if err := json.Unmarshal([]byte(out), &listed); err != nil {
+			t.Fatal(err)
+		}
+		if len(listed.Rules) != len(catalog.MustEmbedded().IDs())+1 || !slices.ContainsFunc(listed.Rules, func(r listedRule) bool { return r.ID == familyRule }) {
+			t.Errorf("%d rules listed, want the embedded ones and %s", len(listed.Rules), familyRule)
+		}
+		if listed.Library != "embedded+"+overlay {
+			t.Errorf("library %q", listed.Library)
+		}
+	})
+	t.Run("review enforces it beside the embedded rules, on both evaluators", func(t *testing.T) {
+		cases, err := fixtures.LoadFile(filepath.Join("family", "cases.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied, allowed := writeReview(t, &cases[0]), writeReview(t, &cases[1])
+		for _, evaluator := range []string{"plan", "topdown"} {
+			args := []string{"review", "--policy-overlay", overlay, "--evaluator", evaluator, "--registry", cases[0].RegistryFile(), "--objects", fixtures.ClusterFile()}
+			if code, out, errs := tenantguard(t, append(args, denied)...); code != 1 || !strings.Contains(out, "["+familyRule+"] ") {
+				t.Errorf("%s: a ConfigMap with a password: exit %d: %s%s", evaluator, code, out, errs)
+			}
+			if code, out, errs := tenantguard(t, append(args, allowed)...); code != 0 {
+				t.Errorf("%s: a ConfigMap of settings: exit %d: %s%s", evaluator, code, out, errs)
+			}
+		}
+	})
+	t.Run("the webhook rules route its kind", func(t *testing.T) {
+		code, out, _ := tenantguard(t, "rules", "--policy-overlay", overlay, "-o", "webhook-rules")
+		if code != 0 || !strings.Contains(out, "- configmaps") || !strings.Contains(out, "- pods") {
+			t.Errorf("exit %d, want configmaps beside the embedded kinds:\n%s", code, out)
+		}
+	})
+	t.Run("an overlay changing a family of the library is refused", func(t *testing.T) {
+		bad := t.TempDir()
+		src := "package tenantguard.rules.images\n\nviolations contains {\"id\": \"x\", \"msg\": \"x\"} if false\n"
+		if err := os.WriteFile(filepath.Join(bad, "images.rego"), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := tenantguard(t, "rules", "--policy-overlay", bad)
+		if code != 2 || !strings.Contains(errs, "overlay/images.rego: package tenantguard.rules.images is the library's own") {
+			t.Errorf("exit %d: %s", code, errs)
+		}
+	})
+}

@@ -311,3 +311,15 @@ func rsaKey(t testing.TB) (keyPEM, pubPEM []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 }
+
+// TestTheExportedBundlesTestsPassInIt runs the real opa test -b on the
+// exported bundle, as policy-library.md says it runs: the library's tests
+// pass with the bundle's data.json (its registry and catalog) beside them.
+func TestTheExportedBundlesTestsPassInIt(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	writeBundle(t, filepath.Join("..", "examples", "registry.yaml"), file, export.BundleOptions{})
+	out, err := exec.CommandContext(t.Context(), filepath.Join("..", "bin", "opa"), "test", "-b", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("opa test -b: %v\n%s", err, out)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -32,10 +34,31 @@ type Catalog struct {
 // that calls a built-in function a policy may not (Refused), declares a rule
 // badly or twice, or translates a rule to CEL that it does not claim for the
 // CEL engines; the error lists every problem with its file and line.
-func Load(root fs.FS) (*Catalog, error) {
-	c := &Catalog{modules: map[string]string{}, tests: map[string]string{}, cel: map[string]string{}}
-	if err := c.read(root); err != nil {
+func Load(root fs.FS) (*Catalog, error) { return LoadOverlay(root, nil) }
+
+// OverlayPrefix is the folder an overlay's files come under in the library
+// (LoadOverlay): the names in its errors and in exports.
+const OverlayPrefix = "overlay/"
+
+// LoadOverlay is Load of the library under base with the rule families
+// under overlay added (nil: none), as Load reads and checks them. An
+// overlay adds families, and the libraries and tests they need, in packages
+// of their own: a package base already has is refused (a change to a
+// family of base is a library of one's own, Load of a copy). Its files come
+// under OverlayPrefix.
+func LoadOverlay(base, overlay fs.FS) (*Catalog, error) {
+	c := newCatalog()
+	if err := c.read(base, ""); err != nil {
 		return nil, err
+	}
+	if overlay != nil {
+		added := newCatalog()
+		if err := added.read(overlay, OverlayPrefix); err != nil {
+			return nil, err
+		}
+		if err := c.add(added); err != nil {
+			return nil, err
+		}
 	}
 	if len(c.modules) == 0 {
 		return nil, errors.New("no .rego modules")
@@ -82,8 +105,42 @@ func MustEmbedded() *Catalog {
 	return c
 }
 
-// read collects the library's files by their slash path.
-func (c *Catalog) read(root fs.FS) error {
+func newCatalog() *Catalog {
+	return &Catalog{modules: map[string]string{}, tests: map[string]string{}, cel: map[string]string{}}
+}
+
+// packageLine is a Rego file's package clause.
+var packageLine = regexp.MustCompile(`(?m)^package[ \t]+([A-Za-z0-9_.]+)`)
+
+// add takes in an overlay's files, refusing the packages c has already.
+func (c *Catalog) add(overlay *Catalog) error {
+	own := map[string]bool{}
+	for _, files := range []map[string]string{c.modules, c.tests} {
+		for _, src := range files {
+			if m := packageLine.FindStringSubmatch(src); m != nil {
+				own[m[1]] = true
+			}
+		}
+	}
+	var problems []string
+	for _, files := range []map[string]string{overlay.modules, overlay.tests} {
+		for _, path := range slices.Sorted(maps.Keys(files)) {
+			if m := packageLine.FindStringSubmatch(files[path]); m != nil && own[m[1]] {
+				problems = append(problems, fmt.Sprintf("%s: package %s is the library's own; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", path, m[1]))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	maps.Copy(c.modules, overlay.modules)
+	maps.Copy(c.tests, overlay.tests)
+	maps.Copy(c.cel, overlay.cel)
+	return nil
+}
+
+// read collects the library's files by their slash path, after prefix.
+func (c *Catalog) read(root fs.FS, prefix string) error {
 	return fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -111,7 +168,7 @@ func (c *Catalog) read(root fs.FS) error {
 		if err != nil {
 			return err
 		}
-		into[path] = string(src)
+		into[prefix+path] = string(src)
 		return nil
 	})
 }

@@ -131,7 +131,7 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	if err := namespacesGiven(cmd.ErrOrStderr(), view, objects); err != nil {
 		return err
 	}
-	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}, Managers: o.managers})
+	eng, err := engine.New(cmd.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat, Evaluator: o.evaluator, Test: o.policy.custom()}, Managers: o.managers})
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func (o *reviewOptions) load() (*reviewInputs, error) {
 // engine compiles the rules. As serve runs a --policy-dir: its own tests
 // first, on the evaluator that decides.
 func (in *reviewInputs) engine(cmd *cobra.Command, o *reviewOptions) (*engine.Engine, error) {
-	return engine.New(cmd.Context(), in.reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: in.cat, Evaluator: o.evaluator, Test: o.policy.dir != ""}})
+	return engine.New(cmd.Context(), in.reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: in.cat, Evaluator: o.evaluator, Test: o.policy.custom()}})
 }
 
 // print writes one decision in the -o format, dryrun violations on stderr;

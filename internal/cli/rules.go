@@ -52,13 +52,13 @@ func newRulesCommand() *cobra.Command {
 	var policy policyFlag
 	var registryFile, output string
 	cmd := &cobra.Command{
-		Use: "rules [--policy-dir DIR] [--registry FILE] [-o table|json|yaml|markdown|webhook-rules]",
+		Use: "rules [--policy-dir DIR] [--policy-overlay DIR] [--registry FILE] [-o table|json|yaml|markdown|webhook-rules]",
 		Example: `  tenantguard rules
   tenantguard rules --registry examples/registry.yaml -o json
-  tenantguard rules --policy-dir my-rules/ -o webhook-rules > webhook-rules.yaml`,
+  tenantguard rules --policy-overlay my-families/ -o webhook-rules > webhook-rules.yaml`,
 		Short: "List the rules in force: id, family, kinds, operations, engines, enforcement",
-		Long: `List the rules of the embedded rule library, or of --policy-dir, as their
-METADATA declares them: each rule's id, family, the kinds and operations it
+		Long: `List the rules of the embedded rule library, or of --policy-dir, and of
+--policy-overlay, as their METADATA declares them: each rule's id, family, the kinds and operations it
 judges, whether it mutates, whether the audit (tenantguard audit and serve's
 background audit) checks it (audit: false in its METADATA leaves it out), its
 enforcement (the rule's default, or the registry's with --registry) and the
@@ -67,17 +67,14 @@ the rule claims them).
 
 -o markdown writes docs/rules.md; -o webhook-rules writes the resources and
 operations the webhooks must see, which the Helm chart renders its webhook
-configurations from (value webhook.rules for a --policy-dir).`,
+configurations from (value webhook.rules for a --policy-dir or --policy-overlay).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat, err := policy.load()
 			if err != nil {
 				return err
 			}
-			view := rulesView{Library: "embedded", Revision: cat.Revision()}
-			if policy.dir != "" {
-				view.Library = policy.dir
-			}
+			view := rulesView{Library: policy.name(), Revision: cat.Revision()}
 			enforcement := map[string]string{}
 			if registryFile != "" {
 				snap, err := loadRegistry(registryFile, cat)

@@ -44,6 +44,7 @@ type serveOptions struct {
 	kubeconfig        string
 	registryConfigMap string
 	policyDir         string
+	policyOverlay     string
 	pollInterval      time.Duration
 	// webhookTenantLabel is --webhook-tenant-label
 	webhookTenantLabel string
@@ -123,6 +124,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.IntVar(&o.evaluators, "evaluators", 0, "topdown evaluations run at once; more wait their turn in arrival order (0: GOMAXPROCS, which Go sets from the container's CPU limit, or else the node's CPU count); the plan evaluator runs each on its request's goroutine")
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of a rule library (Rego, its tests, CEL) that replaces the embedded one, reloaded when it changes; its tests must pass on the evaluator that serves it")
+	f.StringVar(&o.policyOverlay, "policy-overlay", "", "directory of rule families (Rego, their tests, CEL) added to the embedded library (or to --policy-dir's), in packages of their own, reloaded when it changes; the whole library's tests must pass")
 	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are read for changes (the TLS files are also watched for file events)")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
@@ -223,10 +225,10 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	log.Info("topdown evaluators", "count", pool.Size())
 	store := state.New(clusterview.New(registry.DefaultTenantLabel), state.Options{Managers: o.managers, Observer: m, Logger: log, Pool: pool, Evaluator: o.evaluator})
 	m.WatchQuotas(store)
-	if o.policyDir == "" {
+	if o.policyDir == "" && o.policyOverlay == "" {
 		err = store.LoadPolicy(ctx, "embedded", nil)
 	} else {
-		err = policydir.Watch(ctx, o.policyDir, o.pollInterval, store)
+		err = policydir.Watch(ctx, policydir.Source{Dir: o.policyDir, Overlay: o.policyOverlay}, o.pollInterval, store)
 	}
 	if err != nil {
 		return &ExitError{Code: 1, Err: err}

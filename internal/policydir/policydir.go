@@ -3,12 +3,15 @@ package policydir
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/rego"
 )
 
 // Loader is what a policy is handed to; *state.Store is one. It compiles
@@ -22,11 +25,50 @@ type Loader interface {
 // Load reads the rule library in dir (hidden entries excluded): its Rego
 // modules and tests, its CEL translations, the rules it declares.
 func Load(dir string) (*catalog.Catalog, error) {
-	cat, err := catalog.Load(os.DirFS(dir))
+	return Source{Dir: dir}.Load()
+}
+
+// Source is where a library is read from: Dir, a library that replaces the
+// embedded one, and Overlay, rule families added to it (or to Dir's);
+// either may be empty.
+type Source struct {
+	Dir, Overlay string
+}
+
+// Load reads the library: the embedded one or Dir's, with Overlay's
+// families (catalog.LoadOverlay).
+func (s Source) Load() (*catalog.Catalog, error) {
+	base := rego.FS()
+	if s.Dir != "" {
+		base = os.DirFS(s.Dir)
+	}
+	var overlay fs.FS
+	if s.Overlay != "" {
+		overlay = os.DirFS(s.Overlay)
+	}
+	cat, err := catalog.LoadOverlay(base, overlay)
 	if err != nil {
-		return nil, fmt.Errorf("policy directory %s: %w", dir, err)
+		var names []string
+		if s.Dir != "" {
+			names = append(names, "policy directory "+s.Dir)
+		}
+		if s.Overlay != "" {
+			names = append(names, "policy overlay "+s.Overlay)
+		}
+		return nil, fmt.Errorf("%s: %w", strings.Join(names, " with "), err)
 	}
 	return cat, nil
+}
+
+// String names the source in logs: its directory, or directories.
+func (s Source) String() string {
+	switch {
+	case s.Overlay == "":
+		return s.Dir
+	case s.Dir == "":
+		return "embedded+" + s.Overlay
+	}
+	return s.Dir + "+" + s.Overlay
 }
 
 // same reports whether two reads of a directory hold the same files.
@@ -34,28 +76,28 @@ func same(a, b *catalog.Catalog) bool {
 	return a != nil && b != nil && a.Revision() == b.Revision()
 }
 
-// Watch loads dir into the loader now and again whenever its files change,
+// Watch loads src into the loader now and again whenever its files change,
 // polling every interval until ctx ends (ConfigMap volumes change by a
 // symlink swap, which polling sees). A change is loaded only once two polls
 // in a row read the same files, so a directory being copied file by file is
 // not put in force half-written (a policy missing a rule family can still
 // compile). The first load's error is returned; later ones are reported by
 // the loader.
-func Watch(ctx context.Context, dir string, interval time.Duration, loader Loader) error {
-	last, err := Load(dir)
+func Watch(ctx context.Context, src Source, interval time.Duration, loader Loader) error {
+	last, err := src.Load()
 	if err == nil {
-		err = loader.LoadPolicy(ctx, dir, last)
+		err = loader.LoadPolicy(ctx, src.String(), last)
 	}
 	if err != nil {
 		return err
 	}
 	var seen *catalog.Catalog // the previous poll's files
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		cat, err := Load(dir)
+		cat, err := src.Load()
 		switch {
 		case err != nil:
 			if last != nil {
-				loader.RefusePolicy(dir, err)
+				loader.RefusePolicy(src.String(), err)
 			}
 			last = nil // report once, and load the directory again once it is fixed
 		case same(cat, last):
@@ -63,7 +105,7 @@ func Watch(ctx context.Context, dir string, interval time.Duration, loader Loade
 			// changed since the previous poll: wait until it settles
 		default:
 			last = cat
-			_ = loader.LoadPolicy(ctx, dir, cat) // refusals are reported by the loader
+			_ = loader.LoadPolicy(ctx, src.String(), cat) // refusals are reported by the loader
 		}
 		seen = cat
 	}, interval)

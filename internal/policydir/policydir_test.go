@@ -101,7 +101,7 @@ func TestWatchFollowsChanges(t *testing.T) {
 	dir := t.TempDir()
 	copyEmbedded(t, dir)
 	loader := &recorder{}
-	if err := policydir.Watch(t.Context(), dir, 10*time.Millisecond, loader); err != nil {
+	if err := policydir.Watch(t.Context(), policydir.Source{Dir: dir}, 10*time.Millisecond, loader); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(what string, ok func(loads, refused int) bool) {
@@ -157,7 +157,7 @@ func TestABrokenEditKeepsTheLastGoodPolicy(t *testing.T) {
 	dir := t.TempDir()
 	copyEmbedded(t, dir)
 	store := newStore(t)
-	if err := policydir.Watch(ctx, dir, 10*time.Millisecond, store); err != nil {
+	if err := policydir.Watch(ctx, policydir.Source{Dir: dir}, 10*time.Millisecond, store); err != nil {
 		t.Fatal(err)
 	}
 	_, first := store.Generations()
@@ -256,7 +256,7 @@ func TestAPolicyWhoseOwnTestsFailIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	copyEmbedded(t, dir, "namespaces_test", "fixtures_test")
 	store := refusals{newStore(t), make(chan error, 10)}
-	if err := policydir.Watch(ctx, dir, 10*time.Millisecond, store); err != nil {
+	if err := policydir.Watch(ctx, policydir.Source{Dir: dir}, 10*time.Millisecond, store); err != nil {
 		t.Fatal(err)
 	}
 	_, first := store.Generations()
@@ -305,7 +305,7 @@ func TestAPolicyWhoseOwnTestsFailIsRefused(t *testing.T) {
 	broken := t.TempDir()
 	copyEmbedded(t, broken, "namespaces_test", "fixtures_test")
 	edit(filepath.Join(broken, "tenantguard", "rules", "namespaces", "namespaces.rego"))
-	if err := policydir.Watch(ctx, broken, time.Hour, newStore(t)); err == nil || !strings.Contains(err.Error(), "policy tests failed") {
+	if err := policydir.Watch(ctx, policydir.Source{Dir: broken}, time.Hour, newStore(t)); err == nil || !strings.Contains(err.Error(), "policy tests failed") {
 		t.Fatalf("Watch of a directory failing its tests: %v", err)
 	}
 }

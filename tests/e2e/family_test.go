@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,23 +16,42 @@ import (
 )
 
 // TestServeEnforcesARuleFamilyAddedWithoutGo runs `tenantguard serve` with
-// a --policy-dir that adds a rule family (tests/fixtures/family) and the
+// a --policy-dir that adds a rule family (tests/fixtures/family), and with
+// the family alone as a --policy-overlay, and the
 // webhook configurations built from that library, on a real API server:
 // the family's kind reaches the server and its rule refuses a tenant's
 // ConfigMap holding a password, and the embedded families keep deciding.
 // tests.TestARuleFamilyTakesNoGo follows the family through every other
 // engine.
 func TestServeEnforcesARuleFamilyAddedWithoutGo(t *testing.T) {
+	library := t.TempDir()
+	if err := live.CopyFamilyPolicy(library); err != nil {
+		t.Fatal(err)
+	}
+	overlay := t.TempDir()
+	if err := live.CopyDir(filepath.Join(live.Root(), "tests", "fixtures", "family", "configmaps"), overlay); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []struct {
+		name, flag string
+		source     policydir.Source
+	}{
+		{"in a copy of the library (--policy-dir)", "--policy-dir", policydir.Source{Dir: library}},
+		{"in an overlay of the embedded library (--policy-overlay)", "--policy-overlay", policydir.Source{Overlay: overlay}},
+	} {
+		t.Run(src.name, func(t *testing.T) {
+			cat, err := src.source.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			servedFamily(t, servePolicy(t, cat, src.flag, cmp.Or(src.source.Dir, src.source.Overlay)))
+		})
+	}
+}
+
+// servedFamily checks the family's rule and an embedded one on c.
+func servedFamily(t *testing.T, c *live.Cluster) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	if err := live.CopyFamilyPolicy(dir); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := policydir.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := servePolicyDir(t, dir, cat)
 	alice := c.As("alice")
 	configMap := func(data map[string]string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: data}
@@ -43,7 +64,7 @@ func TestServeEnforcesARuleFamilyAddedWithoutGo(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = alice.CoreV1().ConfigMaps("oil-dev").Create(ctx, configMap(map[string]string{"DB_PASSWORD": "hunter2"}), dryRun)
+	_, err := alice.CoreV1().ConfigMaps("oil-dev").Create(ctx, configMap(map[string]string{"DB_PASSWORD": "hunter2"}), dryRun)
 	wantDenied(t, err, "configmap-secrets")
 	_, err = alice.CoreV1().ConfigMaps("oil-dev").Create(ctx, configMap(map[string]string{"DB_HOST": "db"}), dryRun)
 	wantAllowed(t, err)

@@ -124,8 +124,15 @@ func setRegistryDoc(t testing.TB, c *live.Cluster, doc string) {
 // logs are printed when the test fails; everything stops when it ends.
 func servePolicyDir(t *testing.T, dir string, cat *catalog.Catalog, serveArgs ...string) *live.Cluster {
 	t.Helper()
+	return servePolicy(t, cat, append([]string{"--policy-dir", dir}, serveArgs...)...)
+}
+
+// servePolicy is servePolicyDir with the library given by serveArgs
+// (--policy-dir, --policy-overlay).
+func servePolicy(t *testing.T, cat *catalog.Catalog, serveArgs ...string) *live.Cluster {
+	t.Helper()
 	ctx := t.Context()
-	args := append([]string{"--generator=false", "--policy-dir", dir, "--webhook-tenant-label", tenantLabel}, serveArgs...)
+	args := append([]string{"--generator=false", "--webhook-tenant-label", tenantLabel}, serveArgs...)
 	c, err := live.Start(ctx, live.Options{Catalog: cat, ServeArgs: args})
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,11 @@ test_other_kinds_get_the_families_of_every_kind if {
 }
 
 test_without_a_catalog_nothing_is_decided if {
+	# as {}: an exported bundle carries its catalog in data.json
 	not main.decision with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as {}
 	not main.mutations with input as f.request("CREATE", f.pod({})) with data.tenantguard.registry as f.registry
+		with data.tenantguard.catalog as {}
 }
 
 test_with_half_a_catalog_nothing_is_decided if {
