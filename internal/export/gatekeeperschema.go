@@ -85,7 +85,9 @@ func addSchemaPath(schema map[string]any, t reflect.Type, path []string) {
 		props[path[0]] = map[string]any{"x-kubernetes-preserve-unknown-fields": true}
 		return
 	}
-	if len(path) == 1 {
+	if len(path) == 1 || field.Type.Kind() == reflect.Map {
+		// a map's keys are data, not fields: it takes its whole schema
+		// (a tenant's extensions, read by key)
 		props[path[0]] = typeSchema(field.Type)
 		return
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -300,5 +301,30 @@ func TestCompanionsTheAPIServerTakesAreAccepted(t *testing.T) {
 		"          - {type: PersistentVolumeClaim, max: {storage: 10Gi}}\n"
 	if _, err := Parse("r.yaml", []byte(text)); err != nil {
 		t.Fatalf("refused what the API server takes: %v", err)
+	}
+}
+
+// TestExtensionsReachTheRulesAsWritten: a tenant's extensions, for rule
+// families of one's own, are taken as they are and handed to the rules
+// under the tenant; anything but a mapping is refused.
+func TestExtensionsReachTheRulesAsWritten(t *testing.T) {
+	snap, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    extensions:\n      lb: {annotation: example.com/ok, allowed: [a, b]}\n      level: 3\n  - name: gas\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants := snap.Data()["tenants"].(map[string]any)
+	oil := tenants["oil"].(map[string]any)
+	raw, err := json.Marshal(oil["extensions"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != `{"lb":{"allowed":["a","b"],"annotation":"example.com/ok"},"level":3}` {
+		t.Errorf("oil's extensions reach the rules as %s", raw)
+	}
+	if _, ok := tenants["gas"].(map[string]any)["extensions"]; ok {
+		t.Error("a tenant without extensions has some")
+	}
+	if _, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    extensions: [lb]\n")); err == nil || !strings.Contains(err.Error(), "tenants[0].extensions") {
+		t.Errorf("extensions that are a list: %v", err)
 	}
 }

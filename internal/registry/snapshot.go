@@ -291,6 +291,7 @@ type dataTenant struct {
 	Services                 ServicePolicy        `json:"services"`
 	Quotas                   map[string]int64     `json:"quotas"`
 	ResourceQuota            *TenantResourceQuota `json:"resourceQuota,omitempty"`
+	Extensions               map[string]any       `json:"extensions,omitempty"`
 }
 
 func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
@@ -312,6 +313,7 @@ func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
 		Services:                 t.Services,
 		Quotas:                   t.Quotas,
 		ResourceQuota:            t.ResourceQuota,
+		Extensions:               t.Extensions,
 	}
 }
 

@@ -61,6 +61,11 @@ type Tenant struct {
 	// ResourceQuota sums resources over all of the tenant's namespaces.
 	ResourceQuota *TenantResourceQuota `yaml:"resourceQuota" json:"resourceQuota,omitempty"`
 	Companions    Companions           `yaml:"companions" json:"companions"`
+	// Extensions are the tenant's settings for rule families of one's own
+	// (a --policy-overlay), which tenantguard itself does not read: any
+	// value under each key, as the family's rules read it
+	// (tenancy.tenant.extensions.KEY).
+	Extensions map[string]any `yaml:"extensions" json:"extensions,omitempty"`
 }
 
 // PodPolicy says which kinds of host access a tenant's pods may have.
