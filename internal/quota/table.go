@@ -159,10 +159,13 @@ func (r *Reservation) Release() {
 
 // Reserved returns how many creates hold a place in tenant's count of key
 // (or, for a resource, what their holds add to its sum): those admitted and
-// not seen yet, and those being decided.
+// not seen yet, and those being decided. Holds past their TTL are dropped
+// first, as by a reservation: the metrics, status and the audit read these
+// too, between reservations.
 func (t *Table) Reserved(tenant, key string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expire(t.now())
 	return t.pending[tenantKey{tenant, key}]
 }
 
@@ -172,6 +175,7 @@ func (t *Table) Reserved(tenant, key string) int {
 func (t *Table) Admitted(tenant, key string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expire(t.now())
 	return t.admitted[tenantKey{tenant, key}]
 }
 

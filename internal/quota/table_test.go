@@ -120,3 +120,21 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// TestAHoldPastItsTTLCountsNoMoreWithoutAnotherReservation: the counts the
+// metrics, status and the audit read drop an admitted create never seen
+// once its TTL is up, though no other create of the tenant comes.
+func TestAHoldPastItsTTLCountsNoMoreWithoutAnotherReservation(t *testing.T) {
+	table := NewTable()
+	now := time.Unix(1000, 0)
+	table.now = func() time.Time { return now }
+	_, r := reserve(table, Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"}, 30*time.Second)
+	r.Keep()
+	if reserved, admitted := table.Reserved("oil", "pods"), table.Admitted("oil", "pods"); reserved != 1 || admitted != 1 {
+		t.Fatalf("within the TTL: reserved %d, admitted %d, want 1 and 1", reserved, admitted)
+	}
+	now = now.Add(31 * time.Second)
+	if reserved, admitted := table.Reserved("oil", "pods"), table.Admitted("oil", "pods"); reserved != 0 || admitted != 0 {
+		t.Fatalf("past the TTL: reserved %d, admitted %d, want 0 and 0", reserved, admitted)
+	}
+}
