@@ -7,6 +7,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
+// breakGlassInfix marks the name of a break-glass webhook.
+const breakGlassInfix = "break-glass."
+
 // variant is one webhook of a name: its name's infix, failure policy and
 // match conditions.
 type variant struct {
@@ -33,6 +36,6 @@ func (o *Options) variants() []variant {
 	ignore := admissionregistrationv1.Ignore
 	return []variant{
 		{failurePolicy: o.FailurePolicy, conditions: with(admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!" + member})},
-		{infix: "break-glass.", failurePolicy: &ignore, conditions: with(admissionregistrationv1.MatchCondition{Name: "break-glass", Expression: member})},
+		{infix: breakGlassInfix, failurePolicy: &ignore, conditions: with(admissionregistrationv1.MatchCondition{Name: "break-glass", Expression: member})},
 	}
 }

@@ -82,6 +82,6 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 	if len(unrouted) == 0 {
 		return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, []any{"configuration", c.Name}
 	}
-	return "the webhook configurations do not send, failing closed, requests the rules in force judge: update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
+	return "the webhook configurations do not send requests the rules in force judge (but through the catch-all or break-glass webhooks, which fail open): update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
 		slog.LevelWarn, []any{"configuration", c.Name, "unrouted", strings.Join(unrouted, ", ")}
 }

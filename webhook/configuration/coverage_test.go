@@ -55,13 +55,13 @@ func TestUnroutedNamesWhatNoFailClosedWebhookSends(t *testing.T) {
 	embedded := catalog.MustEmbedded()
 	counted := []schema.GroupResource{{Resource: "pods"}, {Group: "example.com", Resource: "widgets"}}
 	built := Options{Catalog: embedded, QuotaResources: counted}
-	ignoring := Validating(built)
-	for i := range ignoring.Webhooks {
-		if ignoring.Webhooks[i].Name == "workloads.tenantguard.io" {
-			ignore := admissionregistrationv1.Ignore
-			ignoring.Webhooks[i].FailurePolicy = &ignore
-		}
-	}
+	ignore := admissionregistrationv1.Ignore
+	failingOpen := built
+	failingOpen.FailurePolicy = &ignore
+	withoutWorkloads := Validating(built)
+	withoutWorkloads.Webhooks = slices.DeleteFunc(withoutWorkloads.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+		return w.Name == "workloads.tenantguard.io"
+	})
 	all := admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{"*"},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
@@ -84,8 +84,10 @@ func TestUnroutedNamesWhatNoFailClosedWebhookSends(t *testing.T) {
 		{name: "a resource counted since the configurations were made: its creates",
 			vwc: Validating(Options{Catalog: embedded}), mwc: Mutating(built), cat: embedded, counted: counted,
 			has: []string{"validating example.com/widgets CREATE"}, not: []string{"validating pods CREATE"}},
-		{name: "a webhook that fails open routes nothing",
-			vwc: ignoring, mwc: Mutating(built), cat: embedded, counted: counted,
+		{name: "webhooks failing open by choice (failurePolicy Ignore) route as configured",
+			vwc: Validating(failingOpen), mwc: Mutating(failingOpen), cat: embedded, counted: counted, none: true},
+		{name: "the catch-all and break-glass webhooks route nothing: without the workloads webhook, what it sent is listed",
+			vwc: withoutWorkloads, mwc: Mutating(built), cat: embedded, counted: counted,
 			has: []string{"validating pods CREATE", "validating apps/deployments UPDATE", "validating pods/ephemeralcontainers UPDATE"}, not: []string{"mutating pods CREATE", "validating namespaces CREATE"}},
 		{name: "configurations not installed route nothing",
 			cat: embedded, has: []string{"validating namespaces CREATE", "mutating pods CREATE"}},
