@@ -406,6 +406,7 @@ func TestChartExtraClusterRules(t *testing.T) {
 		t.Errorf("the ClusterRole's rules %v lack %v", role.Rules, want)
 	}
 	refusal{"a rule without verbs", []string{"--set-json", `rbac.extraClusterRules=[{"resources":["configmaps"]}]`}, "verbs"}.check(t)
+	refusal{"rules with no ClusterRole to add them to", []string{"--set", "rbac.create=false", "--set-json", `rbac.extraClusterRules=[{"resources":["configmaps"],"verbs":["list"]}]`}, "rbac.extraClusterRules needs rbac.create=true"}.check(t)
 }
 
 // TestChartMonitoring: the ServiceMonitor scrapes the metrics port with the

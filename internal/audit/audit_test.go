@@ -2,7 +2,6 @@ package audit
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,11 +25,18 @@ import (
 // auditor audits against the corpus registry and cluster.
 func auditor(t *testing.T) *Auditor {
 	t.Helper()
+	return auditorOf(t, nil, []string{"system:serviceaccount:tg:tenantguard"})
+}
+
+// auditorOf audits with the rule library cat (nil: the embedded one)
+// against the corpus registry and cluster.
+func auditorOf(t *testing.T, cat *catalog.Catalog, managers []string) *Auditor {
+	t.Helper()
 	reg, err := registry.Load(filepath.Join(fixtures.Dir(), "registry.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(t.Context(), reg, engine.Options{})
+	e, err := engine.New(t.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +48,7 @@ func auditor(t *testing.T) *Auditor {
 	for _, o := range objects {
 		view.Upsert(o)
 	}
-	return New(e, view, []string{"system:serviceaccount:tg:tenantguard"})
+	return New(e, view, managers)
 }
 
 // object is an object of the core group as stored, each edit applied to it
@@ -262,19 +268,7 @@ func TestTheDocumentedRecipeGetsEveryAuditedResource(t *testing.T) {
 // Cactus served as cacti, not cactuses); the audit then checks that kind's
 // objects too.
 func TestAKindARuleNamesWithItsResourceIsAudited(t *testing.T) {
-	lib := fstest.MapFS{}
-	err := fs.WalkDir(rego.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(rego.FS(), p)
-		lib[p] = &fstest.MapFile{Data: data}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib["tenantguard/rules/cacti/cacti.rego"] = &fstest.MapFile{Data: []byte(`# METADATA
+	cat, err := catalog.LoadOverlay(rego.FS(), fstest.MapFS{"cacti.rego": {Data: []byte(`# METADATA
 # title: Cacti
 # description: Tenants grow no cacti.
 # custom:
@@ -294,28 +288,11 @@ violations contains {"id": "no-cacti", "msg": msg} if {
 	tenancy.in_tenant_namespace
 	msg := sprintf("Cactus %q grows in a namespace of tenant %q, which grows none", [tenancy.object_name, tenancy.namespace_tenant])
 }
-`)}
-	cat, err := catalog.Load(lib)
+`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.Load(filepath.Join(fixtures.Dir(), "registry.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(t.Context(), reg, engine.Options{PolicyOptions: engine.PolicyOptions{Catalog: cat}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := clusterview.New(reg.TenantLabel())
-	objects, err := clusterview.LoadFile(fixtures.ClusterFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objects {
-		view.Upsert(o)
-	}
-	a := New(e, view, nil)
+	a := auditorOf(t, cat, nil)
 	o := workload(t, "example.com", "Cactus", `{}`)
 	if !a.Audits(o) {
 		t.Fatal("the Cactus is not audited")

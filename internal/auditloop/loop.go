@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -203,7 +204,7 @@ func (l *Loop) auditLogged(ctx context.Context) {
 			l.opts.Observer.Audited(counts, result.Objects, took, time.Now())
 		}
 	}
-	if errors.Is(err, ErrNoReportCRD) {
+	if errors.Is(err, ErrNoReportCRD) && !apierrors.IsForbidden(err) { // a kind not listed fails the audit too
 		l.opts.Logger.Warn("background audit: no reports written", "error", err.Error())
 		return
 	}

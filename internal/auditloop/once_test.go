@@ -18,13 +18,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/internal/state"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
@@ -209,5 +212,32 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 	r := results[0].(map[string]any)
 	if r["result"] != "error" || r["policy"] != reports.ErrorPolicy || !strings.Contains(r["message"].(string), "services is forbidden") {
 		t.Fatalf("the cluster's report says %v, want the forbidden services", r)
+	}
+}
+
+// failures counts the audits an Observer is told failed.
+type failures struct{ failed int }
+
+func (f *failures) Audited(map[metrics.AuditKey]int, int, time.Duration, time.Time) {}
+func (f *failures) AuditFailed()                                                    { f.failed++ }
+
+// TestAKindNotListedFailsTheAuditWithoutTheReportCRDToo: a cluster without
+// the report CRD is said and not counted as a failed audit, but a kind the
+// audit may not list still is.
+func TestAKindNotListedFailsTheAuditWithoutTheReportCRDToo(t *testing.T) {
+	for _, forbidden := range []string{"", "Service"} {
+		l, reader, _ := auditOfFixture(t)
+		reader.forbidden = forbidden
+		l.writer = interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+			Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+				return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "openreports.io", Kind: "Report"}}
+			},
+		})
+		observer := &failures{}
+		l.opts.Observer = observer
+		l.auditLogged(t.Context())
+		if want := map[string]int{"": 0, "Service": 1}[forbidden]; observer.failed != want {
+			t.Errorf("forbidden %q: %d audits failed, want %d", forbidden, observer.failed, want)
+		}
 	}
 }

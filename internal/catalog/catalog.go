@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -109,34 +108,66 @@ func newCatalog() *Catalog {
 	return &Catalog{modules: map[string]string{}, tests: map[string]string{}, cel: map[string]string{}}
 }
 
-// packageLine is a Rego file's package clause.
-var packageLine = regexp.MustCompile(`(?m)^package[ \t]+([A-Za-z0-9_.]+)`)
+// reservedPackages are the roots of the data the engine provides, which
+// no module may define.
+var reservedPackages = []string{"data.tenantguard.catalog", "data.tenantguard.registry", "data.tenantguard.runtime", "data.tenantguard.main"}
 
-// add takes in an overlay's files, refusing the packages c has already.
+// add takes in an overlay's files. Its packages must be its own: not one of
+// c's, nor a package above or below one of c's (which would add rules to
+// it), nor under the data the engine provides; and its paths must not be
+// c's (a --policy-dir may hold an overlay/ folder).
 func (c *Catalog) add(overlay *Catalog) error {
-	own := map[string]bool{}
+	var own []string
 	for _, files := range []map[string]string{c.modules, c.tests} {
-		for _, src := range files {
-			if m := packageLine.FindStringSubmatch(src); m != nil {
-				own[m[1]] = true
+		for path, src := range files {
+			if pkg, ok := packageOf(path, src); ok {
+				own = append(own, pkg)
 			}
 		}
 	}
+	own = append(own, reservedPackages...)
 	var problems []string
-	for _, files := range []map[string]string{overlay.modules, overlay.tests} {
+	for _, files := range []map[string]string{overlay.modules, overlay.tests, overlay.cel} {
 		for _, path := range slices.Sorted(maps.Keys(files)) {
-			if m := packageLine.FindStringSubmatch(files[path]); m != nil && own[m[1]] {
-				problems = append(problems, fmt.Sprintf("%s: package %s is the library's own; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", path, m[1]))
+			if _, taken := c.modules[path]; taken || c.tests[path] != "" || c.cel[path] != "" {
+				problems = append(problems, fmt.Sprintf("%s: the library has a file of that path", path))
+				continue
+			}
+			pkg, ok := packageOf(path, files[path])
+			if !ok {
+				continue // not Rego, or not parsed: Load reports it
+			}
+			if i := slices.IndexFunc(own, func(o string) bool { return nested(pkg, o) }); i >= 0 {
+				problems = append(problems, fmt.Sprintf("%s: package %s is in the library's own %s; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", path, strings.TrimPrefix(pkg, "data."), strings.TrimPrefix(own[i], "data.")))
 			}
 		}
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "\n"))
+		slices.Sort(problems)
+		return errors.New(strings.Join(slices.Compact(problems), "\n"))
 	}
 	maps.Copy(c.modules, overlay.modules)
 	maps.Copy(c.tests, overlay.tests)
 	maps.Copy(c.cel, overlay.cel)
 	return nil
+}
+
+// packageOf is a Rego file's package, as data.a.b; false when the file is
+// not Rego or does not parse.
+func packageOf(path, src string) (string, bool) {
+	if !strings.HasSuffix(path, ".rego") {
+		return "", false
+	}
+	m, err := ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil || m == nil || m.Package == nil {
+		return "", false
+	}
+	return m.Package.Path.String(), true
+}
+
+// nested reports whether package a is package b, or one is under the other.
+func nested(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
 }
 
 // read collects the library's files by their slash path, after prefix.

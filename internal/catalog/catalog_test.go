@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
@@ -327,5 +329,39 @@ func TestTheRulesAboutChangesAreLeftOutOfTheAudit(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, notAudited) {
 		t.Errorf("rules left out of the audit %v, want %v", got, notAudited)
+	}
+}
+
+// TestAnOverlayAddsOnlyPackagesOfItsOwn: an overlay's module in a package
+// of the library, above or below one, or under the data the engine
+// provides, is refused naming its file, however the package is written;
+// one in a package of its own is added.
+func TestAnOverlayAddsOnlyPackagesOfItsOwn(t *testing.T) {
+	own := "# METADATA\n# title: Cacti\n# description: No cacti.\n# custom:\n#   kinds: [{kind: example.com/Cactus, resource: cacti}]\n#   operations: [CREATE]\n#   engines: [opa]\npackage tenantguard.rules.cacti\n\n# METADATA\n# title: No cacti\n# description: No cacti.\n# custom:\n#   id: no-cacti\nviolations contains {\"id\": \"no-cacti\", \"msg\": \"x\"} if false\n"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"a family of the library", "package tenantguard.rules.images\n", "overlay/x.rego: package tenantguard.rules.images is in the library's own tenantguard.rules.images"},
+		{"the same family written as a quoted path", "package tenantguard.rules[\"images\"]\n", "overlay/x.rego: package tenantguard.rules.images is in the library's own"},
+		{"a package under a family", "package tenantguard.rules.images.extra\n", "overlay/x.rego: package tenantguard.rules.images.extra is in the library's own tenantguard.rules.images"},
+		{"a package above the families", "package tenantguard.rules\n", "overlay/x.rego: package tenantguard.rules is in the library's own"},
+		{"the registry the engine provides", "package tenantguard.registry.settings\n\nenforcement := {}\n", "overlay/x.rego: package tenantguard.registry.settings is in the library's own tenantguard.registry"},
+		{"a family of its own", own, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cat, err := catalog.LoadOverlay(rego.FS(), fstest.MapFS{"x.rego": {Data: []byte(tt.src)}})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(cat.IDs(), "no-cacti") {
+					t.Fatalf("the overlay's rule is not in the library: %v", cat.IDs())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

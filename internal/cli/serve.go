@@ -125,7 +125,7 @@ last good one stays in force. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.webhookTenantLabel, "webhook-tenant-label", "", "the label the installed workload webhooks select tenant namespaces by; a registry with another settings.tenantLabel is refused (the chart sets it)")
 	f.StringVar(&o.policyDir, "policy-dir", "", "directory of a rule library (Rego, its tests, CEL) that replaces the embedded one, reloaded when it changes; its tests must pass on the evaluator that serves it")
 	f.StringVar(&o.policyOverlay, "policy-overlay", "", "directory of rule families (Rego, their tests, CEL) added to the embedded library (or to --policy-dir's), in packages of their own, reloaded when it changes; the whole library's tests must pass")
-	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir and the TLS files are read for changes (the TLS files are also watched for file events)")
+	f.DurationVar(&o.pollInterval, "poll-interval", time.Second, "how often --policy-dir, --policy-overlay and the TLS files are read for changes (the TLS files are also watched for file events)")
 	f.StringSliceVar(&o.managers, "manager", []string{engine.DefaultManager}, "user names of tenantguard itself, allowed to change the companion resources")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "how long /readyz fails before the listener closes on SIGTERM, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests get to finish on SIGTERM")
@@ -251,11 +251,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		}
 		o.server.GetCertificate = rotator.GetCertificate
 	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return &ExitError{Code: 1, Err: err}
+	}
 	if o.rotation.WebhookConfiguration != "" {
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return &ExitError{Code: 1, Err: err}
-		}
 		check := &configuration.RouteCheck{
 			Client: client.AdmissionregistrationV1(), Name: o.rotation.WebhookConfiguration,
 			InForce: func() (*catalog.Catalog, []schema.GroupResource, bool) {
@@ -271,10 +271,6 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	}
 	o.server.Ledger = quota.LocalLedger{View: store.View(), TTL: o.reservationTTL}
 	if o.quotaMode == quotaStrict {
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return &ExitError{Code: 1, Err: err}
-		}
 		go rememberVisits(ctx, store.View(), watcher.Synced, o.reservationTTL)
 		ledger := quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
 		if !instance.IsDefault() {

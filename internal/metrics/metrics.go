@@ -84,7 +84,7 @@ func New() *Metrics {
 		}, []string{"source"}),
 		unrouted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tenantguard_webhook_unrouted_requests",
-			Help: "Requests (configuration, resource, operation) the rules in force judge that no webhook of the installed configurations sends but the catch-all and break-glass ones, which fail open, at the last check (only with --webhook-configuration); alert when not 0.",
+			Help: "Requests (configuration, resource, operation) the rules in force judge that no webhook of the installed configurations sends but the catch-all and break-glass ones, which fail open, at the last check (only with --webhook-configuration); -1 when they could not be read; alert when not 0.",
 		}),
 		audit: newAuditCollectors(),
 	}

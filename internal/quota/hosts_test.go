@@ -212,6 +212,13 @@ func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
 		slices.Sort(hosts)
 		return hosts, server.version
 	}
+	keep([]string{"old.example.com"}, []string{"old.example.com"}) // an update of an object served before the ledger knew it
+	server.mu.Lock()
+	written := len(server.stored)
+	server.mu.Unlock()
+	if written != 0 {
+		t.Fatal("an update keeping the one host it served wrote the ledger")
+	}
 	keep([]string{"a.example.com"}, nil) // the create
 	_, created := claimed()
 	keep([]string{"a.example.com"}, []string{"a.example.com"})

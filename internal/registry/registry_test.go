@@ -324,7 +324,15 @@ func TestExtensionsReachTheRulesAsWritten(t *testing.T) {
 	if _, ok := tenants["gas"].(map[string]any)["extensions"]; ok {
 		t.Error("a tenant without extensions has some")
 	}
-	if _, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    extensions: [lb]\n")); err == nil || !strings.Contains(err.Error(), "tenants[0].extensions") {
-		t.Errorf("extensions that are a list: %v", err)
+	for _, bad := range []struct{ extensions, want string }{
+		{"[lb]", "tenants[0].extensions"},
+		{"{ports: {80: web}}", "tenants[0].extensions.ports: a mapping whose keys are not all strings"},
+		{"{level: .nan}", "tenants[0].extensions.level: NaN is not a number JSON holds"},
+		{"{levels: [1, .inf]}", "tenants[0].extensions.levels[1]: +Inf is not a number JSON holds"},
+	} {
+		_, err := Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    extensions: "+bad.extensions+"\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("extensions %s: %v, want %q", bad.extensions, err, bad.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -112,6 +113,30 @@ func (c checker) tenant(p string, t *Tenant) {
 		c.resourceQuota(p+".resourceQuota.hard", t.ResourceQuota.Hard)
 	}
 	c.companions(p+".companions", &t.Companions)
+	for _, key := range sortedKeys(t.Extensions) {
+		c.extension(p+".extensions."+key, t.Extensions[key])
+	}
+}
+
+// extension checks that a value under a tenant's extensions is data the
+// rules can read as JSON: mappings keyed by strings, finite numbers.
+func (c checker) extension(p string, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, key := range sortedKeys(v) {
+			c.extension(p+"."+key, v[key])
+		}
+	case map[any]any:
+		c.at(p, "a mapping whose keys are not all strings; quote them (\"80\": web)")
+	case []any:
+		for i, item := range v {
+			c.extension(fmt.Sprintf("%s[%d]", p, i), item)
+		}
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			c.at(p, "%v is not a number JSON holds", v)
+		}
+	}
 }
 
 // resourceQuota checks a tenant-wide resource quota: resources a quota can

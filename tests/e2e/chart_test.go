@@ -105,12 +105,17 @@ func TestChartOnTheAPIServer(t *testing.T) {
 	})
 	t.Run("the server says when the webhook configurations leave out what the rules judge", func(t *testing.T) {
 		const routed, unrouted = "the webhook configurations send every request the rules in force judge", "validating services CREATE"
-		eventually(t, "the routes checked", func(context.Context) error {
-			if !strings.Contains(logs.String(), routed) {
-				return errors.New("not said yet")
-			}
-			return nil
-		})
+		// said waits until the server's logs have said text n times.
+		said := func(what, text string, n int) {
+			t.Helper()
+			eventually(t, what, func(context.Context) error {
+				if strings.Count(logs.String(), text) < n {
+					return errors.New("not said yet")
+				}
+				return nil
+			})
+		}
+		said("the routes checked", routed, 1)
 		before, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -125,12 +130,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the services left out said", func(context.Context) error {
-			if !strings.Contains(logs.String(), unrouted) {
-				return errors.New("not said yet")
-			}
-			return nil
-		})
+		said("the services left out said", unrouted, 1)
 		restored, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -139,12 +139,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, restored, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the routes said whole again", func(context.Context) error {
-			if strings.Count(logs.String(), routed) < 2 {
-				return errors.New("not said yet")
-			}
-			return nil
-		})
+		said("the routes said whole again", routed, 2)
 	})
 	t.Run("an exempt namespace a tenant creates is judged, and so is what runs in it", func(t *testing.T) {
 		// exempt, but not created yet: a tenant taking its name must not

@@ -32,7 +32,8 @@ type RouteCheck struct {
 	Changes  <-chan struct{}
 	Interval time.Duration
 	Logger   *slog.Logger
-	// Report receives how many requests are not routed after each check.
+	// Report receives how many requests are not routed after each check,
+	// -1 when the configurations could not be read.
 	Report func(unrouted int)
 }
 
@@ -75,6 +76,7 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 		}
 	}
 	if err != nil {
+		c.Report(-1)
 		return fmt.Sprintf("cannot read the webhook configurations %q to check their routes: %v", c.Name, err), slog.LevelWarn, nil
 	}
 	unrouted := Unrouted(vwc, mwc, cat, counted)

@@ -7,6 +7,9 @@
 {{- range $name, $d := dict "quota.reservationTTL" $v.quota.reservationTTL "tls.builtin.caValidity" $v.tls.builtin.caValidity "tls.builtin.certValidity" $v.tls.builtin.certValidity "tls.builtin.checkInterval" $v.tls.builtin.checkInterval "tls.certManager.duration" $v.tls.certManager.duration "tls.certManager.renewBefore" $v.tls.certManager.renewBefore -}}
 {{- $_ := set $seconds $name (include "tenantguard.seconds" $d | float64) -}}
 {{- end -}}
+{{- if and $v.rbac.extraClusterRules (not $v.rbac.create) -}}
+{{- fail "rbac.extraClusterRules needs rbac.create=true: with rbac.create=false the chart renders no ClusterRole to add them to (add them to the one you bring)" -}}
+{{- end -}}
 {{- if lt (get $seconds "quota.reservationTTL") 30.0 -}}
 {{- fail (printf "quota.reservationTTL=%s: must be at least 30s, the longest a decision can take (the server refuses less)" $v.quota.reservationTTL) -}}
 {{- end -}}

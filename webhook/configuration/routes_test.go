@@ -1,12 +1,10 @@
 package configuration
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"testing/fstest"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,41 +15,17 @@ import (
 )
 
 // withFamily is the embedded library with the configmaps family of the
-// tests' fixtures (a rule family of one's own) added.
+// tests' fixtures (a rule family of one's own) as an overlay.
 func withFamily(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	lib := fstest.MapFS{}
-	err := fs.WalkDir(rego.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(rego.FS(), p)
-		lib[p] = &fstest.MapFile{Data: data}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(fixtures.Dir(), "family", "configmaps")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lib["tenantguard/rules/configmaps/"+e.Name()] = &fstest.MapFile{Data: data}
-	}
-	c, err := catalog.Load(lib)
+	c, err := catalog.LoadOverlay(rego.FS(), os.DirFS(filepath.Join(fixtures.Dir(), "family", "configmaps")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func TestUnroutedNamesWhatNoFailClosedWebhookSends(t *testing.T) {
+func TestUnroutedNamesWhatOnlyTheCatchAllSends(t *testing.T) {
 	embedded := catalog.MustEmbedded()
 	counted := []schema.GroupResource{{Resource: "pods"}, {Group: "example.com", Resource: "widgets"}}
 	built := Options{Catalog: embedded, QuotaResources: counted}
@@ -131,7 +105,8 @@ func TestSendsMatchesResourcesAsTheAPIServerDoes(t *testing.T) {
 		{"* is every resource", rule("*"), "services", true},
 		{"but no subresource", rule("*"), "pods/status", false},
 		{"pods/* is every subresource of pods", rule("pods/*"), "pods/ephemeralcontainers", true},
-		{"but not pods", rule("pods/*"), "pods", false},
+		{"and pods", rule("pods/*"), "pods", true},
+		{"but no other resource", rule("pods/*"), "services", false},
 		{"*/status is every resource's status", rule("*/status"), "namespaces/status", true},
 		{"*/* is everything", rule("*/*"), "pods", true},
 	} {
