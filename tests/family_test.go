@@ -229,7 +229,7 @@ func TestAFamilyInAnOverlayJoinsTheEmbeddedLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errs := tenantguard(t, "rules", "--policy-overlay", bad)
-		if code != 2 || !strings.Contains(errs, "overlay/images.rego: package tenantguard.rules.images is in the library's own tenantguard.rules.images") {
+		if code != 2 || !strings.Contains(errs, "overlay/images.rego:1: package tenantguard.rules.images is in the library's own tenantguard.rules.images") {
 			t.Errorf("exit %d: %s", code, errs)
 		}
 	})

@@ -50,12 +50,14 @@ func LoadOverlay(base, overlay fs.FS) (*Catalog, error) {
 	if err := c.read(base, ""); err != nil {
 		return nil, err
 	}
+	var overlaid map[string]bool
 	if overlay != nil {
 		added := newCatalog()
 		if err := added.read(overlay, OverlayPrefix); err != nil {
 			return nil, err
 		}
-		if err := c.add(added); err != nil {
+		var err error
+		if overlaid, err = c.add(added); err != nil {
 			return nil, err
 		}
 	}
@@ -64,6 +66,9 @@ func LoadOverlay(base, overlay fs.FS) (*Catalog, error) {
 	}
 	var problems problems
 	parsed := c.parse(&problems)
+	if problems.empty() && overlaid != nil {
+		overlayPackages(parsed, overlaid, &problems)
+	}
 	if problems.empty() {
 		c.declare(parsed, &problems)
 	}
@@ -112,57 +117,50 @@ func newCatalog() *Catalog {
 // no module may define.
 var reservedPackages = []string{"data.tenantguard.catalog", "data.tenantguard.registry", "data.tenantguard.runtime", "data.tenantguard.main"}
 
-// add takes in an overlay's files. Its packages must be its own: not one of
-// c's, nor a package above or below one of c's (which would add rules to
-// it), nor under the data the engine provides; and its paths must not be
-// c's (a --policy-dir may hold an overlay/ folder).
-func (c *Catalog) add(overlay *Catalog) error {
-	var own []string
-	for _, files := range []map[string]string{c.modules, c.tests} {
-		for path, src := range files {
-			if pkg, ok := packageOf(path, src); ok {
-				own = append(own, pkg)
-			}
-		}
-	}
-	own = append(own, reservedPackages...)
+// add takes in an overlay's files, whose paths must not be c's (a
+// --policy-dir may hold an overlay/ folder), and returns their paths.
+func (c *Catalog) add(overlay *Catalog) (map[string]bool, error) {
+	paths := map[string]bool{}
 	var problems []string
 	for _, files := range []map[string]string{overlay.modules, overlay.tests, overlay.cel} {
-		for _, path := range slices.Sorted(maps.Keys(files)) {
+		for path := range files {
+			paths[path] = true
 			if _, taken := c.modules[path]; taken || c.tests[path] != "" || c.cel[path] != "" {
 				problems = append(problems, fmt.Sprintf("%s: the library has a file of that path", path))
-				continue
-			}
-			pkg, ok := packageOf(path, files[path])
-			if !ok {
-				continue // not Rego, or not parsed: Load reports it
-			}
-			if i := slices.IndexFunc(own, func(o string) bool { return nested(pkg, o) }); i >= 0 {
-				problems = append(problems, fmt.Sprintf("%s: package %s is in the library's own %s; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", path, strings.TrimPrefix(pkg, "data."), strings.TrimPrefix(own[i], "data.")))
 			}
 		}
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
-		return errors.New(strings.Join(slices.Compact(problems), "\n"))
+		return nil, errors.New(strings.Join(problems, "\n"))
 	}
 	maps.Copy(c.modules, overlay.modules)
 	maps.Copy(c.tests, overlay.tests)
 	maps.Copy(c.cel, overlay.cel)
-	return nil
+	return paths, nil
 }
 
-// packageOf is a Rego file's package, as data.a.b; false when the file is
-// not Rego or does not parse.
-func packageOf(path, src string) (string, bool) {
-	if !strings.HasSuffix(path, ".rego") {
-		return "", false
+// overlayPackages refuses an overlay's module (its path in overlaid) whose
+// package is, is above or is below one of the library's (it would add
+// rules to it) or the data the engine provides (reservedPackages): an
+// overlay adds families in packages of their own.
+func overlayPackages(parsed map[string]*ast.Module, overlaid map[string]bool, problems *problems) {
+	own := slices.Clone(reservedPackages)
+	for path, m := range parsed {
+		if !overlaid[path] {
+			own = append(own, m.Package.Path.String())
+		}
 	}
-	m, err := ast.ParseModuleWithOpts(path, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil || m == nil || m.Package == nil {
-		return "", false
+	for _, path := range sortedKeys(parsed) {
+		if !overlaid[path] {
+			continue
+		}
+		m := parsed[path]
+		pkg := m.Package.Path.String()
+		if i := slices.IndexFunc(own, func(o string) bool { return nested(pkg, o) }); i >= 0 {
+			problems.add(m.Package.Location, "package %s is in the library's own %s; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", strings.TrimPrefix(pkg, "data."), strings.TrimPrefix(own[i], "data."))
+		}
 	}
-	return m.Package.Path.String(), true
 }
 
 // nested reports whether package a is package b, or one is under the other.

@@ -341,11 +341,11 @@ func TestAnOverlayAddsOnlyPackagesOfItsOwn(t *testing.T) {
 	for _, tt := range []struct {
 		name, src, want string
 	}{
-		{"a family of the library", "package tenantguard.rules.images\n", "overlay/x.rego: package tenantguard.rules.images is in the library's own tenantguard.rules.images"},
-		{"the same family written as a quoted path", "package tenantguard.rules[\"images\"]\n", "overlay/x.rego: package tenantguard.rules.images is in the library's own"},
-		{"a package under a family", "package tenantguard.rules.images.extra\n", "overlay/x.rego: package tenantguard.rules.images.extra is in the library's own tenantguard.rules.images"},
-		{"a package above the families", "package tenantguard.rules\n", "overlay/x.rego: package tenantguard.rules is in the library's own"},
-		{"the registry the engine provides", "package tenantguard.registry.settings\n\nenforcement := {}\n", "overlay/x.rego: package tenantguard.registry.settings is in the library's own tenantguard.registry"},
+		{"a family of the library", "package tenantguard.rules.images\n", "overlay/x.rego:1: package tenantguard.rules.images is in the library's own tenantguard.rules.images"},
+		{"the same family written as a quoted path", "package tenantguard.rules[\"images\"]\n", "overlay/x.rego:1: package tenantguard.rules.images is in the library's own"},
+		{"a package under a family", "package tenantguard.rules.images.extra\n", "overlay/x.rego:1: package tenantguard.rules.images.extra is in the library's own tenantguard.rules.images"},
+		{"a package above the families", "package tenantguard.rules\n", "overlay/x.rego:1: package tenantguard.rules is in the library's own"},
+		{"the registry the engine provides", "package tenantguard.registry.settings\n\nenforcement := {}\n", "overlay/x.rego:1: package tenantguard.registry.settings is in the library's own tenantguard.registry"},
 		{"a family of its own", own, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -121,7 +121,7 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 	if hr, ok := ledger.(hostReserver); ok {
 		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
 		var err error
-		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, s.kept); err != nil {
+		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, keptHosts(req, s.hosts)); err != nil {
 			return nil, err
 		}
 		defer strict.Release()

@@ -18,11 +18,8 @@ import (
 // is not off). found are the hosts' other holders once reserved
 // (clusterview.View.ReserveHosts); before, they are read from the view.
 type serving struct {
-	holder clusterview.Holder
-	hosts  []string
-	// kept are the hosts of an update's object that it served before:
-	// every replica's view has them, so the strict ledger claims none.
-	kept     []string
+	holder   clusterview.Holder
+	hosts    []string
 	facts    bool
 	reserved bool
 	found    map[string][]clusterview.HostHolder
@@ -50,15 +47,6 @@ func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving
 	if len(hosts) == 0 {
 		return nil
 	}
-	var kept []string
-	if req.Operation == admissionv1.Update && req.OldObject != nil {
-		old := objectHosts(req, req.OldObject)
-		for _, h := range hosts {
-			if slices.Contains(old, h) {
-				kept = append(kept, h)
-			}
-		}
-	}
 	name := req.Name
 	if name == "" {
 		name = "uid:" + string(req.UID) // not named yet, as a counted create
@@ -66,9 +54,25 @@ func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving
 	return &serving{
 		holder: clusterview.Holder{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: name},
 		hosts:  hosts,
-		kept:   kept,
 		facts:  tenant.Ingress != nil && tenant.Ingress.HostnameCollision != registry.CollisionOff,
 	}
+}
+
+// keptHosts are the hosts of an update's object that its old object
+// served too: every replica's view has them, so the strict ledger claims
+// none of them. Only the strict ledger reads them.
+func keptHosts(req *admission.Request, hosts []string) []string {
+	if req.Operation != admissionv1.Update || req.OldObject == nil {
+		return nil
+	}
+	old := objectHosts(req, req.OldObject)
+	var kept []string
+	for _, h := range hosts {
+		if slices.Contains(old, h) {
+			kept = append(kept, h)
+		}
+	}
+	return kept
 }
 
 // objectHosts are the hosts obj, the request's object or old object,
