@@ -168,6 +168,11 @@ func nested(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
 }
 
+// dataFiles are the names of the data files of an OPA bundle, which a
+// library refuses rather than ignore: a rule reading data from one would
+// find it undefined, and fail open.
+var dataFiles = map[string]bool{"data.json": true, "data.yaml": true, "data.yml": true}
+
 // read collects the library's files by their slash path, after prefix.
 func (c *Catalog) read(root fs.FS, prefix string) error {
 	return fs.WalkDir(root, ".", func(path string, d fs.DirEntry, err error) error {
@@ -184,6 +189,8 @@ func (c *Catalog) read(root fs.FS, prefix string) error {
 		switch {
 		case d.IsDir():
 			return nil
+		case dataFiles[d.Name()]:
+			return fmt.Errorf("%s%s: tenantguard does not load data files: a rule reads the registry (a tenant's settings, or its extensions for a rule family of one's own) and constants in Rego", prefix, path)
 		case strings.HasSuffix(path, "_test.rego"):
 			into = c.tests
 		case strings.HasSuffix(path, ".rego"):

@@ -332,6 +332,24 @@ func TestTheRulesAboutChangesAreLeftOutOfTheAudit(t *testing.T) {
 	}
 }
 
+// TestALibraryWithADataFileIsRefused: a rule reading an OPA data file
+// would find it undefined and fail open, so a library or an overlay that
+// holds one is refused naming it; files of other kinds (a README) are
+// left alone.
+func TestALibraryWithADataFileIsRefused(t *testing.T) {
+	for _, name := range []string{"data.json", "cacti/data.yaml", "data.yml"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := catalog.LoadOverlay(rego.FS(), fstest.MapFS{name: {Data: []byte("{}")}, "README.md": {Data: []byte("# cacti")}})
+			if err == nil || !strings.Contains(err.Error(), "overlay/"+name+": tenantguard does not load data files") {
+				t.Fatalf("error %v, want one naming overlay/%s", err, name)
+			}
+		})
+	}
+	if _, err := catalog.LoadOverlay(rego.FS(), fstest.MapFS{"README.md": {Data: []byte("# cacti")}}); err != nil {
+		t.Errorf("an overlay of a README only: %v", err)
+	}
+}
+
 // TestAnOverlayAddsOnlyPackagesOfItsOwn: an overlay's module in a package
 // of the library, above or below one, or under the data the engine
 // provides, is refused naming its file, however the package is written;
