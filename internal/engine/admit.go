@@ -39,7 +39,10 @@ import (
 //
 // The holds are kept in that order, hosts, resources, then counts, once the
 // request is admitted; one that finds the ledger changed meanwhile
-// (quota.ErrStale) has the request decided again from the start.
+// (quota.ErrStale) has the request decided again from the start. A request
+// refused in the end, or failing, after some of its holds were kept
+// withdraws them (quota.Withdrawer): its hosts and what it would have
+// added stop counting at once, not when the strict ledger's entries expire.
 //
 // Dry-run requests store nothing and reserve nothing.
 func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger) (*admission.Decision, error) {
@@ -51,8 +54,9 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// the strict ledger writes the object's uid with its entry
 		ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
 	}
+	var kept []quota.Hold
 	for {
-		h := &held{hosts: hosts, resources: resources, resourcesKnown: true}
+		h := &held{hosts: hosts, resources: resources, resourcesKnown: true, kept: &kept}
 		var d *admission.Decision
 		var err error
 		if hosts == nil {
@@ -60,11 +64,31 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		} else {
 			d, err = e.admitHosts(ctx, req, view, ledger, h)
 		}
-		if !errors.Is(err, quota.ErrStale) {
-			return d, err
+		if errors.Is(err, quota.ErrStale) && ctx.Err() == nil {
+			continue
 		}
-		if ctx.Err() != nil {
-			return nil, err
+		if err != nil || !d.Allowed {
+			withdraw(ctx, kept)
+		}
+		return d, err
+	}
+}
+
+// withdrawTimeout bounds the withdrawal of a refused request's holds,
+// which goes on when the request's own time is up.
+const withdrawTimeout = 5 * time.Second
+
+// withdraw takes back the holds kept for a request refused in the end. It
+// is best effort: an entry it cannot remove expires with the ledger's TTL.
+func withdraw(ctx context.Context, kept []quota.Hold) {
+	if len(kept) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	for _, hold := range kept {
+		if w, ok := hold.(quota.Withdrawer); ok {
+			_ = w.Withdraw(ctx)
 		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
 	"github.com/tenantguard/tenantguard/tests/scale"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -175,5 +177,57 @@ func TestAnAdmittedNamespaceGivesItsPlaceToTheNamespaceSeen(t *testing.T) {
 	view.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "t0-new", Labels: map[string]string{"tenantguard.io/tenant": "t0"}})
 	if got := view.Count("t0", clusterview.NamespacesKey); got != before {
 		t.Fatalf("t0 counts %d namespaces, want %d: the namespace seen must take over its place", got, before)
+	}
+}
+
+// TestAPodRefusedAfterItsSumsWereKeptWithdrawsThem: in strict mode a pod's
+// place in its tenant's sums is kept before its place in the counts; when
+// another replica takes the last place meanwhile, the pod is decided again
+// and refused, and what it would have added leaves the ledger of usage at
+// once, not when its entry expires.
+func TestAPodRefusedAfterItsSumsWereKeptWithdrawsThem(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := roomForTen()
+	server := quotatest.NewAPIServer()
+	ledger := quota.NewStrictLedger(server, view, time.Minute)
+	other := quota.NewStrictLedger(server, view, time.Minute)
+	admitElsewhere := func(i int) {
+		_, hold, err := other.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "t0-ns1", Name: fmt.Sprintf("elsewhere-%d", i)}, []string{"t0"})
+		if err == nil {
+			err = hold.Keep(t.Context())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 9 {
+		admitElsewhere(i)
+	}
+	counts := quota.NamePrefix + "t0"
+	server.BeforeUpdate = func(name string) {
+		if name == counts {
+			server.BeforeUpdate = nil
+			admitElsewhere(9) // the last place, between this replica's read and write
+		}
+	}
+	d, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || len(d.Deny) != 1 || d.Deny[0].ID != "tenant-quota" {
+		t.Fatalf("decision %+v, want a tenant-quota refusal", d)
+	}
+	if server.BeforeUpdate != nil {
+		t.Fatal("the other replica never took the last place")
+	}
+	cm := server.Stored(quota.NamePrefix + "t0.usage")
+	if cm == nil {
+		t.Fatal("the pod's sums were never kept: the test does not reach the case")
+	}
+	if claims := cm.Data["claims"]; claims != "[]" {
+		t.Fatalf("the ledger of usage holds %s after the pod was refused, want nothing", claims)
 	}
 }

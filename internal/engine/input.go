@@ -77,6 +77,9 @@ type held struct {
 	// changed (quota.ErrStale), and a request decided again must not have
 	// kept its count already.
 	keepHosts quota.Hold
+	// kept collects, over every time Admit decides the request, the holds
+	// keepFirst kept, which Admit withdraws if the request ends refused.
+	kept *[]quota.Hold
 }
 
 // keepFirst keeps what must be kept before the request's counts: its hosts,
@@ -92,6 +95,9 @@ func (h *held) keepFirst(ctx context.Context) error {
 		}
 		if err := hold.Keep(ctx); err != nil {
 			return keptFirstError{err}
+		}
+		if h.kept != nil {
+			*h.kept = append(*h.kept, hold)
 		}
 	}
 	return nil

@@ -54,6 +54,12 @@ type entry struct {
 
 func (e entry) claim() Claim { return Claim{e.Key, e.Namespace, e.Name} }
 
+// same reports whether x is e as written: the same claim, uid and expiry
+// (a later write of the same claim has another).
+func (e entry) same(x entry) bool {
+	return x.claim() == e.claim() && x.UID == e.UID && x.Expires.Equal(e.Expires)
+}
+
 // page is one tenant's ledger as read.
 type page struct {
 	tenant string
@@ -123,13 +129,19 @@ func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name
 	return err
 }
 
-// write stores a page with e added (its time set); a write that lost a
-// race is ErrStale.
-func (l *StrictLedger) write(ctx context.Context, p *page, e entry) error {
+// write stores a page with e added (its time set) and returns e as
+// written; a write that lost a race is ErrStale.
+func (l *StrictLedger) write(ctx context.Context, p *page, e entry) (entry, error) {
 	c := e.claim()
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(x entry) bool { return x.claim() == c })
 	e.Expires = l.now().Add(l.ttl).UTC()
 	entries = append(entries, e)
+	return e, l.putEntries(ctx, p, entries)
+}
+
+// putEntries stores entries as the page's ledger; a write that lost a race
+// is ErrStale.
+func (l *StrictLedger) putEntries(ctx context.Context, p *page, entries []entry) error {
 	raw, err := json.Marshal(entries)
 	if err != nil {
 		return err
@@ -138,4 +150,43 @@ func (l *StrictLedger) write(ctx context.Context, p *page, e entry) error {
 		return fmt.Errorf("writing the quota ledger of tenant %q: %w", p.tenant, err)
 	}
 	return err
+}
+
+// withdrawTries bounds how many times a withdrawal reads and writes a
+// ledger that other requests keep changing; past them, its entries expire.
+const withdrawTries = 5
+
+// withdraw removes the entries of a tenant's ledger (and suffix) that ours
+// matches; the caller holds no lock of the ledger.
+func (l *StrictLedger) withdraw(ctx context.Context, tenant, suffix string, ours func(entry) bool) error {
+	err := l.rewrite(tenant+suffix, func() error {
+		p, err := l.read(ctx, tenant, suffix)
+		if err != nil {
+			return err
+		}
+		kept := slices.DeleteFunc(slices.Clone(p.entries), ours)
+		if len(kept) == len(p.entries) {
+			return nil
+		}
+		return l.putEntries(ctx, p, kept)
+	})
+	if err != nil {
+		return fmt.Errorf("withdrawing from the quota ledger of tenant %q: %w", tenant, err)
+	}
+	return nil
+}
+
+// rewrite runs write, which reads a ledger and writes it, under the
+// replica's lock of the ledger (lock names it as StrictLedger.lock does)
+// until it no longer loses a race (ErrStale), withdrawTries times at most.
+func (l *StrictLedger) rewrite(lock string, write func() error) error {
+	m := l.lock(lock)
+	m.Lock()
+	defer m.Unlock()
+	for range withdrawTries {
+		if err := write(); !errors.Is(err, ErrStale) {
+			return err
+		}
+	}
+	return ErrStale
 }

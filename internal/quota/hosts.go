@@ -136,26 +136,32 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 // writeHosts stores the page with self's entries of hosts it no longer asks
 // for dropped and entries added for the hosts it asks for that it neither
 // claims already nor kept (an update that keeps its hosts, the most
-// frequent request, adds none); a write that lost a race is ErrStale.
-// Nothing changed, nothing is written.
-func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) error {
+// frequent request, adds none), and returns the entries added; a write
+// that lost a race is ErrStale. Nothing changed, nothing is written.
+func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) ([]hostEntry, error) {
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
 		return sameObject(e.claim(), self) && !slices.Contains(hosts, e.Host)
 	})
-	changed := len(entries) != len(p.entries)
+	dropped := len(entries) != len(p.entries)
 	expires := l.now().Add(l.ttl).UTC()
+	var added []hostEntry
 	for _, host := range hosts {
 		c := self
 		c.Host = host
 		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return e.claim() == c }) {
 			continue
 		}
-		entries = append(entries, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires})
-		changed = true
+		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires})
 	}
-	if !changed {
-		return nil
+	if !dropped && len(added) == 0 {
+		return nil, nil
 	}
+	return added, l.putHosts(ctx, p, append(entries, added...))
+}
+
+// putHosts stores entries as the ledger of hosts read as p; a write that
+// lost a race is ErrStale.
+func (l *StrictLedger) putHosts(ctx context.Context, p *hostsPage, entries []hostEntry) error {
 	raw, err := json.Marshal(entries)
 	if err != nil {
 		return err
@@ -176,13 +182,43 @@ type strictHostHold struct {
 	locked interface{ Unlock() }
 	page   *hostsPage
 	done   bool
+	// added are the entries Keep wrote
+	added []hostEntry
 }
 
 // Keep writes the request's hosts into the ledger, conditional on it being
 // unchanged since it was read.
 func (h *strictHostHold) Keep(ctx context.Context) error {
 	defer h.Release()
-	return h.ledger.writeHosts(ctx, h.page, h.self, h.hosts, h.kept)
+	added, err := h.ledger.writeHosts(ctx, h.page, h.self, h.hosts, h.kept)
+	if err == nil {
+		h.added = append(h.added, added...)
+	}
+	return err
+}
+
+// Withdraw implements Withdrawer: it removes the entries Keep added.
+func (h *strictHostHold) Withdraw(ctx context.Context) error {
+	if len(h.added) == 0 {
+		return nil
+	}
+	err := h.ledger.rewrite(hostsLedger, func() error {
+		p, err := h.ledger.readHosts(ctx)
+		if err != nil {
+			return err
+		}
+		kept := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
+			return slices.ContainsFunc(h.added, func(a hostEntry) bool { return a.claim() == e.claim() && a.Expires.Equal(e.Expires) })
+		})
+		if len(kept) == len(p.entries) {
+			return nil
+		}
+		return h.ledger.putHosts(ctx, p, kept)
+	})
+	if err != nil {
+		return fmt.Errorf("withdrawing from the ledger of hosts: %w", err)
+	}
+	return nil
 }
 
 // Release lets this replica's next Ingress or route request be decided.

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
 )
 
 // TestTwoStrictReplicasAdmitOneObjectPerHost decides 20 parallel creates of
@@ -24,7 +23,7 @@ import (
 // when the ledger of hosts changed meanwhile.
 func TestTwoStrictReplicasAdmitOneObjectPerHost(t *testing.T) {
 	const burst = 20
-	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	server := quotatest.NewAPIServer()
 	replicas := []*quota.StrictLedger{
 		quota.NewStrictLedger(server, clusterview.New(label), time.Minute),
 		quota.NewStrictLedger(server, clusterview.New(label), time.Minute),
@@ -61,14 +60,14 @@ func TestTwoStrictReplicasAdmitOneObjectPerHost(t *testing.T) {
 	if got := admitted.Load(); got != 1 {
 		t.Fatalf("%d of %d creates admitted, want 1 (%d decided again)", got, burst, stale.Load())
 	}
-	if cm := server.stored[quota.NamePrefix+"hosts.edge"]; cm == nil || cm.Labels[quota.TenantLabel] != "hosts.edge" {
+	if cm := server.Stored(quota.NamePrefix + "hosts.edge"); cm == nil || cm.Labels[quota.TenantLabel] != "hosts.edge" {
 		t.Fatalf("the ledger of hosts: %v", cm)
 	}
 }
 
 func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 	view := clusterview.New(label)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	web := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: "web"}
 	other := quota.HostClaim{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "b", Name: "shop"}
 	reserve := func(self quota.HostClaim) []quota.HostConflict {
@@ -156,7 +155,7 @@ func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, clusterview.New(label), time.Minute)
+			ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), clusterview.New(label), time.Minute)
 			held := tc.held
 			held.Host = ""
 			_, hold, err := ledger.ReserveHosts(t.Context(), held, []string{tc.held.Host}, nil)
@@ -184,7 +183,7 @@ func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 // that host; one that drops a host gives its claim back; and a create's
 // claims stand through an update that keeps them.
 func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
-	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	server := quotatest.NewAPIServer()
 	ledger := quota.NewStrictLedger(server, clusterview.New(label), time.Minute)
 	web := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: "web"}
 	keep := func(hosts, kept []string) {
@@ -199,9 +198,7 @@ func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
 	}
 	claimed := func() (hosts []string, version int) {
 		t.Helper()
-		server.mu.Lock()
-		defer server.mu.Unlock()
-		cm := server.stored[quota.NamePrefix+"hosts.edge"]
+		cm := server.Stored(quota.NamePrefix + "hosts.edge")
 		var entries []struct{ Host string }
 		if err := json.Unmarshal([]byte(cm.Data["claims"]), &entries); err != nil {
 			t.Fatal(err)
@@ -210,13 +207,10 @@ func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
 			hosts = append(hosts, e.Host)
 		}
 		slices.Sort(hosts)
-		return hosts, server.version
+		return hosts, server.Version()
 	}
 	keep([]string{"old.example.com"}, []string{"old.example.com"}) // an update of an object served before the ledger knew it
-	server.mu.Lock()
-	written := len(server.stored)
-	server.mu.Unlock()
-	if written != 0 {
+	if server.Len() != 0 {
 		t.Fatal("an update keeping the one host it served wrote the ledger")
 	}
 	keep([]string{"a.example.com"}, nil) // the create

@@ -34,6 +34,19 @@ type Hold interface {
 	Release()
 }
 
+// Withdrawer is a hold that can take back what its Keep wrote. A request
+// keeps its holds in turn (hosts, sums of resources, then counts: package
+// engine); one refused after some were kept, because a later hold found
+// its ledger changed and the request decided again was refused, withdraws
+// them, so that its entries stop counting at once and not when they
+// expire. The strict ledger's holds are Withdrawers; a local hold is kept
+// last or not at all.
+type Withdrawer interface {
+	// Withdraw removes the entries Keep wrote, if any and still there. It
+	// is for after Keep and Release; an error leaves the entries to expire.
+	Withdraw(ctx context.Context) error
+}
+
 // ttlOr is ttl, or DefaultReservationTTL when ttl is not set.
 func ttlOr(ttl time.Duration) time.Duration {
 	if ttl <= 0 {

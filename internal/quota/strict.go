@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -165,25 +166,44 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 }
 
 // strictHold is a create's place while it is decided: the tenants' locks
-// and the ledgers as read.
+// and the ledgers as read; once kept, the entries written.
 type strictHold struct {
-	ledger *StrictLedger
-	entry  entry
-	locked []*sync.Mutex
-	pages  []*page
-	once   sync.Once
+	ledger  *StrictLedger
+	entry   entry
+	locked  []*sync.Mutex
+	pages   []*page
+	once    sync.Once
+	written []written
+}
+
+// written is an entry a hold wrote into the ledger of a tenant (and
+// suffix).
+type written struct {
+	tenant, suffix string
+	entry          entry
 }
 
 // Keep writes the claim into every tenant's ledger, each write conditional
 // on the ledger being unchanged since it was read.
 func (h *strictHold) Keep(ctx context.Context) error {
 	for _, p := range h.pages {
-		if err := h.ledger.write(ctx, p, h.entry); err != nil {
+		e, err := h.ledger.write(ctx, p, h.entry)
+		if err != nil {
 			return err
 		}
+		h.written = append(h.written, written{tenant: p.tenant, suffix: p.suffix, entry: e})
 	}
 	h.Release()
 	return nil
+}
+
+// Withdraw implements Withdrawer: it removes the entries Keep wrote.
+func (h *strictHold) Withdraw(ctx context.Context) error {
+	var errs []error
+	for _, w := range h.written {
+		errs = append(errs, h.ledger.withdraw(ctx, w.tenant, w.suffix, w.entry.same))
+	}
+	return errors.Join(errs...)
 }
 
 // Release lets the tenants' next creates be decided.

@@ -1,7 +1,6 @@
 package quota_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,58 +10,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
 )
-
-// apiServer keeps one namespace's ConfigMaps as the API server does: a
-// write of a ConfigMap changed since it was read is a conflict.
-type apiServer struct {
-	mu      sync.Mutex
-	stored  map[string]*corev1.ConfigMap
-	version int
-}
-
-var configMaps = corev1.Resource("configmaps")
-
-func (s *apiServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cm := s.stored[name]; cm != nil {
-		return cm.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(configMaps, name)
-}
-
-func (s *apiServer) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.CreateOptions) (*corev1.ConfigMap, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stored[cm.Name] != nil {
-		return nil, apierrors.NewAlreadyExists(configMaps, cm.Name)
-	}
-	return s.store(cm), nil
-}
-
-func (s *apiServer) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.UpdateOptions) (*corev1.ConfigMap, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.stored[cm.Name]; old == nil || old.ResourceVersion != cm.ResourceVersion {
-		return nil, apierrors.NewConflict(configMaps, cm.Name, errors.New("changed since read"))
-	}
-	return s.store(cm), nil
-}
-
-// store keeps a copy of cm as its next version; the caller holds s.mu.
-func (s *apiServer) store(cm *corev1.ConfigMap) *corev1.ConfigMap {
-	s.version++
-	cm = cm.DeepCopy()
-	cm.ResourceVersion = strconv.Itoa(s.version)
-	s.stored[cm.Name] = cm
-	return cm.DeepCopy()
-}
 
 // TestTwoStrictReplicasAdmitNoMoreThanTheRoom decides 50 parallel creates
 // against room for 10, spread over two replicas that share the API server
@@ -70,7 +20,7 @@ func (s *apiServer) store(cm *corev1.ConfigMap) *corev1.ConfigMap {
 // keep or release, and decide again when the ledger changed meanwhile.
 func TestTwoStrictReplicasAdmitNoMoreThanTheRoom(t *testing.T) {
 	const limit, existing, burst = 20, 10, 50
-	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	server := quotatest.NewAPIServer()
 	replicas := []*quota.StrictLedger{
 		quota.NewStrictLedger(server, oilView(existing), time.Minute),
 		quota.NewStrictLedger(server, oilView(existing), time.Minute),
@@ -108,7 +58,7 @@ func TestTwoStrictReplicasAdmitNoMoreThanTheRoom(t *testing.T) {
 	if got := admitted.Load(); got != limit-existing {
 		t.Fatalf("%d of %d creates admitted, want %d (%d decided again)", got, burst, limit-existing, stale.Load())
 	}
-	cm := server.stored[quota.NamePrefix+"oil"]
+	cm := server.Stored(quota.NamePrefix + "oil")
 	if cm == nil || cm.Labels[quota.TenantLabel] != "oil" {
 		t.Fatalf("the ledger of oil: %v", cm)
 	}
@@ -122,7 +72,7 @@ func TestTwoStrictReplicasAdmitNoMoreThanTheRoom(t *testing.T) {
 // the object now, no longer as the ledger's claim.
 func TestAnObjectSeenCountsOnceNotAlsoAsItsClaim(t *testing.T) {
 	view := oilView(2)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	reserve := func(name string) int {
 		counts, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"})
 		if err != nil {
@@ -153,7 +103,7 @@ func TestAnObjectSeenCountsOnceNotAlsoAsItsClaim(t *testing.T) {
 // came (or went) between them: an 11th pod against room for 10.
 func TestAnObjectSeenWhileACreateIsDecidedCountsOnce(t *testing.T) {
 	view := oilView(2)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	_, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +121,7 @@ func TestAnObjectSeenWhileACreateIsDecidedCountsOnce(t *testing.T) {
 // two releases would, on one namespace's ConfigMaps: each keeps its own
 // ConfigMap per tenant and counts only its own claims.
 func TestTwoLedgersWithTheirOwnPrefixesKeepApart(t *testing.T) {
-	server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+	server := quotatest.NewAPIServer()
 	blue := quota.NewStrictLedger(server, oilView(2), time.Minute).WithNamePrefix("blue-quota-")
 	green := quota.NewStrictLedger(server, oilView(2), time.Minute).WithNamePrefix("green-quota-")
 	for n, ledger := range []*quota.StrictLedger{blue, blue, green} {
@@ -184,15 +134,15 @@ func TestTwoLedgersWithTheirOwnPrefixesKeepApart(t *testing.T) {
 		}
 	}
 	for name, claims := range map[string]int{"blue-quota-oil": 2, "green-quota-oil": 1} {
-		cm := server.stored[name]
+		cm := server.Stored(name)
 		if cm == nil {
-			t.Fatalf("no ConfigMap %s; stored %d", name, len(server.stored))
+			t.Fatalf("no ConfigMap %s; stored %d", name, server.Len())
 		}
 		if n := strings.Count(cm.Data["claims"], `"key"`); n != claims {
 			t.Errorf("%s holds %d claims, want %d", name, n, claims)
 		}
 	}
-	if len(server.stored) != 2 {
-		t.Errorf("%d ConfigMaps stored, want 2", len(server.stored))
+	if server.Len() != 2 {
+		t.Errorf("%d ConfigMaps stored, want 2", server.Len())
 	}
 }

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
 	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
@@ -85,7 +84,7 @@ func TestABurstOfPodsTakesNoMoreThanTheRoomOfASum(t *testing.T) {
 		}
 	})
 	t.Run("two strict replicas", func(t *testing.T) {
-		server := &apiServer{stored: map[string]*corev1.ConfigMap{}}
+		server := quotatest.NewAPIServer()
 		replicas := []usageLedger{
 			quota.NewStrictLedger(server, busyView(10), time.Minute),
 			quota.NewStrictLedger(server, busyView(10), time.Minute),
@@ -93,7 +92,7 @@ func TestABurstOfPodsTakesNoMoreThanTheRoomOfASum(t *testing.T) {
 		if got := burstOfPods(t, replicas); got != 10 {
 			t.Fatalf("%d of 50 pods of 100m admitted against 1000m of room by two replicas, want 10", got)
 		}
-		if server.stored[quota.NamePrefix+"oil.usage"] == nil {
+		if server.Stored(quota.NamePrefix+"oil.usage") == nil {
 			t.Fatal("no ledger of usage was written")
 		}
 	})
@@ -150,7 +149,7 @@ func TestSumsFollowTheirNamespacesBetweenTenants(t *testing.T) {
 // sum read meanwhile, as the object or as the ledger's entry.
 func TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums(t *testing.T) {
 	view := busyView(2)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	web := pod("web")
 	web.Usage = cpu(100)
 	_, hold, err := ledger.ReserveUsage(t.Context(), quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: "web"}), "oil", cpu(100), cpu(100))

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
 )
 
 // admit reserves a create of the pod name of uid in the strict ledger and
@@ -41,7 +40,7 @@ func podOf(name, uid string) clusterview.Object {
 func TestAnObjectThatCameAndWentCountsNoMoreInTheStrictLedger(t *testing.T) {
 	view := oilView(2)
 	view.RememberVisits(time.Minute)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	admit(t, ledger, "job", "job-1")
 	view.Upsert(podOf("job", "job-1"))
 	view.Delete(podOf("job", "job-1"))
@@ -61,7 +60,7 @@ func TestAnObjectThatCameAndWentCountsNoMoreInTheStrictLedger(t *testing.T) {
 func TestAPodThatCameAndWentAddsNoMoreToTheStrictSums(t *testing.T) {
 	view := busyView(10)
 	view.RememberVisits(time.Minute)
-	ledger := quota.NewStrictLedger(&apiServer{stored: map[string]*corev1.ConfigMap{}}, view, time.Minute)
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
 	reserve := func(ctx context.Context, name string) int64 {
 		used, hold, err := ledger.ReserveUsage(ctx, quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: name}), "oil", cpu(500), cpu(500))
 		if err != nil {
