@@ -39,10 +39,13 @@ type statusRow struct {
 	Tenant   string `json:"tenant"`
 	Resource string `json:"resource"`
 	// Used and Hard are as people write them (1500m, 2Gi, 12); Percent is
-	// Used of Hard.
-	Used    string  `json:"used"`
-	Hard    string  `json:"hard"`
-	Percent float64 `json:"percent"`
+	// Used of Hard, null when Hard is 0 (nothing may be used: the table
+	// says "over" when something is, "-" otherwise).
+	Used    string   `json:"used"`
+	Hard    string   `json:"hard"`
+	Percent *float64 `json:"percent"`
+	// used is Used as a number, for the table
+	used int64
 }
 
 func newStatusCommand() *cobra.Command {
@@ -100,9 +103,10 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	}
 	var rows []statusRow
 	state.Limits(reg, view, func(l state.Limit) {
-		row := statusRow{Tenant: l.Tenant, Resource: l.Resource, Used: l.Text(l.Used), Hard: l.Text(l.Hard)}
+		row := statusRow{Tenant: l.Tenant, Resource: l.Resource, Used: l.Text(l.Used), Hard: l.Text(l.Hard), used: l.Used}
 		if l.Hard > 0 {
-			row.Percent = float64(int(1000*float64(l.Used)/float64(l.Hard))) / 10
+			p := float64(int(1000*float64(l.Used)/float64(l.Hard))) / 10
+			row.Percent = &p
 		}
 		rows = append(rows, row)
 	})
@@ -123,7 +127,14 @@ func statusTable(w io.Writer, rows []statusRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "TENANT\tRESOURCE\tUSED\tHARD\tUSE")
 	for _, r := range rows {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\n", r.Tenant, r.Resource, r.Used, r.Hard, r.Percent)
+		use := "-"
+		switch {
+		case r.Percent != nil:
+			use = fmt.Sprintf("%.1f%%", *r.Percent)
+		case r.used > 0:
+			use = "over"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Tenant, r.Resource, r.Used, r.Hard, use)
 	}
 	return tw.Flush()
 }

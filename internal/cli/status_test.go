@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,8 +38,44 @@ func TestStatusShowsEveryTenantWideLimitWithItsUse(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 8 {
 		t.Fatalf("-o json: %d rows, %v:\n%s", len(rows), err, r.stdout)
 	}
-	if rows[3] != (statusRow{Tenant: "oil", Resource: "requests.cpu", Used: "3", Hard: "6", Percent: 50}) {
-		t.Errorf("row %+v", rows[3])
+	if r := rows[3]; r.Tenant != "oil" || r.Resource != "requests.cpu" || r.Used != "3" || r.Hard != "6" || r.Percent == nil || *r.Percent != 50 {
+		t.Errorf("row %+v", r)
+	}
+}
+
+// TestStatusShowsALimitOfNothingAsOverWhenUsed: a limit of 0 (a tenant
+// frozen, or a kind it may not have) has no percentage: the table says
+// "over" when the tenant has some anyway, "-" otherwise, and JSON null.
+func TestStatusShowsALimitOfNothingAsOverWhenUsed(t *testing.T) {
+	data, err := os.ReadFile(examples("registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(data), "persistentvolumeclaims: 5", "persistentvolumeclaims: 0", 1)
+	doc = strings.Replace(doc, "services: 4", "services: 4\n          secrets: 0", 1)
+	reg := filepath.Join(t.TempDir(), "registry.yaml")
+	if err := os.WriteFile(reg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "status", "--registry", reg, "--objects", examples("cluster.yaml"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := map[string]bool{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		lines[strings.Join(strings.Fields(line), " ")] = true
+	}
+	for _, want := range []string{"oil persistentvolumeclaims 1 0 over", "gas secrets 0 0 -"} {
+		if !lines[want] {
+			t.Errorf("no line %q in:\n%s", want, r.stdout)
+		}
+	}
+	r = run(t, "", "status", "--registry", reg, "--objects", examples("cluster.yaml"), "-o", "json")
+	if !strings.Contains(r.stdout, `"resource": "persistentvolumeclaims",
+    "used": "1",
+    "hard": "0",
+    "percent": null`) {
+		t.Errorf("-o json does not give the claims' limit of 0 a null percent:\n%s", r.stdout)
 	}
 }
 
