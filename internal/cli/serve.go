@@ -277,6 +277,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 			ledger.WithNamePrefix(instance.Name() + "-quota-")
 		}
 		o.server.Ledger = ledger
+		go pruneLedgers(ctx, ledger, store, log)
 	}
 	o.server.Synced = watcher.Synced
 	o.server.CertPollInterval = o.pollInterval
@@ -308,6 +309,48 @@ func rememberVisits(ctx context.Context, view *clusterview.View, synced func() e
 		}
 	}
 	view.RememberVisits(ttl)
+}
+
+// ledgerPruneInterval is how often pruneLedgers looks for the ledgers of
+// removed tenants, besides after each registry change.
+const ledgerPruneInterval = 5 * time.Minute
+
+// pruneLedgers deletes the strict ledgers of the tenants removed from the
+// registry (quota.StrictLedger.Prune) once the registry is in force, after
+// each change of the registry or policy, every ledgerPruneInterval, and once
+// the entries of one that still held some expire, until ctx ends. Every replica runs it: each deletion is
+// conditional, so two replicas' prunes cannot undo a write.
+func pruneLedgers(ctx context.Context, ledger *quota.StrictLedger, store *state.Store, log *slog.Logger) {
+	changes := store.Subscribe()
+	tick := time.NewTicker(ledgerPruneInterval)
+	defer tick.Stop()
+	var again <-chan time.Time
+	for {
+		if e := store.Engine(); e != nil {
+			reg := e.Registry()
+			deleted, next, err := ledger.Prune(ctx, func(tenant string) bool {
+				_, ok := reg.Tenant(tenant)
+				return ok
+			})
+			if len(deleted) > 0 {
+				log.Info("deleted the quota ledgers of tenants no longer in the registry", "configmaps", deleted)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("pruning the quota ledgers of removed tenants", "error", err.Error())
+			}
+			again = nil
+			if !next.IsZero() {
+				again = time.After(time.Until(next) + time.Second)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		case <-tick.C:
+		case <-again:
+		}
+	}
 }
 
 // startInformers builds the manager of the one informer stack, whose cache

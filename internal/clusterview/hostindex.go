@@ -145,6 +145,12 @@ func (v *View) UpdateHosts(old, o *Object) {
 
 // updateHosts is UpdateHosts; the caller holds v.mu for writing.
 func (v *View) updateHosts(old, o *Object) {
+	switch {
+	case old == nil && o != nil:
+		v.arrived(v.hostVisitID(o.Group, o.Kind, o.Namespace, o.Name), o.UID)
+	case old != nil && o == nil:
+		v.left(v.hostVisitID(old.Group, old.Kind, old.Namespace, old.Name))
+	}
 	x := v.hosts
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -270,12 +276,28 @@ func (v *View) HostCount() int {
 	return len(v.hosts.sole)
 }
 
-// ServesHost reports whether the view has seen the object a claim of the
-// strict ledger of hosts names serve the claim's host (package quota).
-func (v *View) ServesHost(c quota.HostClaim) bool {
+// hostVisitID is the id under which the view remembers the visits of an
+// object that serves hosts (RememberVisits): a claim of a key no quota key
+// is.
+func (v *View) hostVisitID(group, kind, namespace, name string) objectID {
+	return v.id(quota.Claim{Key: "hosts:" + group + "/" + kind, Namespace: namespace, Name: name})
+}
+
+// SeenHost reports whether the view accounts for a claim of the strict
+// ledger of hosts (package quota) by itself: it has seen the object the
+// claim names serve the claim's host, or, by uid (the entry's, "" when
+// unknown), seen that object come and go.
+func (v *View) SeenHost(c quota.HostClaim, uid string) bool {
 	h, ok := toHolder(Holder{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name})
 	if !ok {
 		return false
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.visits != nil && uid != "" {
+		if vis, ok := v.visits.byID[v.hostVisitID(c.Group, c.Kind, c.Namespace, c.Name)]; ok && vis.left && vis.uid == uid {
+			return true
+		}
 	}
 	x := v.hosts
 	x.mu.Lock()

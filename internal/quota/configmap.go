@@ -35,6 +35,9 @@ type ConfigMaps interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 	Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error)
 	Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error)
+	// List and Delete are Prune's.
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // entry is one admitted create in a ledger; in a ledger of usage
@@ -123,7 +126,8 @@ func (l *StrictLedger) put(ctx context.Context, existing *corev1.ConfigMap, name
 		cm.Data[claimsKey] = string(raw)
 		_, err = l.configMaps.Update(ctx, cm, metav1.UpdateOptions{})
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+	// NotFound: Prune deleted the ledger since it was read.
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || (existing != nil && apierrors.IsNotFound(err)) {
 		return ErrStale
 	}
 	return err

@@ -29,6 +29,9 @@ type hostEntry struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	Expires   time.Time `json:"expires"`
+	// UID is the uid of the object the request creates or changes
+	// (WithObjectUID), "" when unknown: a ledger written before the field.
+	UID string `json:"uid,omitempty"`
 }
 
 func (e hostEntry) claim() HostClaim {
@@ -57,9 +60,10 @@ const hostsLedger = "hosts.edge"
 // HostSeer is what the strict ledger of hosts needs of the cluster view
 // (clusterview.View): whether the informers have seen a claim's object
 // serve its host (it then holds the host as an object, no longer as a
-// claim).
+// claim), or seen that object, by its uid, come and go (a claim then holds
+// nothing: the host is free again).
 type HostSeer interface {
-	ServesHost(c HostClaim) bool
+	SeenHost(c HostClaim, uid string) bool
 }
 
 // ReserveHosts implements the strict mode for hosts: it reads the ledger of
@@ -97,7 +101,7 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 				asked = append(asked, host)
 			}
 		}
-		if len(asked) == 0 || (seer != nil && seer.ServesHost(c)) {
+		if len(asked) == 0 || (seer != nil && seer.SeenHost(c, e.UID)) {
 			continue
 		}
 		for _, host := range asked {
@@ -134,13 +138,16 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 }
 
 // writeHosts stores the page with self's entries of hosts it no longer asks
-// for dropped and entries added for the hosts it asks for that it neither
+// for (or of an earlier object of its name) dropped and entries added for the hosts it asks for that it neither
 // claims already nor kept (an update that keeps its hosts, the most
 // frequent request, adds none), and returns the entries added; a write
 // that lost a race is ErrStale. Nothing changed, nothing is written.
 func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) ([]hostEntry, error) {
+	uid := uidOf(ctx)
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
-		return sameObject(e.claim(), self) && !slices.Contains(hosts, e.Host)
+		// self's entries of hosts it drops, and of an object of its name
+		// that came before it (another uid)
+		return sameObject(e.claim(), self) && (!slices.Contains(hosts, e.Host) || e.UID != uid)
 	})
 	dropped := len(entries) != len(p.entries)
 	expires := l.now().Add(l.ttl).UTC()
@@ -151,7 +158,7 @@ func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostCl
 		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return e.claim() == c }) {
 			continue
 		}
-		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires})
+		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid})
 	}
 	if !dropped && len(added) == 0 {
 		return nil, nil

@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,3 +93,60 @@ func TestAPodThatCameAndWentAddsNoMoreToTheStrictSums(t *testing.T) {
 }
 
 var _ quota.Counter = (*clusterview.View)(nil)
+
+// TestAnIngressThatCameAndWentHoldsItsHostNoMore: an Ingress admitted in
+// strict mode, seen and deleted at once, frees its host for another object
+// before its ledger entry expires, while one replacing an Ingress of the
+// same name holds its host until it is seen, though a lagging informer sees
+// the one it replaces come and go after its admission; the replacement's
+// own entry takes the place of the old one's.
+func TestAnIngressThatCameAndWentHoldsItsHostNoMore(t *testing.T) {
+	view := clusterview.New(label)
+	view.RememberVisits(time.Minute)
+	server := quotatest.NewAPIServer()
+	ledger := quota.NewStrictLedger(server, view, time.Minute)
+	ingress := func(name string) quota.HostClaim {
+		return quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: name}
+	}
+	seen := func(name, uid string) *clusterview.Object {
+		return &clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "a", Name: name, UID: uid, Hosts: []string{"shop.example.com"}}
+	}
+	// holders reserves shop.example.com for an Ingress of name, admitted
+	// with uid when uid is set, and returns the names holding it.
+	holders := func(name, uid string) []string {
+		t.Helper()
+		ctx := quota.WithObjectUID(t.Context(), uid)
+		held, hold, err := ledger.ReserveHosts(ctx, ingress(name), []string{"shop.example.com"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid == "" {
+			hold.Release()
+		} else if err := hold.Keep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, h := range held {
+			names = append(names, h.Name)
+		}
+		return names
+	}
+	holders("preview", "preview-1")
+	view.UpdateHosts(nil, seen("preview", "preview-1"))
+	view.UpdateHosts(seen("preview", "preview-1"), nil)
+	if got := holders("shop", ""); len(got) != 0 {
+		t.Fatalf("after the Ingress came and went, its host is held by %v", got)
+	}
+
+	holders("web", "web-old")
+	holders("web", "web-new")                     // deleted and created again before any was seen
+	view.UpdateHosts(nil, seen("web", "web-old")) // the replaced Ingress, seen late
+	view.UpdateHosts(seen("web", "web-old"), nil)
+	if got := holders("shop", ""); len(got) != 1 || got[0] != "web" {
+		t.Fatalf("the host is held by %v, want the new web's claim", got)
+	}
+	cm := server.Stored(quota.NamePrefix + "hosts.edge")
+	if n := strings.Count(cm.Data["claims"], `"name":"web"`); n != 1 {
+		t.Fatalf("the ledger holds %d entries of web, want the new one's alone:\n%s", n, cm.Data["claims"])
+	}
+}

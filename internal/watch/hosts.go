@@ -58,7 +58,7 @@ func slimHosts(obj any) (any, error) {
 // hostObject is a slimmed Ingress or route as the view's host index takes it.
 func hostObject(o *servedObject) *clusterview.Object {
 	gvk := o.GetObjectKind().GroupVersionKind()
-	return &clusterview.Object{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.Namespace, Name: o.Name, Hosts: o.Hosts}
+	return &clusterview.Object{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.Namespace, Name: o.Name, Hosts: o.Hosts, UID: string(o.UID)}
 }
 
 // hostHandler keeps the view's host index in step with an informer of a

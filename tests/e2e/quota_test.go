@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -52,6 +54,7 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 	for _, s := range scenarios {
 		fmt.Fprintf(&tenants, "  - name: %s\n    owners: [{kind: User, name: burster}]\n    quotas: {pods: %d}\n", s.tenant, room)
 	}
+	tenants.WriteString(goneTenant)
 	addTenants(t, c, tenants.String())
 	grantLedgers(t, c)
 	admin := fastClient(t, c.Admin)
@@ -94,7 +97,42 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the ledger of a tenant removed from the registry is deleted once its entries expire", func(t *testing.T) {
+		behindBalancer(t, c, 1, "--quota-mode=strict", "--quota-reservation-ttl=2s")
+		ns := "burst-gone-ns"
+		eventually(t, "namespace "+ns, func(ctx context.Context) error {
+			_, err := admin.CoreV1().Namespaces().Create(ctx, namespace(ns, map[string]string{tenantLabel: "burst-gone"}), metav1.CreateOptions{})
+			return err
+		})
+		if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod("p"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ledger := quota.NamePrefix + "burst-gone"
+		if _, err := admin.CoreV1().ConfigMaps(live.Namespace).Get(ctx, ledger, metav1.GetOptions{}); err != nil {
+			t.Fatalf("the pod's create wrote no ledger: %v", err)
+		}
+		setRegistryDoc(t, c, strings.Replace(registryDoc(t, c), goneTenant, "", 1))
+		within(t, 30*time.Second, "the removed tenant's ledger deleted", func(ctx context.Context) error {
+			_, err := admin.CoreV1().ConfigMaps(live.Namespace).Get(ctx, ledger, metav1.GetOptions{})
+			if err == nil {
+				return errors.New("still there")
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		for _, kept := range []string{quota.NamePrefix + "burst-strict"} {
+			if _, err := admin.CoreV1().ConfigMaps(live.Namespace).Get(ctx, kept, metav1.GetOptions{}); err != nil {
+				t.Errorf("the ledger %s of a tenant still in the registry: %v", kept, err)
+			}
+		}
+	})
 }
+
+// goneTenant is a tenant the burst test removes from the registry once it
+// has a strict ledger.
+const goneTenant = "  - name: burst-gone\n    owners: [{kind: User, name: burster}]\n    quotas: {pods: 5}\n"
 
 // createBurst creates burst pods in namespace at once and counts the
 // admitted ones and those refused by tenant-quota; any other error fails.
@@ -115,13 +153,13 @@ func addTenants(t *testing.T, c *live.Cluster, items string) {
 }
 
 // grantLedgers gives tenantguard's user what the chart grants in strict
-// mode: create and update on ConfigMaps in its namespace.
+// mode: create, update and delete on ConfigMaps in its namespace.
 func grantLedgers(t *testing.T, c *live.Cluster) {
 	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "tenantguard-quota-ledgers", Namespace: live.Namespace},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "update", "delete"}}},
 	}
 	if _, err := c.Client.RbacV1().Roles(live.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

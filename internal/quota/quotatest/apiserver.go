@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // APIServer keeps one namespace's ConfigMaps as the API server does: each
@@ -50,6 +52,8 @@ func (s *APIServer) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.Cre
 	if s.stored[cm.Name] != nil {
 		return nil, apierrors.NewAlreadyExists(configMaps, cm.Name)
 	}
+	cm = cm.DeepCopy()
+	cm.UID = types.UID("uid-" + strconv.Itoa(s.version+1))
 	return s.store(cm), nil
 }
 
@@ -65,6 +69,40 @@ func (s *APIServer) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.Upd
 		return nil, apierrors.NewConflict(configMaps, cm.Name, errors.New("changed since read"))
 	}
 	return s.store(cm), nil
+}
+
+// List returns copies of the ConfigMaps the label selector of opts selects,
+// in no order.
+func (s *APIServer) List(_ context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	selector, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(s.version)}}
+	for _, cm := range s.stored {
+		if selector.Matches(labels.Set(cm.Labels)) {
+			list.Items = append(list.Items, *cm.DeepCopy())
+		}
+	}
+	return list, nil
+}
+
+// Delete removes the ConfigMap named, when it meets the preconditions of
+// opts (a conflict otherwise), or fails with NotFound.
+func (s *APIServer) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cm := s.stored[name]
+	if cm == nil {
+		return apierrors.NewNotFound(configMaps, name)
+	}
+	if p := opts.Preconditions; p != nil && ((p.UID != nil && *p.UID != cm.UID) || (p.ResourceVersion != nil && *p.ResourceVersion != cm.ResourceVersion)) {
+		return apierrors.NewConflict(configMaps, name, errors.New("changed since read"))
+	}
+	delete(s.stored, name)
+	return nil
 }
 
 // store keeps a copy of cm as its next version; the caller holds s.mu.

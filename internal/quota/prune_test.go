@@ -1,0 +1,153 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
+	"github.com/tenantguard/tenantguard/internal/usage"
+)
+
+// prunedCluster is a server holding the ledgers of tenants oil and gas,
+// counts and usage, each with one entry written at start, the ledger of
+// hosts, and the ledger of oil of another instance; the clock is start
+// until the test moves it.
+func prunedCluster(t *testing.T, start time.Time) (*quotatest.APIServer, *StrictLedger, *time.Time) {
+	t.Helper()
+	server := quotatest.NewAPIServer()
+	now := start
+	clock := func() time.Time { return now }
+	view := emptyView{}
+	ledger := NewStrictLedger(server, view, time.Minute)
+	ledger.now = clock
+	other := NewStrictLedger(server, view, time.Minute).WithNamePrefix("other-quota-")
+	other.now = clock
+	for _, l := range []*StrictLedger{ledger, other} {
+		for _, tenant := range []string{"oil", "gas"} {
+			if l == other && tenant == "gas" {
+				continue
+			}
+			c := Claim{Key: "pods", Namespace: tenant + "-a", Name: "web"}
+			_, hold, err := l.Reserve(t.Context(), c, []string{tenant})
+			keep(t, hold, err)
+			_, hold, err = l.ReserveUsage(t.Context(), UsageClaim(c), tenant, usage.List{{Key: "requests.cpu", N: 100}}, nil)
+			keep(t, hold, err)
+		}
+	}
+	_, hold, err := ledger.ReserveHosts(t.Context(), HostClaim{Kind: "Ingress", Namespace: "oil-a", Name: "web"}, []string{"a.example.com"}, nil)
+	keep(t, hold, err)
+	return server, ledger, &now
+}
+
+// emptyView is a cluster view that has seen no object: every claim counts.
+type emptyView struct{}
+
+func (emptyView) CountUnseen(_, _ string, claims []Pending) int { return len(claims) }
+
+func (emptyView) UsedUnseen(_ string, keys []string, pending []PendingUsage) map[string]int64 {
+	used := map[string]int64{}
+	for _, p := range pending {
+		for _, k := range keys {
+			used[k] += p.Adds.Get(k)
+		}
+	}
+	return used
+}
+
+func keep(t *testing.T, hold Hold, err error) {
+	t.Helper()
+	if err == nil {
+		err = hold.Keep(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ledgers are the names of the ConfigMaps server holds, sorted.
+func ledgers(t *testing.T, server *quotatest.APIServer) []string {
+	t.Helper()
+	list, err := server.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestPruneDeletesTheLedgersOfRemovedTenantsOnceTheirEntriesExpire(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	onlyGas := func(tenant string) bool { return tenant == "gas" }
+	t.Run("a removed tenant's entries in force keep its ledgers until they expire", func(t *testing.T) {
+		server, ledger, now := prunedCluster(t, start)
+		deleted, next, err := ledger.Prune(t.Context(), onlyGas)
+		if err != nil || len(deleted) != 0 || !next.Equal(start.Add(time.Minute)) {
+			t.Fatalf("deleted %v, next %v, error %v; want nothing deleted and the next prune when oil's entries expire", deleted, next, err)
+		}
+		*now = next.Add(time.Second)
+		deleted, next, err = ledger.Prune(t.Context(), onlyGas)
+		if err != nil || !next.IsZero() {
+			t.Fatalf("next %v, error %v", next, err)
+		}
+		if want := []string{"tenantguard-quota-oil", "tenantguard-quota-oil.usage"}; !slices.Equal(deleted, want) && !slices.Equal(deleted, []string{want[1], want[0]}) {
+			t.Fatalf("deleted %v, want %v", deleted, want)
+		}
+		// gas is in the registry; the ledger of hosts is every tenant's;
+		// another instance's ledgers are its own.
+		want := []string{"other-quota-oil", "other-quota-oil.usage", "tenantguard-quota-gas", "tenantguard-quota-gas.usage", "tenantguard-quota-hosts.edge"}
+		if got := ledgers(t, server); !slices.Equal(got, want) {
+			t.Fatalf("ledgers left %v, want %v", got, want)
+		}
+	})
+	t.Run("a ledger written between the list and the deletion is left", func(t *testing.T) {
+		server, ledger, now := prunedCluster(t, start)
+		*now = start.Add(2 * time.Minute)
+		ledger.configMaps = writeFirst{server}
+		deleted, _, err := ledger.Prune(t.Context(), onlyGas)
+		if err != nil || len(deleted) != 0 {
+			t.Fatalf("deleted %v, error %v; want nothing deleted", deleted, err)
+		}
+	})
+	t.Run("a replica that read a ledger before its deletion writes it again", func(t *testing.T) {
+		_, ledger, now := prunedCluster(t, start)
+		*now = start.Add(2 * time.Minute)
+		c := Claim{Key: "pods", Namespace: "oil-a", Name: "late"}
+		_, hold, err := ledger.Reserve(t.Context(), c, []string{"oil"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold.Release() // Prune takes no lock: only the API server orders it
+		if _, _, err := ledger.Prune(t.Context(), onlyGas); err != nil {
+			t.Fatal(err)
+		}
+		if err := hold.Keep(t.Context()); !errors.Is(err, ErrStale) {
+			t.Fatalf("keeping on a deleted ledger: %v, want ErrStale (decided again)", err)
+		}
+		_, hold, err = ledger.Reserve(t.Context(), c, []string{"oil"})
+		keep(t, hold, err)
+	})
+}
+
+// writeFirst writes a ledger before each deletion of it, as a replica
+// admitting a create right after the list would.
+type writeFirst struct{ *quotatest.APIServer }
+
+func (w writeFirst) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	cm, err := w.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return w.APIServer.Delete(ctx, name, opts)
+}
