@@ -272,7 +272,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	o.server.Ledger = quota.LocalLedger{View: store.View(), TTL: o.reservationTTL}
 	if o.quotaMode == quotaStrict {
 		go rememberVisits(ctx, store.View(), watcher.Synced, o.reservationTTL)
-		ledger := quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL)
+		ledger := quota.NewStrictLedger(client.CoreV1().ConfigMaps(namespace), store.View(), o.reservationTTL).WithLogger(log)
 		if !instance.IsDefault() {
 			ledger.WithNamePrefix(instance.Name() + "-quota-")
 		}

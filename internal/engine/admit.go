@@ -40,9 +40,9 @@ import (
 // The holds are kept in that order, hosts, resources, then counts, once the
 // request is admitted; one that finds the ledger changed meanwhile
 // (quota.ErrStale) has the request decided again from the start. A request
-// refused in the end, or failing, after some of its holds were kept
-// withdraws them (quota.Withdrawer): its hosts and what it would have
-// added stop counting at once, not when the strict ledger's entries expire.
+// refused in the end after some of its holds were kept withdraws them once
+// answered (quota.HoldWithdrawer): its hosts and what it would have added
+// stop counting then, not when the strict ledger's entries expire.
 //
 // Dry-run requests store nothing and reserve nothing.
 func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger) (*admission.Decision, error) {
@@ -67,29 +67,13 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		if errors.Is(err, quota.ErrStale) && ctx.Err() == nil {
 			continue
 		}
-		if err != nil || !d.Allowed {
-			withdraw(ctx, kept)
+		// Refused: the holds kept meanwhile are taken back once the
+		// refusal is sent. A request that failed keeps them: under the
+		// failure policy Ignore its object is created.
+		if w, ok := ledger.(quota.HoldWithdrawer); ok && err == nil && !d.Allowed && len(kept) > 0 {
+			go w.WithdrawHolds(context.WithoutCancel(ctx), kept)
 		}
 		return d, err
-	}
-}
-
-// withdrawTimeout bounds the withdrawal of a refused request's holds,
-// which goes on when the request's own time is up.
-const withdrawTimeout = 5 * time.Second
-
-// withdraw takes back the holds kept for a request refused in the end. It
-// is best effort: an entry it cannot remove expires with the ledger's TTL.
-func withdraw(ctx context.Context, kept []quota.Hold) {
-	if len(kept) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
-	defer cancel()
-	for _, hold := range kept {
-		if w, ok := hold.(quota.Withdrawer); ok {
-			_ = w.Withdraw(ctx)
-		}
 	}
 }
 
@@ -251,6 +235,10 @@ func (e *Engine) admitOnce(ctx context.Context, req *admission.Request, view *cl
 		return nil, err
 	}
 	if err := hold.Keep(ctx); err != nil {
+		if h.kept != nil {
+			// kept over several tenants, it may have written some
+			*h.kept = append(*h.kept, hold)
+		}
 		return nil, err
 	}
 	admitted = true

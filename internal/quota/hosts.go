@@ -138,24 +138,25 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 }
 
 // writeHosts stores the page with self's entries of hosts it no longer asks
-// for (or of an earlier object of its name) dropped and entries added for the hosts it asks for that it neither
+// for dropped and entries added for the hosts it asks for that it neither
 // claims already nor kept (an update that keeps its hosts, the most
 // frequent request, adds none), and returns the entries added; a write
 // that lost a race is ErrStale. Nothing changed, nothing is written.
 func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) ([]hostEntry, error) {
 	uid := uidOf(ctx)
+	// mine are self's entries: of its uid, or of none (written before
+	// entries had uids). An entry of another object of self's name (one
+	// deleted, or the one a create of a name taken will fail on) is its
+	// own, until it expires or the view sees its object come and go.
+	mine := func(e hostEntry) bool { return sameObject(e.claim(), self) && (e.UID == uid || e.UID == "") }
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
-		// self's entries of hosts it drops, and of an object of its name
-		// that came before it (another uid)
-		return sameObject(e.claim(), self) && (!slices.Contains(hosts, e.Host) || e.UID != uid)
+		return mine(e) && !slices.Contains(hosts, e.Host)
 	})
 	dropped := len(entries) != len(p.entries)
 	expires := l.now().Add(l.ttl).UTC()
 	var added []hostEntry
 	for _, host := range hosts {
-		c := self
-		c.Host = host
-		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return e.claim() == c }) {
+		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
 			continue
 		}
 		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid})

@@ -38,13 +38,21 @@ type Hold interface {
 // keeps its holds in turn (hosts, sums of resources, then counts: package
 // engine); one refused after some were kept, because a later hold found
 // its ledger changed and the request decided again was refused, withdraws
-// them, so that its entries stop counting at once and not when they
-// expire. The strict ledger's holds are Withdrawers; a local hold is kept
-// last or not at all.
+// them (HoldWithdrawer), so that its entries stop counting then and not
+// when they expire. The strict ledger's holds are Withdrawers; a local hold
+// is kept last or not at all.
 type Withdrawer interface {
 	// Withdraw removes the entries Keep wrote, if any and still there. It
 	// is for after Keep and Release; an error leaves the entries to expire.
 	Withdraw(ctx context.Context) error
+}
+
+// HoldWithdrawer is a ledger that takes back the holds kept for a request
+// refused in the end (each a Withdrawer): the strict one. It is best
+// effort, for after the refusal is sent: an entry it cannot remove expires
+// with the ledger's TTL.
+type HoldWithdrawer interface {
+	WithdrawHolds(ctx context.Context, holds []Hold)
 }
 
 // ttlOr is ttl, or DefaultReservationTTL when ttl is not set.

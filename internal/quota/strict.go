@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -69,6 +70,8 @@ type StrictLedger struct {
 	now        func() time.Time
 	// prefix starts the names of the ledger ConfigMaps (NamePrefix)
 	prefix string
+	// log receives the withdrawals that failed (WithdrawHolds)
+	log *slog.Logger
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -78,7 +81,32 @@ type StrictLedger struct {
 // namespace's), counting the objects view has seen. ttl bounds how long an
 // admitted create holds its place unseen; DefaultReservationTTL when 0.
 func NewStrictLedger(configMaps ConfigMaps, view Counter, ttl time.Duration) *StrictLedger {
-	return &StrictLedger{configMaps: configMaps, view: view, ttl: ttlOr(ttl), now: time.Now, prefix: NamePrefix, locks: map[string]*sync.Mutex{}}
+	return &StrictLedger{configMaps: configMaps, view: view, ttl: ttlOr(ttl), now: time.Now, prefix: NamePrefix, locks: map[string]*sync.Mutex{}, log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger has the ledger log the withdrawals that fail (WithdrawHolds);
+// it returns l.
+func (l *StrictLedger) WithLogger(log *slog.Logger) *StrictLedger {
+	l.log = log
+	return l
+}
+
+// withdrawTimeout bounds a refused request's withdrawal, which runs after
+// the request's own time.
+const withdrawTimeout = 5 * time.Second
+
+// WithdrawHolds implements HoldWithdrawer: it withdraws each hold, and logs
+// those it could not.
+func (l *StrictLedger) WithdrawHolds(ctx context.Context, holds []Hold) {
+	ctx, cancel := context.WithTimeout(ctx, withdrawTimeout)
+	defer cancel()
+	for _, hold := range holds {
+		if w, ok := hold.(Withdrawer); ok {
+			if err := w.Withdraw(ctx); err != nil {
+				l.log.Warn("a refused request's entries in the quota ledgers are left to expire", "error", err.Error())
+			}
+		}
+	}
 }
 
 // WithNamePrefix makes the ledger's ConfigMaps prefix + tenant instead of

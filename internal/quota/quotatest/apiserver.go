@@ -58,14 +58,18 @@ func (s *APIServer) Create(_ context.Context, cm *corev1.ConfigMap, _ metav1.Cre
 }
 
 // Update stores cm if its resourceVersion is the stored one's, else fails
-// with a conflict.
+// with a conflict; NotFound when there is none (no create on update).
 func (s *APIServer) Update(_ context.Context, cm *corev1.ConfigMap, _ metav1.UpdateOptions) (*corev1.ConfigMap, error) {
 	if s.BeforeUpdate != nil {
 		s.BeforeUpdate(cm.Name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.stored[cm.Name]; old == nil || old.ResourceVersion != cm.ResourceVersion {
+	old := s.stored[cm.Name]
+	if old == nil {
+		return nil, apierrors.NewNotFound(configMaps, cm.Name)
+	}
+	if old.ResourceVersion != cm.ResourceVersion {
 		return nil, apierrors.NewConflict(configMaps, cm.Name, errors.New("changed since read"))
 	}
 	return s.store(cm), nil
