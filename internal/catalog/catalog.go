@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policy "github.com/tenantguard/tenantguard/rego"
 )
@@ -269,6 +270,20 @@ func (c *Catalog) hash() string {
 
 // Rules are the declared rules, by family, then in the order of their files.
 func (c *Catalog) Rules() []Rule { return c.rules }
+
+// ClusterScoped reports whether a rule declares a kind of another API with
+// scope: Cluster (Kind.ClusterScoped); the built-in kinds' scope is
+// request.ClusterScoped's.
+func (c *Catalog) ClusterScoped(gk schema.GroupKind) bool {
+	for _, r := range c.rules {
+		for _, k := range r.Kinds {
+			if k.ClusterScoped && k.Group == gk.Group && k.Kind == gk.Kind {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Rule is the rule declared with id.
 func (c *Catalog) Rule(id string) (Rule, bool) {

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/rego"
@@ -258,6 +259,31 @@ func TestKindsNameTheirResources(t *testing.T) {
 	}
 	if want := []string{"pods", "networkpolicies", "gateways", "endpoints"}; !slices.Equal(got, want) {
 		t.Errorf("resources %v, want %v", got, want)
+	}
+}
+
+// TestAKindOfAnotherAPIMayLiveInNoNamespace: scope: Cluster marks a kind
+// of another API as cluster-scoped (review then sends its objects in no
+// namespace); a built-in kind's scope is not the library's to say, and a
+// scope is Namespaced or Cluster.
+func TestAKindOfAnotherAPIMayLiveInNoNamespace(t *testing.T) {
+	library := func(kinds string) (*catalog.Catalog, error) {
+		return fixtures.Library(family("# custom:\n#   kinds: ["+kinds+"]\n#   operations: [CREATE]\n#   engines: [opa]\n", idX, ruleX))
+	}
+	c, err := library("{kind: example.com/Cactus, resource: cacti, scope: Cluster}, {kind: example.com/Pot, resource: pots, scope: Namespaced}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ClusterScoped(schema.GroupKind{Group: "example.com", Kind: "Cactus"}) || c.ClusterScoped(schema.GroupKind{Group: "example.com", Kind: "Pot"}) {
+		t.Error("Cactus should be cluster-scoped and Pot not")
+	}
+	for kinds, want := range map[string]string{
+		"{kind: Node, resource: nodes, scope: Cluster}":                  "Node is a built-in kind, whose scope tenantguard knows",
+		"{kind: example.com/Cactus, resource: cacti, scope: Everywhere}": `the scope of example.com/Cactus is Namespaced (the default) or Cluster, not "Everywhere"`,
+	} {
+		if _, err := library(kinds); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", kinds, err, want)
+		}
 	}
 }
 

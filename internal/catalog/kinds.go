@@ -21,6 +21,10 @@ type Kind struct {
 	Resource string
 	// Subresources are resource/subresource names, e.g. "pods/ephemeralcontainers".
 	Subresources []string
+	// ClusterScoped is set for a kind of another API that a rule declares
+	// with scope: Cluster, whose objects live in no namespace (the scope
+	// of the built-in kinds is request.ClusterScoped's).
+	ClusterScoped bool
 	// path is where a kind set says the kind keeps what it is in the set
 	// for (a pod carrier's pod spec), read by atKindPath.
 	path []string
@@ -51,10 +55,12 @@ var (
 )
 
 // kindEntry is one entry of a rule's kinds: "Kind", "group/Kind", a kind
-// set's name, or {kind: group/Kind, resource: plural} for a kind whose
-// resource is not its regular plural.
+// set's name, or {kind: group/Kind, resource: plural, scope: Cluster} for a
+// kind whose resource is not its regular plural, or that lives in no
+// namespace (scope Namespaced, the default, or Cluster).
 type kindEntry struct {
 	name, resource string
+	cluster        bool
 }
 
 func (e *kindEntry) UnmarshalJSON(raw []byte) error {
@@ -64,11 +70,19 @@ func (e *kindEntry) UnmarshalJSON(raw []byte) error {
 	var explicit struct {
 		Kind     string `json:"kind"`
 		Resource string `json:"resource"`
+		Scope    string `json:"scope"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || explicit.Resource == "" {
-		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural}, not %s", raw)
+		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural, scope: Namespaced or Cluster}, not %s", raw)
+	}
+	switch explicit.Scope {
+	case "", "Namespaced":
+	case "Cluster":
+		e.cluster = true
+	default:
+		return fmt.Errorf("the scope of %s is Namespaced (the default) or Cluster, not %q", explicit.Kind, explicit.Scope)
 	}
 	e.name, e.resource = explicit.Kind, explicit.Resource
 	return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/tenantguard/tenantguard/internal/registry"
 )
@@ -354,6 +355,7 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 	add := func(k Kind) {
 		if i := slices.IndexFunc(r.Kinds, func(o Kind) bool { return o.Key() == k.Key() }); i >= 0 {
 			r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, k.Subresources)
+			r.Kinds[i].ClusterScoped = r.Kinds[i].ClusterScoped || k.ClusterScoped
 			return
 		}
 		k.Subresources = slices.Clone(k.Subresources)
@@ -377,6 +379,11 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 				problems.add(loc, "rule %q: %v", r.ID, err)
 				continue
 			}
+			if entry.cluster && scheme.Scheme.IsGroupRegistered(k.Group) {
+				problems.add(loc, "rule %q: %s is a built-in kind, whose scope tenantguard knows: scope is for the kinds of other APIs", r.ID, name)
+				continue
+			}
+			k.ClusterScoped = entry.cluster
 			add(k)
 		}
 	}

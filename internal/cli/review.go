@@ -125,6 +125,7 @@ func (o *reviewOptions) runManifest(cmd *cobra.Command) error {
 		return err
 	}
 	o.request.defaults = func(namespace string, obj map[string]any) { limitRangeDefaults(in.reg, in.view, namespace, obj) }
+	o.request.clusterScoped = in.cat.ClusterScoped
 	built, err := o.request.requests(cmd.InOrStdin())
 	if err != nil {
 		return err

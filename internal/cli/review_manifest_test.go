@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -283,5 +284,26 @@ func TestTheBuiltRequestIsTheAPIServers(t *testing.T) {
 				t.Errorf("the object's metadata %v lacks namespace %q", ns, tt.namespace)
 			}
 		})
+	}
+}
+
+// TestReviewCreatesAClusterScopedKindOfALibraryInNoNamespace: a kind of
+// another API that a rule family declares with scope: Cluster is sent in no
+// namespace, as the API server sends it, not in --namespace's or default.
+func TestReviewCreatesAClusterScopedKindOfALibraryInNoNamespace(t *testing.T) {
+	for _, tt := range []struct{ scope, want string }{
+		{", scope: Cluster", `[no-cacti] a cactus in namespace ""`},
+		{"", `[no-cacti] a cactus in namespace "default"`},
+	} {
+		overlay := t.TempDir()
+		rule := "# METADATA\n# title: Cacti\n# description: No cacti.\n# custom:\n#   kinds: [{kind: example.com/Cactus, resource: cacti" + tt.scope + "}]\n#   operations: [CREATE]\n#   engines: [opa]\npackage tenantguard.rules.cacti\n\n" +
+			"# METADATA\n# title: No cacti\n# description: No cacti.\n# custom:\n#   id: no-cacti\nviolations contains {\"id\": \"no-cacti\", \"msg\": sprintf(\"a cactus in namespace %q\", [object.get(input.request, \"namespace\", \"\")])}\n"
+		if err := os.WriteFile(filepath.Join(overlay, "cacti.rego"), []byte(rule), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, "apiVersion: example.com/v1\nkind: Cactus\nmetadata: {name: prickly}\n", "review", "--policy-overlay", overlay, "--registry", examples("registry.yaml"), "-f", "-", "--as", "alice", "-o", "text")
+		if r.code != ExitDenied || !strings.Contains(r.stdout, tt.want) {
+			t.Errorf("scope %q: exit %d, stdout %q, stderr %q; want %q", tt.scope, r.code, r.stdout, r.stderr, tt.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenantguard/tenantguard/internal/request"
 )
@@ -24,6 +25,9 @@ type requestOptions struct {
 	// defaults, when set, changes a created object as the API server does
 	// before admission (limitRangeDefaults), given its namespace.
 	defaults func(namespace string, obj map[string]any)
+	// clusterScoped, when set, reports the kinds of other APIs that live in
+	// no namespace (the library's: catalog.Catalog.ClusterScoped).
+	clusterScoped func(schema.GroupKind) bool
 }
 
 func (r *requestOptions) register(f *pflag.FlagSet) {
@@ -133,7 +137,7 @@ func (r *requestOptions) identity(o *manifestObject) string {
 // --namespace, else default; "" for a cluster-scoped kind.
 func (r *requestOptions) namespaceOf(o *manifestObject) string {
 	switch {
-	case request.ClusterScoped(o.gvk.GroupKind()):
+	case request.ClusterScoped(o.gvk.GroupKind()), r.clusterScoped != nil && r.clusterScoped(o.gvk.GroupKind()):
 		return ""
 	case o.namespace != "":
 		return o.namespace
