@@ -75,7 +75,7 @@ func (e *kindEntry) UnmarshalJSON(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || explicit.Resource == "" {
-		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural, scope: Namespaced or Cluster}, not %s", raw)
+		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural} (and scope: Cluster for a kind in no namespace), not %s", raw)
 	}
 	switch explicit.Scope {
 	case "", "Namespaced":
