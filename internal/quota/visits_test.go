@@ -98,8 +98,9 @@ var _ quota.Counter = (*clusterview.View)(nil)
 // strict mode, seen and deleted at once, frees its host for another object
 // before its ledger entry expires, while one replacing an Ingress of the
 // same name holds its host until it is seen, though a lagging informer sees
-// the one it replaces come and go after its admission; the replacement's
-// own entry takes the place of the old one's.
+// the one it replaces come and go after its admission; the old one's entry
+// stays beside the replacement's (it is another object's), and an entry
+// without uid, of an older version, is the object's own.
 func TestAnIngressThatCameAndWentHoldsItsHostNoMore(t *testing.T) {
 	view := clusterview.New(label)
 	view.RememberVisits(time.Minute)

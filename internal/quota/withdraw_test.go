@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -118,5 +119,50 @@ func TestAWithdrawalGivesUpOnALedgerThatKeepsChanging(t *testing.T) {
 	server.BeforeUpdate = nil
 	if got := ledgerNames(t, server, quota.NamePrefix+"oil.usage", "name"); !slices.Contains(got, "refused") {
 		t.Fatalf("the ledger holds %v; the entry withdrawn in vain should be left to expire", got)
+	}
+}
+
+// TestACountKeptOverSomeTenantsWithdrawsWhatItWrote: a create counted
+// against two tenants whose write to the second lost a race has written
+// the first; withdrawn, it takes that entry out.
+func TestACountKeptOverSomeTenantsWithdrawsWhatItWrote(t *testing.T) {
+	server := quotatest.NewAPIServer()
+	ledger := quota.NewStrictLedger(server, busyView(0), time.Minute)
+	other := quota.NewStrictLedger(server, busyView(0), time.Minute)
+	admit := func(l *quota.StrictLedger, name string, tenants ...string) error {
+		_, hold, err := l.Reserve(t.Context(), quota.Claim{Key: "namespaces", Name: name}, tenants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hold.Release()
+		return hold.Keep(t.Context())
+	}
+	if err := admit(other, "oil-first", "oil"); err != nil {
+		t.Fatal(err)
+	}
+	server.BeforeUpdate = func(name string) {
+		if name == quota.NamePrefix+"oil" {
+			server.BeforeUpdate = nil
+			if err := admit(other, "oil-second", "oil"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	_, hold, err := ledger.Reserve(t.Context(), quota.Claim{Key: "namespaces", Name: "moved"}, []string{"gas", "oil"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Keep(t.Context()); !errors.Is(err, quota.ErrStale) {
+		t.Fatalf("keeping against a changed ledger of oil: %v, want ErrStale", err)
+	}
+	hold.Release()
+	if got := ledgerNames(t, server, quota.NamePrefix+"gas", "name"); !slices.Equal(got, []string{"moved"}) {
+		t.Fatalf("gas's ledger holds %v before the withdrawal, want the create's entry: the test does not reach the case", got)
+	}
+	if err := hold.(quota.Withdrawer).Withdraw(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ledgerNames(t, server, quota.NamePrefix+"gas", "name"); len(got) != 0 {
+		t.Fatalf("gas's ledger holds %v after the withdrawal, want nothing", got)
 	}
 }
