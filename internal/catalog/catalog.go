@@ -66,9 +66,9 @@ func LoadOverlay(base, overlay fs.FS) (*Catalog, error) {
 		return nil, errors.New("no .rego modules")
 	}
 	var problems problems
-	parsed := c.parse(&problems)
+	parsed, tests := c.parse(&problems)
 	if problems.empty() && overlaid != nil {
-		overlayPackages(parsed, overlaid, &problems)
+		overlayPackages(parsed, tests, overlaid, &problems)
 	}
 	if problems.empty() {
 		c.declare(parsed, &problems)
@@ -141,22 +141,25 @@ func (c *Catalog) add(overlay *Catalog) (map[string]bool, error) {
 	return paths, nil
 }
 
-// overlayPackages refuses an overlay's module (its path in overlaid) whose
-// package is, is above or is below one of the library's (it would add
-// rules to it) or the data the engine provides (reservedPackages): an
-// overlay adds families in packages of their own.
-func overlayPackages(parsed map[string]*ast.Module, overlaid map[string]bool, problems *problems) {
+// overlayPackages refuses an overlay's module or test (its path in
+// overlaid) whose package is, is above or is below one of the library's
+// modules' (it would add rules to it: the exported bundle holds the tests
+// too) or the data the engine provides (reservedPackages): an overlay adds
+// families in packages of their own.
+func overlayPackages(parsed, tests map[string]*ast.Module, overlaid map[string]bool, problems *problems) {
 	own := slices.Clone(reservedPackages)
-	for path, m := range parsed {
+	for _, path := range sortedKeys(parsed) {
 		if !overlaid[path] {
-			own = append(own, m.Package.Path.String())
+			own = append(own, parsed[path].Package.Path.String())
 		}
 	}
-	for _, path := range sortedKeys(parsed) {
+	all := maps.Clone(parsed)
+	maps.Copy(all, tests)
+	for _, path := range sortedKeys(all) {
 		if !overlaid[path] {
 			continue
 		}
-		m := parsed[path]
+		m := all[path]
 		pkg := m.Package.Path.String()
 		if i := slices.IndexFunc(own, func(o string) bool { return nested(pkg, o) }); i >= 0 {
 			problems.add(m.Package.Location, "package %s is in the library's own %s; an overlay adds rule families in packages of their own (to change one, copy the library and replace it)", strings.TrimPrefix(pkg, "data."), strings.TrimPrefix(own[i], "data."))
@@ -211,9 +214,10 @@ func (c *Catalog) read(root fs.FS, prefix string) error {
 }
 
 // parse parses every module and test, annotations included, and refuses
-// calls of built-ins a policy may not make.
-func (c *Catalog) parse(problems *problems) map[string]*ast.Module {
-	parsed := map[string]*ast.Module{}
+// calls of built-ins a policy may not make; it returns the modules and the
+// tests, by path.
+func (c *Catalog) parse(problems *problems) (parsed, tests map[string]*ast.Module) {
+	parsed, tests = map[string]*ast.Module{}, map[string]*ast.Module{}
 	for _, files := range []map[string]string{c.modules, c.tests} {
 		for _, path := range sortedKeys(files) {
 			m, err := ParseModule(path, files[path])
@@ -224,12 +228,14 @@ func (c *Catalog) parse(problems *problems) map[string]*ast.Module {
 			for _, call := range refusedCalls(m) {
 				problems.add(call.loc, "calls %s, which a tenantguard policy may not: %s", call.name, refusedWhy)
 			}
-			if _, test := c.tests[path]; !test {
+			if _, test := c.tests[path]; test {
+				tests[path] = m
+			} else {
 				parsed[path] = m
 			}
 		}
 	}
-	return parsed
+	return parsed, tests
 }
 
 // ParseModule parses a Rego v1 module with its annotations, as the library
@@ -257,6 +263,22 @@ func (c *Catalog) Files() map[string]string {
 
 // Revision identifies the library's files: equal revisions, equal files.
 func (c *Catalog) Revision() string { return c.revision }
+
+// FilesRevision is the Revision LoadOverlay(base, overlay) gives a library
+// that loads, from its files alone: nothing is parsed, so that a watcher
+// polling a library tells whether it changed for the cost of reading it.
+func FilesRevision(base, overlay fs.FS) (string, error) {
+	c := newCatalog()
+	if err := c.read(base, ""); err != nil {
+		return "", err
+	}
+	if overlay != nil {
+		if err := c.read(overlay, OverlayPrefix); err != nil {
+			return "", err
+		}
+	}
+	return c.hash(), nil
+}
 
 func (c *Catalog) hash() string {
 	h := sha256.New()

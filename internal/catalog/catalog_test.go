@@ -394,6 +394,14 @@ func TestAnOverlayAddsOnlyPackagesOfItsOwn(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cat, err := catalog.LoadOverlay(rego.FS(), fstest.MapFS{"x.rego": {Data: []byte(tt.src)}})
+			if tt.want != "" {
+				// a test file in the package is refused alike: the
+				// exported bundle holds the tests as modules
+				_, terr := catalog.LoadOverlay(rego.FS(), fstest.MapFS{"x_test.rego": {Data: []byte(tt.src)}})
+				if want := strings.Replace(tt.want, "x.rego", "x_test.rego", 1); terr == nil || !strings.Contains(terr.Error(), want) {
+					t.Errorf("as a test: error %v, want %q", terr, want)
+				}
+			}
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -407,5 +415,22 @@ func TestAnOverlayAddsOnlyPackagesOfItsOwn(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestFilesRevisionIsTheLoadedLibrarysRevision: what a watcher hashes
+// without parsing is the revision of the library it would load.
+func TestFilesRevisionIsTheLoadedLibrarysRevision(t *testing.T) {
+	overlay := fstest.MapFS{"README.md": {Data: []byte("# nothing")}}
+	cat, err := catalog.LoadOverlay(rego.FS(), overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := catalog.FilesRevision(rego.FS(), overlay)
+	if err != nil || rev != cat.Revision() {
+		t.Fatalf("files revision %q (%v), want the loaded library's %q", rev, err, cat.Revision())
+	}
+	if other, _ := catalog.FilesRevision(rego.FS(), fstest.MapFS{"x_test.rego": {Data: []byte("package x_test\n")}}); other == rev {
+		t.Error("another overlay has the same files revision")
 	}
 }

@@ -88,10 +88,11 @@ func (r *HostHold) Release() {
 }
 
 // ReservedHosts is how many holds of hosts requests have: being decided,
-// or admitted and not seen yet.
+// or admitted and not seen yet (past its TTL, a hold counts no more).
 func (v *View) ReservedHosts() int {
 	v.hosts.mu.Lock()
 	defer v.hosts.mu.Unlock()
+	v.hosts.expire(v.hosts.now())
 	n := 0
 	for _, holds := range v.hosts.byHolder {
 		n += len(holds)

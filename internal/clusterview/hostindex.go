@@ -211,6 +211,7 @@ func (v *View) HostHolders(h Holder, hosts []string) map[string][]HostHolder {
 	}
 	x := v.hosts
 	x.mu.Lock()
+	x.expire(x.now())
 	found := x.lookup(self, hosts)
 	x.mu.Unlock()
 	return v.withTenants(found)

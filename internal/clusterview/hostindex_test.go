@@ -184,6 +184,14 @@ func TestAnAdmittedHoldExpires(t *testing.T) {
 	hold.Keep()
 	now = now.Add(2 * time.Minute)
 	other := route("gas-a", "shop", "shop.oil.example.com")
+	// Read without a reservation first (the audit, a request that holds
+	// nothing): the expired hold is gone there too.
+	if found := v.HostHolders(holderOf(other), other.Hosts); len(found) != 0 {
+		t.Errorf("an expired hold still holds, read without a reservation: %v", names(found))
+	}
+	if n := v.ReservedHosts(); n != 0 {
+		t.Errorf("%d holds counted past their TTL", n)
+	}
 	if found, _ := v.ReserveHosts(holderOf(other), other.Hosts, time.Minute); len(found) != 0 {
 		t.Errorf("an expired hold still holds: %v", names(found))
 	}

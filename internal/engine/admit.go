@@ -54,9 +54,15 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// the strict ledger writes the object's uid with its entry
 		ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
 	}
-	var kept []quota.Hold
+	// kept collects the holds kept, for a ledger that withdraws them; nil,
+	// nothing is collected.
+	var kept *[]quota.Hold
+	withdrawer, withdraws := ledger.(quota.HoldWithdrawer)
+	if withdraws {
+		kept = new([]quota.Hold)
+	}
 	for {
-		h := &held{hosts: hosts, resources: resources, resourcesKnown: true, kept: &kept}
+		h := &held{hosts: hosts, resources: resources, resourcesKnown: true, kept: kept}
 		var d *admission.Decision
 		var err error
 		if hosts == nil {
@@ -70,8 +76,8 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// Refused: the holds kept meanwhile are taken back once the
 		// refusal is sent. A request that failed keeps them: under the
 		// failure policy Ignore its object is created.
-		if w, ok := ledger.(quota.HoldWithdrawer); ok && err == nil && !d.Allowed && len(kept) > 0 {
-			go w.WithdrawHolds(context.WithoutCancel(ctx), kept)
+		if withdraws && err == nil && !d.Allowed && len(*kept) > 0 {
+			go withdrawer.WithdrawHolds(context.WithoutCancel(ctx), *kept)
 		}
 		return d, err
 	}

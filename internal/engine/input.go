@@ -78,7 +78,8 @@ type held struct {
 	// kept its count already.
 	keepHosts quota.Hold
 	// kept collects, over every time Admit decides the request, the holds
-	// keepFirst kept, which Admit withdraws if the request ends refused.
+	// kept, which Admit withdraws if the request ends refused; nil with a
+	// ledger that does not withdraw (the local one).
 	kept *[]quota.Hold
 }
 

@@ -38,15 +38,7 @@ type Source struct {
 // Load reads the library: the embedded one or Dir's, with Overlay's
 // families (catalog.LoadOverlay).
 func (s Source) Load() (*catalog.Catalog, error) {
-	base := rego.FS()
-	if s.Dir != "" {
-		base = os.DirFS(s.Dir)
-	}
-	var overlay fs.FS
-	if s.Overlay != "" {
-		overlay = os.DirFS(s.Overlay)
-	}
-	cat, err := catalog.LoadOverlay(base, overlay)
+	cat, err := catalog.LoadOverlay(s.files())
 	if err != nil {
 		var names []string
 		if s.Dir != "" {
@@ -60,6 +52,25 @@ func (s Source) Load() (*catalog.Catalog, error) {
 	return cat, nil
 }
 
+// files are the library's folders: the embedded library or Dir, and
+// Overlay (nil when none).
+func (s Source) files() (base, overlay fs.FS) {
+	base = rego.FS()
+	if s.Dir != "" {
+		base = os.DirFS(s.Dir)
+	}
+	if s.Overlay != "" {
+		overlay = os.DirFS(s.Overlay)
+	}
+	return base, overlay
+}
+
+// revision is the Revision of the library Load would read, from its files
+// alone (catalog.FilesRevision).
+func (s Source) revision() (string, error) {
+	return catalog.FilesRevision(s.files())
+}
+
 // String names the source in logs: its directory, or directories.
 func (s Source) String() string {
 	switch {
@@ -71,11 +82,6 @@ func (s Source) String() string {
 	return s.Dir + "+" + s.Overlay
 }
 
-// same reports whether two reads of a directory hold the same files.
-func same(a, b *catalog.Catalog) bool {
-	return a != nil && b != nil && a.Revision() == b.Revision()
-}
-
 // Watch loads src into the loader now and again whenever its files change,
 // polling every interval until ctx ends (ConfigMap volumes change by a
 // symlink swap, which polling sees). A change is loaded only once two polls
@@ -84,6 +90,7 @@ func same(a, b *catalog.Catalog) bool {
 // compile). The first load's error is returned; later ones are reported by
 // the loader.
 func Watch(ctx context.Context, src Source, interval time.Duration, loader Loader) error {
+	settled, _ := src.revision() // the files last loaded, or refused
 	last, err := src.Load()
 	if err == nil {
 		err = loader.LoadPolicy(ctx, src.String(), last)
@@ -91,23 +98,32 @@ func Watch(ctx context.Context, src Source, interval time.Duration, loader Loade
 	if err != nil {
 		return err
 	}
-	var seen *catalog.Catalog // the previous poll's files
+	seen := settled // the previous poll's files
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		// The files are read and hashed every poll, and parsed only once
+		// they changed and settled: loading a library takes about 100 ms
+		// of CPU.
+		rev, err := src.revision()
+		if err == nil {
+			if rev == settled {
+				return
+			}
+			if rev != seen {
+				seen = rev // changed since the previous poll: wait until it settles
+				return
+			}
+			settled = rev
+		}
 		cat, err := src.Load()
-		switch {
-		case err != nil:
+		if err != nil {
 			if last != nil {
 				loader.RefusePolicy(src.String(), err)
 			}
 			last = nil // report once, and load the directory again once it is fixed
-		case same(cat, last):
-		case !same(cat, seen):
-			// changed since the previous poll: wait until it settles
-		default:
-			last = cat
-			_ = loader.LoadPolicy(ctx, src.String(), cat) // refusals are reported by the loader
+			return
 		}
-		seen = cat
+		last = cat
+		_ = loader.LoadPolicy(ctx, src.String(), cat) // refusals are reported by the loader
 	}, interval)
 	return nil
 }

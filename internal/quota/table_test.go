@@ -17,19 +17,26 @@ func reserve(t *Table, c Claim, tenants []string, ttl time.Duration) (map[string
 	return r.Take(func(string, string) int { return 0 }), r
 }
 
-func TestAnAdmittedCreateNeverSeenGivesItsPlaceBackAfterTheTTL(t *testing.T) {
+// keptOnAClock is a table, on a clock the test moves, holding an admitted
+// create of oil's pods with a TTL of 30 s.
+func keptOnAClock() (*Table, *time.Time) {
 	table := NewTable()
 	now := time.Unix(1000, 0)
 	table.now = func() time.Time { return now }
 	_, r := reserve(table, Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"}, 30*time.Second)
 	r.Keep()
-	now = now.Add(29 * time.Second)
+	return table, &now
+}
+
+func TestAnAdmittedCreateNeverSeenGivesItsPlaceBackAfterTheTTL(t *testing.T) {
+	table, now := keptOnAClock()
+	*now = now.Add(29 * time.Second)
 	if counts, r := reserve(table, Claim{Key: "pods", Namespace: "a", Name: "b"}, []string{"oil"}, 30*time.Second); counts["oil"] != 1 {
 		t.Fatalf("before the TTL: count %d, want 1", counts["oil"])
 	} else {
 		r.Release()
 	}
-	now = now.Add(2 * time.Second)
+	*now = now.Add(2 * time.Second)
 	if counts, _ := reserve(table, Claim{Key: "pods", Namespace: "a", Name: "c"}, []string{"oil"}, 30*time.Second); counts["oil"] != 0 {
 		t.Fatalf("after the TTL: count %d, want 0", counts["oil"])
 	}
@@ -125,15 +132,11 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 // metrics, status and the audit read drop an admitted create never seen
 // once its TTL is up, though no other create of the tenant comes.
 func TestAHoldPastItsTTLCountsNoMoreWithoutAnotherReservation(t *testing.T) {
-	table := NewTable()
-	now := time.Unix(1000, 0)
-	table.now = func() time.Time { return now }
-	_, r := reserve(table, Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"}, 30*time.Second)
-	r.Keep()
+	table, now := keptOnAClock()
 	if reserved, admitted := table.Reserved("oil", "pods"), table.Admitted("oil", "pods"); reserved != 1 || admitted != 1 {
 		t.Fatalf("within the TTL: reserved %d, admitted %d, want 1 and 1", reserved, admitted)
 	}
-	now = now.Add(31 * time.Second)
+	*now = now.Add(31 * time.Second)
 	if reserved, admitted := table.Reserved("oil", "pods"), table.Admitted("oil", "pods"); reserved != 0 || admitted != 0 {
 		t.Fatalf("past the TTL: reserved %d, admitted %d, want 0 and 0", reserved, admitted)
 	}

@@ -335,4 +335,9 @@ func TestExtensionsReachTheRulesAsWritten(t *testing.T) {
 			t.Errorf("extensions %s: %v, want %q", bad.extensions, err, bad.want)
 		}
 	}
+	// A type error elsewhere names itself alone, not the extensions too.
+	_, err = Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\ntenants:\n  - name: oil\n    quotas: {pods: ten}\n    extensions:\n      lb: {allowed: [a]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "quotas.pods") || strings.Contains(err.Error(), "extensions") {
+		t.Errorf("a registry with one type error: %v, want it named alone", err)
+	}
 }

@@ -53,6 +53,8 @@ func (s *source) typeErrors(node *yaml.Node, t reflect.Type, path string) int {
 		for i, c := range node.Content {
 			found += s.typeErrors(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
+	case reflect.Interface:
+		// any value fits (a tenant's extensions, checked by validate)
 	default:
 		if node.Kind != yaml.ScalarNode || node.Decode(reflect.New(t).Interface()) != nil {
 			return mismatch()
