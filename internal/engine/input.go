@@ -143,7 +143,9 @@ func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counti
 		cluster.Insert(ast.InternedTerm("counts"), countFacts(q, view))
 	}
 	if r != nil {
-		cluster.Insert(ast.InternedTerm("resources"), resourceFacts(r, view))
+		if t := resourceFacts(r, view); t != nil {
+			cluster.Insert(ast.InternedTerm("resources"), t)
+		}
 	}
 	if s != nil && s.facts {
 		cluster.Insert(ast.InternedTerm("hosts"), hostFacts(s, view))

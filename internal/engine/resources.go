@@ -113,14 +113,14 @@ func limited(l usage.List, q *registry.TenantResourceQuota) usage.List {
 }
 
 // resourceFacts is cluster.resources: by the keys of its tenant's
-// resourceQuota.hard, what the request adds, what its tenant uses and the
-// room its limit leaves, as integers in the resources' scale (thousandths
-// of a CPU, bytes, objects: usage.Amount), and how many namespaces the
-// tenant has.
+// resourceQuota.hard that the request would take over their limit, what
+// the request adds, what its tenant uses and the room its limit leaves, as
+// integers in the resources' scale (thousandths of a CPU, bytes, objects:
+// usage.Amount), and how many namespaces the tenant has; nil when the
+// request fits every limit. The keys it fits cannot refuse it: leaving them
+// out spares most requests building the facts at all.
 func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
-	adds := make([][2]*ast.Term, 0, len(r.adds))
-	used := make([][2]*ast.Term, 0, len(r.adds))
-	room := make([][2]*ast.Term, 0, len(r.adds))
+	var adds, used, room [][2]*ast.Term
 	for _, l := range r.limits.Limits() {
 		a := r.adds.Get(l.Canonical)
 		if a == 0 {
@@ -130,10 +130,16 @@ func resourceFacts(r *resourcing, view *clusterview.View) *ast.Term {
 		if !ok {
 			n = view.Used(r.tenant, l.Canonical)
 		}
+		if a <= l.Amount-n {
+			continue
+		}
 		k := ast.InternedTerm(l.Key)
 		adds = append(adds, ast.Item(k, ast.InternedTerm(a)))
 		used = append(used, ast.Item(k, ast.InternedTerm(n)))
 		room = append(room, ast.Item(k, ast.InternedTerm(l.Amount-n)))
+	}
+	if len(adds) == 0 {
+		return nil
 	}
 	return ast.ObjectTerm(
 		ast.Item(ast.InternedTerm("adds"), ast.ObjectTerm(adds...)),

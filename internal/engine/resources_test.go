@@ -164,3 +164,35 @@ func TestAnExistingPodIsNotSummedAgainstItself(t *testing.T) {
 		t.Fatalf("a pod the view has not seen, at the sum: %+v, %v; want refused", d, err)
 	}
 }
+
+func TestResourceFactsHoldOnlyTheKeysARequestWouldTakeOverTheirLimit(t *testing.T) {
+	e, view := cpuQuota(t) // t0 uses 1000m of requests.cpu "2" and nothing of requests.memory 8Gi
+	tests := []struct {
+		name     string
+		cpu, mem string
+		want     string // the facts as JSON, "" for none
+	}{
+		{"a pod that fits every limit gets no facts", "100m", "64Mi", ""},
+		{"a pod that takes the CPU sum to its limit exactly gets none", "1", "64Mi", ""},
+		{"a pod over the CPU sum gets the CPU facts alone", "1500m", "64Mi",
+			`{"adds": {"requests.cpu": 1500}, "namespaces": 10, "room": {"requests.cpu": 1000}, "used": {"requests.cpu": 1000}}`},
+		{"a pod over both sums gets both", "1500m", "9Gi",
+			`{"adds": {"requests.cpu": 1500, "requests.memory": 9663676416}, "namespaces": 10, "room": {"requests.cpu": 1000, "requests.memory": 8589934592}, "used": {"requests.cpu": 1000, "requests.memory": 0}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := podCreate(t, 0, fmt.Sprintf(`{"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":%q,"memory":%q}}}]}`, tt.cpu, tt.mem))
+			r := e.resourced(req, view)
+			if r == nil {
+				t.Fatal("the pod adds nothing to t0's sums")
+			}
+			got := ""
+			if f := resourceFacts(r, view); f != nil {
+				got = f.String()
+			}
+			if got != tt.want {
+				t.Fatalf("facts %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

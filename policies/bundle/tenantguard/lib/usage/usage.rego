@@ -260,15 +260,21 @@ _counted_request("PersistentVolumeClaim", "UPDATE", "")
 # description: |
 #   The cluster facts of the tenant-wide resource quota rule (as the server
 #   gives them, input.cluster.resources) for a request adding added
-#   (adds(request, hard), not empty), by key of hard: what it adds, what the
-#   tenant uses (totals, each total(key, objects)) and the room its limit
-#   leaves, in amounts (thousandths of a CPU, bytes, objects), and the
-#   tenant's count of namespaces.
+#   (adds(request, hard), not empty), by the keys of hard it would take over
+#   their limit: what it adds, what the tenant uses (totals, each
+#   total(key, objects)) and the room its limit leaves, in amounts
+#   (thousandths of a CPU, bytes, objects), and the tenant's count of
+#   namespaces. Undefined when the request fits every limit: the keys it
+#   fits cannot refuse it.
 facts(added, totals, hard, namespaces) := {
-	"adds": added,
-	"used": totals,
-	"room": {k: left | some k, n in totals; left := amount(k, hard[k]) - n},
+	"adds": {k: added[k] | some k in over},
+	"used": {k: totals[k] | some k in over},
+	"room": {k: room[k] | some k in over},
 	"namespaces": namespaces,
+} if {
+	room := {k: left | some k, n in totals; left := amount(k, hard[k]) - n}
+	over := {k | some k, n in added; n > room[k]}
+	count(over) > 0
 }
 
 # METADATA

@@ -130,6 +130,14 @@ test_facts_sum_the_tenants_pods_and_claims if {
 	usage.total("fast.storageclass.storage.k8s.io/requests.storage", [{"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}}}]) == 1073741824
 }
 
+test_facts_hold_only_the_keys_a_request_would_take_over_their_limit if {
+	added := {"requests.cpu": 600, "requests.memory": 1073741824}
+	totals := {"requests.cpu": 1500, "requests.memory": 1073741824}
+	usage.facts(added, totals, {"requests.cpu": "2", "requests.memory": "4Gi"}, 2) == {"adds": {"requests.cpu": 600}, "used": {"requests.cpu": 1500}, "room": {"requests.cpu": 500}, "namespaces": 2}
+	not usage.facts(added, totals, {"requests.cpu": "3", "requests.memory": "4Gi"}, 2)
+	not usage.facts({"requests.cpu": 500}, {"requests.cpu": 1500}, {"requests.cpu": "2"}, 2)
+}
+
 test_other_requests_are_not_counted if {
 	not usage.counted({"kind": {"kind": "Pod"}, "operation": "UPDATE", "object": {}})
 	not usage.counted({"kind": {"group": "apps", "kind": "Deployment"}, "operation": "CREATE", "object": {}})
