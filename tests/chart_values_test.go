@@ -433,7 +433,7 @@ func TestChartMonitoring(t *testing.T) {
 		t.Errorf("ServiceMonitor on the webhook port does not verify against the CA:\n%s", onWebhookPort)
 	}
 	rules := docs["PrometheusRule/tg-tenantguard"]
-	for _, alert := range []string{"TenantguardWebhookUnavailable", "TenantguardWebhookCallsFailing", "TenantguardRegistryRefused", "release: kube-prometheus"} {
+	for _, alert := range []string{"TenantguardWebhookUnavailable", "TenantguardWebhookCallsFailing", "TenantguardRegistryRefused", "TenantguardWebhookNamespacesLeftOut", "release: kube-prometheus"} {
 		if !strings.Contains(rules, alert) {
 			t.Errorf("PrometheusRule lacks %s", alert)
 		}

@@ -58,6 +58,13 @@ func (l Labels) Lookup(key string) (string, bool) {
 	return "", false
 }
 
+// Has reports whether a label is set: with Get, Labels is a
+// k8s.io/apimachinery labels.Labels, which selectors match.
+func (l Labels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
 // All yields the labels in key order.
 func (l Labels) All() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {

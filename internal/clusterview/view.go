@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -324,6 +326,27 @@ func (v *View) NamespaceLabels(name string) (labels Labels, ok bool) {
 		return ns.labels, true
 	}
 	return Labels{}, false
+}
+
+// NamedLabels is a namespace's name and labels.
+type NamedLabels struct {
+	Name   string
+	Labels Labels
+}
+
+// TenantNamespaces returns the namespaces labelled for a tenant (the
+// tenant label set, to any value), sorted by name.
+func (v *View) TenantNamespaces() []NamedLabels {
+	v.mu.RLock()
+	out := make([]NamedLabels, 0, len(v.namespaces))
+	for name, ns := range v.namespaces {
+		if ns.labels.Has(v.tenantLabel) {
+			out = append(out, NamedLabels{Name: name, Labels: ns.labels})
+		}
+	}
+	v.mu.RUnlock()
+	slices.SortFunc(out, func(a, b NamedLabels) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Count returns how many objects of a quota key a tenant has: the objects

@@ -183,3 +183,26 @@ func TestPodsResourceQuotaNoLongerCountsAreLeftOutOfTheView(t *testing.T) {
 		})
 	}
 }
+
+func TestTenantNamespacesAreTheNamespacesLabelledForATenant(t *testing.T) {
+	v := New(label)
+	v.Upsert(ns("oil-prod", "oil"))
+	v.Upsert(ns("kube-system", ""))
+	v.Upsert(ns("gas-dev", "gas"))
+	v.Upsert(ns("oil-dev", "oil"))
+	v.Upsert(ns("oil-dev", "")) // relabelled out of its tenant
+	var got []string
+	for _, n := range v.TenantNamespaces() {
+		if n.Labels.Get(label) == "" || !n.Labels.Has(label) {
+			t.Errorf("%s listed without the tenant label: %v", n.Name, n.Labels)
+		}
+		got = append(got, n.Name)
+	}
+	if strings.Join(got, ",") != "gas-dev,oil-prod" {
+		t.Fatalf("tenant namespaces %v, want gas-dev and oil-prod, by name", got)
+	}
+	v.SetTenantLabel("other")
+	if n := v.TenantNamespaces(); len(n) != 0 {
+		t.Fatalf("tenant namespaces %v under a label none carries", n)
+	}
+}

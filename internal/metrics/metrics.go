@@ -45,6 +45,7 @@ type Metrics struct {
 	lastReloadError *prometheus.GaugeVec
 	lastReloadTime  *prometheus.GaugeVec
 	unrouted        prometheus.Gauge
+	unselected      prometheus.Gauge
 	audit           auditCollectors
 }
 
@@ -86,9 +87,13 @@ func New() *Metrics {
 			Name: "tenantguard_webhook_unrouted_requests",
 			Help: "Requests (configuration, resource, operation) the rules in force judge that no webhook of the installed configurations sends but the catch-all and break-glass ones, which fail open, at the last check (only with --webhook-configuration); -1 when they could not be read; alert when not 0.",
 		}),
+		unselected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenantguard_webhook_unselected_namespaces",
+			Help: "Tenant namespaces that the namespaceSelector of some webhook judging tenants' requests leaves out, so that their requests are not judged, at the last check (only with --webhook-configuration); alert when not 0.",
+		}),
 		audit: newAuditCollectors(),
 	}
-	m.registry.MustRegister(m.requests, m.violations, m.duration, m.generation, m.reloads, m.lastReloadError, m.lastReloadTime, m.unrouted,
+	m.registry.MustRegister(m.requests, m.violations, m.duration, m.generation, m.reloads, m.lastReloadError, m.lastReloadTime, m.unrouted, m.unselected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(m.audit.collectors()...)
 	return m
@@ -97,6 +102,10 @@ func New() *Metrics {
 // Unrouted records how many requests the rules in force judge the webhook
 // configurations do not send (configuration.RouteCheck).
 func (m *Metrics) Unrouted(n int) { m.unrouted.Set(float64(n)) }
+
+// Unselected records how many tenant namespaces a webhook judging tenants'
+// requests does not select (configuration.RouteCheck).
+func (m *Metrics) Unselected(n int) { m.unselected.Set(float64(n)) }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,26 +122,56 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		edited := before.DeepCopy()
-		for i := range edited.Webhooks {
-			for j := range edited.Webhooks[i].Rules {
-				r := &edited.Webhooks[i].Rules[j]
-				r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool { return res == "services" })
+		// edit changes each installed webhook, or with nil puts them back as
+		// they were (the test's cleanup does if it has not)
+		edit := func(change func(w *admissionregistrationv1.ValidatingWebhook)) {
+			t.Helper()
+			edited, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if change == nil {
+				edited.Webhooks = before.Webhooks
+			} else {
+				for i := range edited.Webhooks {
+					change(&edited.Webhooks[i])
+				}
+			}
+			if _, err := api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		restored := false
+		t.Cleanup(func() {
+			if !restored {
+				edit(nil)
+			}
+		})
+		edit(func(w *admissionregistrationv1.ValidatingWebhook) {
+			for j := range w.Rules {
+				w.Rules[j].Resources = slices.DeleteFunc(w.Rules[j].Resources, func(res string) bool { return res == "services" })
+			}
+		})
 		said("the services left out said", unrouted, 1)
-		restored, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		restored.Webhooks = before.Webhooks
-		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, restored, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		edit(nil)
 		said("the routes said whole again", routed, 2)
+
+		// a namespace selector on another label than the registry's (the
+		// chart's tenantLabel set wrong) leaves every tenant namespace out
+		// of the workloads webhook
+		const unselected = "the namespace selectors of webhooks that judge tenants' requests leave out tenant namespaces"
+		edit(func(w *admissionregistrationv1.ValidatingWebhook) {
+			if strings.HasPrefix(w.Name, "workloads.") {
+				w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "capsule.clastix.io/tenant", Operator: metav1.LabelSelectorOpExists}}}
+			}
+		})
+		said("the tenant namespaces left out said", unselected, 1)
+		if !strings.Contains(logs.String(), "validating workloads.") || !strings.Contains(logs.String(), " tenant namespaces (") {
+			t.Errorf("the warning names neither the webhook nor a namespace it leaves out:\n%s", logs.String())
+		}
+		edit(nil)
+		restored = true
+		said("the selectors said whole again", routed, 3)
 	})
 	t.Run("an exempt namespace a tenant creates is judged, and so is what runs in it", func(t *testing.T) {
 		// exempt, but not created yet: a tenant taking its name must not

@@ -35,6 +35,11 @@ type RouteCheck struct {
 	// Report receives how many requests are not routed after each check,
 	// -1 when the configurations could not be read.
 	Report func(unrouted int)
+	// TenantNamespaces, when set, lists the tenant namespaces, whose
+	// requests the webhooks' namespace selectors must send (Unselected);
+	// ReportUnselected receives how many of them some webhook leaves out.
+	TenantNamespaces func() []Namespace
+	ReportUnselected func(n int)
 }
 
 // Run checks until ctx ends, saying what changed since the last check.
@@ -81,9 +86,23 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 	}
 	unrouted := Unrouted(vwc, mwc, cat, counted)
 	c.Report(len(unrouted))
-	if len(unrouted) == 0 {
-		return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, []any{"configuration", c.Name}
+	var unselected []string
+	if c.TenantNamespaces != nil {
+		namespaces := c.TenantNamespaces()
+		unselected = Unselected(vwc, mwc, namespaces)
+		c.ReportUnselected(leftOut(vwc, mwc, namespaces))
 	}
-	return "the webhook configurations do not send requests the rules in force judge (but through the catch-all or break-glass webhooks, which fail open): update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
-		slog.LevelWarn, []any{"configuration", c.Name, "unrouted", strings.Join(unrouted, ", ")}
+	attrs := []any{"configuration", c.Name}
+	if len(unselected) > 0 {
+		attrs = append(attrs, "unselected", strings.Join(unselected, "; "))
+	}
+	switch {
+	case len(unrouted) > 0:
+		return "the webhook configurations do not send requests the rules in force judge (but through the catch-all or break-glass webhooks, which fail open): update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
+			slog.LevelWarn, append(attrs, "unrouted", strings.Join(unrouted, ", "))
+	case len(unselected) > 0:
+		return "the namespace selectors of webhooks that judge tenants' requests leave out tenant namespaces, whose requests are then never judged: make them select the registry's tenant label (the chart's tenantLabel)",
+			slog.LevelWarn, attrs
+	}
+	return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, attrs
 }

@@ -1,0 +1,72 @@
+package configuration
+
+import (
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tenantguard/tenantguard/internal/catalog"
+)
+
+func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
+	built := Options{Catalog: catalog.MustEmbedded()}
+	otherLabel := built
+	otherLabel.TenantLabel = "capsule.clastix.io/tenant"
+	namespaces := []Namespace{
+		{Name: "gas-dev", Labels: labels.Set{"tenantguard.io/tenant": "gas"}},
+		{Name: "oil-dev", Labels: labels.Set{"tenantguard.io/tenant": "oil", "team": "a"}},
+		{Name: "oil-prod", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
+		{Name: "oil-test", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
+	}
+	// byName is a configuration whose judging webhooks select namespaces
+	// by name only (kubernetes.io/metadata.name, which listers may not
+	// keep), and whose catch-all and break-glass ones select nothing.
+	byName := Validating(built)
+	for i := range byName.Webhooks {
+		w := &byName.Webhooks[i]
+		w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"oil-dev", "gas-dev"}}}}
+		if !judges(w.Name) {
+			w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"nothing": "at all"}}
+		}
+	}
+	byTeam := Mutating(built)
+	byTeam.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	for _, tt := range []struct {
+		name   string
+		vwc    *admissionregistrationv1.ValidatingWebhookConfiguration
+		mwc    *admissionregistrationv1.MutatingWebhookConfiguration
+		want   []string
+		leftOf int
+	}{
+		{"the configurations the builder makes select every tenant namespace", Validating(built), Mutating(built), nil, 0},
+		{"a tenant label other than the registry's leaves every tenant namespace out of the workload webhooks",
+			Validating(otherLabel), Mutating(otherLabel), []string{
+				"validating workloads.tenantguard.io: 4 of 4 tenant namespaces (gas-dev, oil-dev, oil-prod, ...)",
+				"mutating workloads.tenantguard.io: 4 of 4 tenant namespaces (gas-dev, oil-dev, oil-prod, ...)",
+			}, 4},
+		{"a selector by name matches the name's own label; the catch-all and break-glass webhooks are not judged",
+			byName, nil, []string{
+				"validating namespaces.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+				"validating workloads.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+			}, 2},
+		{"what several webhooks leave out counts once", byName, byTeam, []string{
+			"validating namespaces.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+			"validating workloads.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+			"mutating namespaces.tenantguard.io: 3 of 4 tenant namespaces (gas-dev, oil-prod, oil-test)",
+		}, 3},
+		{"configurations not installed leave nothing out: Unrouted says what they do not send", nil, nil, nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Unselected(tt.vwc, tt.mwc, namespaces)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("unselected\n%q\nwant\n%q", got, tt.want)
+			}
+			if n := leftOut(tt.vwc, tt.mwc, namespaces); n != tt.leftOf {
+				t.Errorf("%d namespaces left out, want %d", n, tt.leftOf)
+			}
+		})
+	}
+}
