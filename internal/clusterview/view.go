@@ -335,12 +335,12 @@ type NamedLabels struct {
 }
 
 // TenantNamespaces returns the namespaces labelled for a tenant (the
-// tenant label set, to any value), sorted by name.
+// tenant label set, not empty), sorted by name.
 func (v *View) TenantNamespaces() []NamedLabels {
 	v.mu.RLock()
 	out := make([]NamedLabels, 0, len(v.namespaces))
 	for name, ns := range v.namespaces {
-		if ns.labels.Has(v.tenantLabel) {
+		if ns.labels.Get(v.tenantLabel) != "" { // as tenantOf reads it
 			out = append(out, NamedLabels{Name: name, Labels: ns.labels})
 		}
 	}

@@ -134,7 +134,8 @@ func (e *Engine) input(req *admission.Request, view *clusterview.View, h *held) 
 
 // facts gathers the cluster facts one request's rules read: the labels of its
 // namespace, the tenant counts that could be exceeded, what it adds to its
-// tenant's sums of quota resources and those sums, the default
+// tenant's sums of quota resources and those sums (for the sums it would
+// take over their limit), the default
 // PriorityClass of a created Pod, and the other holders of the hosts an
 // Ingress or route serves. Lookups are by key, never scans.
 func (e *Engine) facts(req *admission.Request, view *clusterview.View, q *counting, s *serving, r *resourcing) ast.Object {

@@ -195,4 +195,14 @@ func TestResourceFactsHoldOnlyTheKeysARequestWouldTakeOverTheirLimit(t *testing.
 			}
 		})
 	}
+	// a tenant already over its limit (the quota lowered since): room
+	// below zero, so even the smallest pod gets the facts
+	for i := range 15 {
+		view.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: "t0-ns1", Name: fmt.Sprintf("late-%d", i), Usage: usage.List{{Key: "requests.cpu", N: 100}}})
+	}
+	r := e.resourced(podCreate(t, 0, smallPod), view)
+	want := `{"adds": {"requests.cpu": 100}, "namespaces": 10, "room": {"requests.cpu": -500}, "used": {"requests.cpu": 2500}}`
+	if f := resourceFacts(r, view); f == nil || f.String() != want {
+		t.Fatalf("facts over the limit %v\nwant %s", f, want)
+	}
 }

@@ -89,7 +89,7 @@ func New() *Metrics {
 		}),
 		unselected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tenantguard_webhook_unselected_namespaces",
-			Help: "Tenant namespaces that the namespaceSelector of some webhook judging tenants' requests leaves out, so that their requests are not judged, at the last check (only with --webhook-configuration); alert when not 0.",
+			Help: "Tenant namespaces that the namespaceSelector of some webhook judging tenants' requests leaves out, so that their requests are not judged, at the last check (only with --webhook-configuration); -1 when the configurations could not be read; alert when above 0.",
 		}),
 		audit: newAuditCollectors(),
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/retry"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -126,18 +128,23 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		// they were (the test's cleanup does if it has not)
 		edit := func(change func(w *admissionregistrationv1.ValidatingWebhook)) {
 			t.Helper()
-			edited, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if change == nil {
-				edited.Webhooks = before.Webhooks
-			} else {
-				for i := range edited.Webhooks {
-					change(&edited.Webhooks[i])
+			// the server's CA rotation writes the configurations too
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				edited, err := api.ValidatingWebhookConfigurations().Get(ctx, release, metav1.GetOptions{})
+				if err != nil {
+					return err
 				}
-			}
-			if _, err := api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+				if change == nil {
+					edited.Webhooks = before.Webhooks
+				} else {
+					for i := range edited.Webhooks {
+						change(&edited.Webhooks[i])
+					}
+				}
+				_, err = api.ValidatingWebhookConfigurations().Update(ctx, edited, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 		}

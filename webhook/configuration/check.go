@@ -36,9 +36,12 @@ type RouteCheck struct {
 	// -1 when the configurations could not be read.
 	Report func(unrouted int)
 	// TenantNamespaces, when set, lists the tenant namespaces, whose
-	// requests the webhooks' namespace selectors must send (Unselected);
-	// ReportUnselected receives how many of them some webhook leaves out.
-	TenantNamespaces func() []Namespace
+	// requests the webhooks' namespace selectors must send (Unselected),
+	// ok false while the list is not complete yet (the informers not
+	// synced); ReportUnselected, which must then be set too, receives how
+	// many of them some webhook leaves out, -1 when the configurations
+	// could not be read.
+	TenantNamespaces func() (namespaces []Namespace, ok bool)
 	ReportUnselected func(n int)
 }
 
@@ -82,15 +85,19 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 	}
 	if err != nil {
 		c.Report(-1)
+		if c.TenantNamespaces != nil {
+			c.ReportUnselected(-1)
+		}
 		return fmt.Sprintf("cannot read the webhook configurations %q to check their routes: %v", c.Name, err), slog.LevelWarn, nil
 	}
 	unrouted := Unrouted(vwc, mwc, cat, counted)
 	c.Report(len(unrouted))
 	var unselected []string
 	if c.TenantNamespaces != nil {
-		namespaces := c.TenantNamespaces()
-		unselected = Unselected(vwc, mwc, namespaces)
-		c.ReportUnselected(leftOut(vwc, mwc, namespaces))
+		if namespaces, ok := c.TenantNamespaces(); ok {
+			unselected = Unselected(vwc, mwc, namespaces)
+			c.ReportUnselected(leftOut(vwc, mwc, namespaces))
+		}
 	}
 	attrs := []any{"configuration", c.Name}
 	if len(unselected) > 0 {

@@ -62,8 +62,11 @@ func Unrouted(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *
 // rules that route them with the failure policy configured: not the
 // catch-all webhook (EveryKindName), nor a break-glass one.
 func judges(name string) bool {
-	return name != EveryKindName+".tenantguard.io" && !strings.Contains(name, "."+breakGlassInfix)
+	return name != EveryKindName+".tenantguard.io" && !breakGlass(name)
 }
+
+// breakGlass reports whether a webhook of that name is a break-glass one.
+func breakGlass(name string) bool { return strings.Contains(name, "."+breakGlassInfix) }
 
 // sends reports whether webhook rules send the operation op on the resource
 // (resource or resource/subresource) of group, as the API server matches

@@ -51,9 +51,10 @@ type selectorHook struct {
 	selector   *metav1.LabelSelector
 }
 
-// selectorHooks are the webhooks that judge tenants' requests (not the
-// catch-all or break-glass ones) and select namespaces, in the
-// configurations' order.
+// selectorHooks are the webhooks that judge tenants' requests and select
+// namespaces, in the configurations' order: the catch-all webhook too, the
+// only one that sends the kinds the rules judging every kind see, not the
+// break-glass ones, which leave the tenant namespaces to the others.
 func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration) []selectorHook {
 	var hooks []selectorHook
 	if vwc != nil {
@@ -66,7 +67,7 @@ func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, 
 			hooks = append(hooks, selectorHook{"mutating", w.Name, w.NamespaceSelector})
 		}
 	}
-	return slices.DeleteFunc(hooks, func(h selectorHook) bool { return !judges(h.name) || h.selector == nil })
+	return slices.DeleteFunc(hooks, func(h selectorHook) bool { return breakGlass(h.name) || h.selector == nil })
 }
 
 // leavesOut returns the names of the namespaces a webhook's selector does
@@ -86,7 +87,7 @@ func (h selectorHook) leavesOut(namespaces []Namespace) ([]string, error) {
 }
 
 // Unselected are the webhooks that judge tenants' requests (not the
-// catch-all or break-glass ones) whose namespaceSelector leaves out tenant
+// break-glass ones) whose namespaceSelector leaves out tenant
 // namespaces: the requests in those namespaces are never judged. The
 // chart's tenantLabel set to another label than the registry's does that,
 // as does a selector edited by hand. One line per webhook, in the

@@ -21,14 +21,14 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 		{Name: "oil-prod", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
 		{Name: "oil-test", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
 	}
-	// byName is a configuration whose judging webhooks select namespaces
-	// by name only (kubernetes.io/metadata.name, which listers may not
-	// keep), and whose catch-all and break-glass ones select nothing.
+	// byName is a configuration whose webhooks select namespaces by name
+	// only (kubernetes.io/metadata.name, which listers may not keep), but
+	// its break-glass ones, which select nothing.
 	byName := Validating(built)
 	for i := range byName.Webhooks {
 		w := &byName.Webhooks[i]
 		w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"oil-dev", "gas-dev"}}}}
-		if !judges(w.Name) {
+		if breakGlass(w.Name) {
 			w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"nothing": "at all"}}
 		}
 	}
@@ -45,16 +45,19 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 		{"a tenant label other than the registry's leaves every tenant namespace out of the workload webhooks",
 			Validating(otherLabel), Mutating(otherLabel), []string{
 				"validating workloads.tenantguard.io: 4 of 4 tenant namespaces (gas-dev, oil-dev, oil-prod, ...)",
+				"validating every-kind.tenantguard.io: 4 of 4 tenant namespaces (gas-dev, oil-dev, oil-prod, ...)",
 				"mutating workloads.tenantguard.io: 4 of 4 tenant namespaces (gas-dev, oil-dev, oil-prod, ...)",
 			}, 4},
-		{"a selector by name matches the name's own label; the catch-all and break-glass webhooks are not judged",
+		{"a selector by name matches the name's own label; the break-glass webhooks are not judged",
 			byName, nil, []string{
 				"validating namespaces.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
 				"validating workloads.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+				"validating every-kind.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
 			}, 2},
 		{"what several webhooks leave out counts once", byName, byTeam, []string{
 			"validating namespaces.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
 			"validating workloads.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
+			"validating every-kind.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
 			"mutating namespaces.tenantguard.io: 3 of 4 tenant namespaces (gas-dev, oil-prod, oil-test)",
 		}, 3},
 		{"configurations not installed leave nothing out: Unrouted says what they do not send", nil, nil, nil, 0},

@@ -40,6 +40,23 @@ _facts(inp, cluster) := result if {
 		with data.kubernetes as cluster
 }
 
+# the cluster's facts with oil limited to 2 CPUs requested tenant-wide;
+# its replicated pods request none
+_quota_facts(inp) := result if {
+	registry := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/resourceQuota", "value": {"hard": {"requests.cpu": "2"}}}])
+	result := kubernetes.policy_input.cluster with input as _review(inp)
+		with data.tenantguard.registry as registry
+		with data.kubernetes as _cluster
+}
+
+_cpu_pod(cpu) := f.request("CREATE", f.pod({"containers": [f.container({"resources": {"requests": {"cpu": cpu}}})]}))
+
+test_a_pod_over_its_tenants_resource_quota_sees_the_sums_it_would_exceed if {
+	_quota_facts(_cpu_pod("3")).resources == {"adds": {"requests.cpu": 3000}, "used": {"requests.cpu": 0}, "room": {"requests.cpu": 2000}, "namespaces": 2}
+	not _quota_facts(_cpu_pod("500m")).resources
+	not _quota_facts(_cpu_pod("2")).resources
+}
+
 _namespace(name) := f.request_for("", "Namespace", "namespaces", "CREATE", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 test_a_pod_sees_its_namespace_and_the_running_pods_of_its_tenant if {

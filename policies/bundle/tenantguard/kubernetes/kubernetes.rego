@@ -227,9 +227,10 @@ _summed(key) := "persistentvolumeclaims" if usage.of_claims(usage.canonical(key)
 _summed(key) := "pods" if not usage.of_claims(usage.canonical(key))
 
 # The sums of a tenant with a resource quota, for a request that adds to
-# them (a pod or claim created, a pod resized, a claim expanded): the one
-# request kind that reads the tenant's pods (or claims) one by one, as
-# tenantguard's server would sum them.
+# them (a pod or claim created, a pod resized, a claim expanded), by the
+# keys it would take over their limit (none: {}): the one request kind that
+# reads the tenant's pods (or claims) one by one, as tenantguard's server
+# would sum them.
 _resource_facts := {"resources": usage.facts(
 	added,
 	{k: usage.total(k, _tenant_objects(_summed(k))) | some k, _ in added},

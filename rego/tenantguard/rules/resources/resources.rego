@@ -6,8 +6,9 @@
 #   resized or a claim expanded is refused when what it adds would take its
 #   tenant's sum over the limit; the sums, the room left and what the
 #   request adds are cluster facts (input.cluster.resources, integers:
-#   thousandths of a CPU, bytes, objects), computed as the API server's
-#   quota evaluators compute a pod's and a claim's usage. A pod created with
+#   thousandths of a CPU, bytes, objects, given for the keys the request
+#   would take over their limit only), computed as the API server's quota
+#   evaluators compute a pod's and a claim's usage. A pod created with
 #   a container that names no request (or, for limits.*, no limit) of CPU or
 #   memory under a limited key is refused, as ResourceQuota refuses it,
 #   unless it sets resources at pod level.
