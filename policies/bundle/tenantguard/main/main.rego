@@ -11,9 +11,13 @@
 #
 #   Input: {"request": <AdmissionReview v1 request>, "cluster": {"namespace":
 #   {"name", "labels"}, "counts": {TENANT: {KEY: N}}, "priorityClasses": {NAME:
-#   {"priority", "preemptionPolicy"}}}}. Data: data.tenantguard.registry (the
-#   compiled registry), data.tenantguard.catalog (the routes and the rules'
-#   default enforcement) and data.tenantguard.runtime.
+#   {"priority", "preemptionPolicy"}}, "hosts": {HOST: [{"group", "kind",
+#   "namespace", "name", "tenant", "host"}]} (the other holders of the hosts
+#   an Ingress or route serves), "resources": {"adds", "used", "room":
+#   {KEY: N}, "namespaces"} (the tenant-wide sums a create would take over
+#   their limit)}}; each part only where the request needs it. Data:
+#   data.tenantguard.registry (the compiled registry), data.tenantguard.catalog
+#   (the routes and the rules' default enforcement) and data.tenantguard.runtime.
 package tenantguard.main
 
 import data.tenantguard.lib.podspec
