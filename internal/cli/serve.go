@@ -266,16 +266,11 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 				return e.Policy().Catalog(), e.Registry().QuotaResources(), true
 			},
 			Changes: store.Subscribe(), Interval: o.webhookCheckInterval, Logger: log, Report: m.Unrouted,
-			TenantNamespaces: func() ([]configuration.Namespace, bool) {
+			TenantNamespaces: func() ([]clusterview.NamedLabels, bool) {
 				if watcher.Synced() != nil {
 					return nil, false
 				}
-				namespaces := store.View().TenantNamespaces()
-				out := make([]configuration.Namespace, len(namespaces))
-				for i, ns := range namespaces {
-					out[i] = configuration.Namespace{Name: ns.Name, Labels: ns.Labels}
-				}
-				return out, true
+				return store.View().TenantNamespaces(), true
 			},
 			ReportUnselected: m.Unselected,
 		}

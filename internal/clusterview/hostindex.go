@@ -281,7 +281,12 @@ func (v *View) HostCount() int {
 // object that serves hosts (RememberVisits): a claim of a key no quota key
 // is.
 func (v *View) hostVisitID(group, kind, namespace, name string) objectID {
-	return v.id(quota.Claim{Key: "hosts:" + group + "/" + kind, Namespace: namespace, Name: name})
+	return v.id(hostVisitClaim(group, kind, namespace, name))
+}
+
+// hostVisitClaim is the claim hostVisitID identifies.
+func hostVisitClaim(group, kind, namespace, name string) quota.Claim {
+	return quota.Claim{Key: "hosts:" + group + "/" + kind, Namespace: namespace, Name: name}
 }
 
 // SeenHost reports whether the view accounts for a claim of the strict
@@ -295,10 +300,8 @@ func (v *View) SeenHost(c quota.HostClaim, uid string) bool {
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if v.visits != nil && uid != "" {
-		if vis, ok := v.visits.byID[v.hostVisitID(c.Group, c.Kind, c.Namespace, c.Name)]; ok && vis.left && vis.uid == uid {
-			return true
-		}
+	if v.cameAndWent(quota.Pending{Claim: hostVisitClaim(c.Group, c.Kind, c.Namespace, c.Name), UID: uid}) {
+		return true
 	}
 	x := v.hosts
 	x.mu.Lock()

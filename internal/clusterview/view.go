@@ -340,7 +340,7 @@ func (v *View) TenantNamespaces() []NamedLabels {
 	v.mu.RLock()
 	out := make([]NamedLabels, 0, len(v.namespaces))
 	for name, ns := range v.namespaces {
-		if ns.labels.Get(v.tenantLabel) != "" { // as tenantOf reads it
+		if v.tenantOf(name) != "" {
 			out = append(out, NamedLabels{Name: name, Labels: ns.labels})
 		}
 	}

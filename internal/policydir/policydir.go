@@ -90,7 +90,6 @@ func (s Source) String() string {
 // compile). The first load's error is returned; later ones are reported by
 // the loader.
 func Watch(ctx context.Context, src Source, interval time.Duration, loader Loader) error {
-	settled, _ := src.revision() // the files last loaded, or refused
 	last, err := src.Load()
 	if err == nil {
 		err = loader.LoadPolicy(ctx, src.String(), last)
@@ -98,7 +97,8 @@ func Watch(ctx context.Context, src Source, interval time.Duration, loader Loade
 	if err != nil {
 		return err
 	}
-	seen := settled // the previous poll's files
+	settled := last.Revision() // the files last loaded, or refused
+	seen := settled            // the previous poll's files
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
 		// The files are read and hashed every poll, and parsed only once
 		// they changed and settled: loading a library takes about 100 ms

@@ -116,6 +116,9 @@ func TestPruneDeletesTheLedgersOfRemovedTenantsOnceTheirEntriesExpire(t *testing
 		if err != nil || len(deleted) != 0 {
 			t.Fatalf("deleted %v, error %v; want nothing deleted", deleted, err)
 		}
+		if names := ledgers(t, server); !slices.Contains(names, NamePrefix+"oil") {
+			t.Fatalf("ledgers %v: oil's was deleted though written since the list", names)
+		}
 	})
 	t.Run("a replica that read a ledger before its deletion writes it again", func(t *testing.T) {
 		_, ledger, now := prunedCluster(t, start)

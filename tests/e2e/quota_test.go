@@ -114,7 +114,8 @@ func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 			t.Fatalf("the pod's create wrote no ledger: %v", err)
 		}
 		// The entry as if written a TTL ago (30 s at least), not to wait.
-		cm.Data["claims"] = regexp.MustCompile(`"expires":"[^"]*"`).ReplaceAllString(cm.Data["claims"], `"expires":"2026-01-01T00:00:00Z"`)
+		expired := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+		cm.Data["claims"] = regexp.MustCompile(`"expires":"[^"]*"`).ReplaceAllString(cm.Data["claims"], `"expires":"`+expired+`"`)
 		if _, err := admin.CoreV1().ConfigMaps(live.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

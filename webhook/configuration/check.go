@@ -14,6 +14,7 @@ import (
 	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
 // RouteCheck compares the installed configurations with what the library
@@ -41,7 +42,7 @@ type RouteCheck struct {
 	// synced); ReportUnselected, which must then be set too, receives how
 	// many of them some webhook leaves out, -1 when the configurations
 	// could not be read.
-	TenantNamespaces func() (namespaces []Namespace, ok bool)
+	TenantNamespaces func() (namespaces []clusterview.NamedLabels, ok bool)
 	ReportUnselected func(n int)
 }
 
@@ -95,8 +96,9 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 	var unselected []string
 	if c.TenantNamespaces != nil {
 		if namespaces, ok := c.TenantNamespaces(); ok {
-			unselected = Unselected(vwc, mwc, namespaces)
-			c.ReportUnselected(leftOut(vwc, mwc, namespaces))
+			var n int
+			unselected, n = Unselected(vwc, mwc, namespaces)
+			c.ReportUnselected(n)
 		}
 	}
 	attrs := []any{"configuration", c.Name}

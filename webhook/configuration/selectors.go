@@ -9,18 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
-// Namespace is a tenant namespace as a webhook's namespaceSelector sees
-// it: its labels, which the API server matches with the name's own label
-// (kubernetes.io/metadata.name) whether or not a lister kept it.
-type Namespace struct {
-	Name   string
-	Labels labels.Labels
-}
-
 // namedLabels adds kubernetes.io/metadata.name, which the API server sets on
-// every namespace, to labels that may lack it.
+// every namespace and matches selectors against, to labels that may lack it.
 type namedLabels struct {
 	name string
 	labels.Labels
@@ -71,19 +65,16 @@ func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, 
 }
 
 // leavesOut returns the names of the namespaces a webhook's selector does
-// not select, or the selector's error.
-func (h selectorHook) leavesOut(namespaces []Namespace) ([]string, error) {
+// not select: every one, with the error, for a selector that is not valid.
+func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) ([]string, error) {
 	selector, err := metav1.LabelSelectorAsSelector(h.selector)
-	if err != nil {
-		return nil, err
-	}
 	var left []string
 	for _, ns := range namespaces {
-		if !selector.Matches(namedLabels{ns.Name, ns.Labels}) {
+		if err != nil || !selector.Matches(namedLabels{ns.Name, ns.Labels}) {
 			left = append(left, ns.Name)
 		}
 	}
-	return left, nil
+	return left, err
 }
 
 // Unselected are the webhooks that judge tenants' requests (not the
@@ -92,38 +83,26 @@ func (h selectorHook) leavesOut(namespaces []Namespace) ([]string, error) {
 // chart's tenantLabel set to another label than the registry's does that,
 // as does a selector edited by hand. One line per webhook, in the
 // configurations' order: "validating workloads.tenantguard.io: 2 of 5
-// tenant namespaces (oil-dev, oil-prod)".
-func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []Namespace) []string {
-	var out []string
-	for _, h := range selectorHooks(vwc, mwc) {
-		left, err := h.leavesOut(namespaces)
-		switch {
-		case err != nil:
-			out = append(out, fmt.Sprintf("%s %s: its namespaceSelector is not valid (%v)", h.kind, h.name, err))
-		case len(left) > 0:
-			named := strings.Join(left[:min(len(left), examples)], ", ")
-			if len(left) > examples {
-				named += ", ..."
-			}
-			out = append(out, fmt.Sprintf("%s %s: %d of %d tenant namespaces (%s)", h.kind, h.name, len(left), len(namespaces), named))
-		}
-	}
-	return out
-}
-
-// leftOut counts the tenant namespaces that some webhook judging tenants'
-// requests does not select (every one, for a selector that is not valid,
+// tenant namespaces (oil-dev, oil-prod)"; and how many tenant namespaces
+// some webhook leaves out (every one, for a selector that is not valid,
 // which the API server would refuse).
-func leftOut(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []Namespace) int {
+func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []clusterview.NamedLabels) (lines []string, leftOut int) {
 	left := map[string]bool{}
 	for _, h := range selectorHooks(vwc, mwc) {
 		names, err := h.leavesOut(namespaces)
-		if err != nil {
-			return len(namespaces)
+		switch {
+		case err != nil:
+			lines = append(lines, fmt.Sprintf("%s %s: its namespaceSelector is not valid (%v)", h.kind, h.name, err))
+		case len(names) > 0:
+			named := strings.Join(names[:min(len(names), examples)], ", ")
+			if len(names) > examples {
+				named += ", ..."
+			}
+			lines = append(lines, fmt.Sprintf("%s %s: %d of %d tenant namespaces (%s)", h.kind, h.name, len(names), len(namespaces), named))
 		}
 		for _, n := range names {
 			left[n] = true
 		}
 	}
-	return len(left)
+	return lines, len(left)
 }

@@ -6,20 +6,20 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 )
 
 func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 	built := Options{Catalog: catalog.MustEmbedded()}
 	otherLabel := built
 	otherLabel.TenantLabel = "capsule.clastix.io/tenant"
-	namespaces := []Namespace{
-		{Name: "gas-dev", Labels: labels.Set{"tenantguard.io/tenant": "gas"}},
-		{Name: "oil-dev", Labels: labels.Set{"tenantguard.io/tenant": "oil", "team": "a"}},
-		{Name: "oil-prod", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
-		{Name: "oil-test", Labels: labels.Set{"tenantguard.io/tenant": "oil"}},
+	namespaces := []clusterview.NamedLabels{
+		{Name: "gas-dev", Labels: clusterview.NewLabels(map[string]string{"tenantguard.io/tenant": "gas"})},
+		{Name: "oil-dev", Labels: clusterview.NewLabels(map[string]string{"tenantguard.io/tenant": "oil", "team": "a"})},
+		{Name: "oil-prod", Labels: clusterview.NewLabels(map[string]string{"tenantguard.io/tenant": "oil"})},
+		{Name: "oil-test", Labels: clusterview.NewLabels(map[string]string{"tenantguard.io/tenant": "oil"})},
 	}
 	// byName is a configuration whose webhooks select namespaces by name
 	// only (kubernetes.io/metadata.name, which listers may not keep), but
@@ -32,6 +32,8 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 			w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"nothing": "at all"}}
 		}
 	}
+	invalid := Mutating(built)
+	invalid.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}
 	byTeam := Mutating(built)
 	byTeam.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	for _, tt := range []struct {
@@ -60,14 +62,17 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 			"validating every-kind.tenantguard.io: 2 of 4 tenant namespaces (oil-prod, oil-test)",
 			"mutating namespaces.tenantguard.io: 3 of 4 tenant namespaces (gas-dev, oil-prod, oil-test)",
 		}, 3},
+		{"a selector that is not valid leaves every tenant namespace out", nil, invalid, []string{
+			`mutating namespaces.tenantguard.io: its namespaceSelector is not valid ("Near" is not a valid label selector operator)`,
+		}, 4},
 		{"configurations not installed leave nothing out: Unrouted says what they do not send", nil, nil, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Unselected(tt.vwc, tt.mwc, namespaces)
+			got, n := Unselected(tt.vwc, tt.mwc, namespaces)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("unselected\n%q\nwant\n%q", got, tt.want)
 			}
-			if n := leftOut(tt.vwc, tt.mwc, namespaces); n != tt.leftOf {
+			if n != tt.leftOf {
 				t.Errorf("%d namespaces left out, want %d", n, tt.leftOf)
 			}
 		})

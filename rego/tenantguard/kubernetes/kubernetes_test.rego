@@ -34,20 +34,17 @@ _mutate(inp, cluster) := result if {
 		with data.kubernetes as cluster
 }
 
-_facts(inp, cluster) := result if {
+_facts(inp, cluster) := _facts_under(inp, cluster, f.registry)
+
+_facts_under(inp, cluster, registry) := result if {
 	result := kubernetes.policy_input.cluster with input as _review(inp)
-		with data.tenantguard.registry as f.registry
+		with data.tenantguard.registry as registry
 		with data.kubernetes as cluster
 }
 
 # the cluster's facts with oil limited to 2 CPUs requested tenant-wide;
 # its replicated pods request none
-_quota_facts(inp) := result if {
-	registry := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/resourceQuota", "value": {"hard": {"requests.cpu": "2"}}}])
-	result := kubernetes.policy_input.cluster with input as _review(inp)
-		with data.tenantguard.registry as registry
-		with data.kubernetes as _cluster
-}
+_quota_facts(inp) := _facts_under(inp, _cluster, json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/resourceQuota", "value": {"hard": {"requests.cpu": "2"}}}]))
 
 _cpu_pod(cpu) := f.request("CREATE", f.pod({"containers": [f.container({"resources": {"requests": {"cpu": cpu}}})]}))
 
