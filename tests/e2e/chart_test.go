@@ -166,7 +166,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		// a namespace selector on another label than the registry's (the
 		// chart's tenantLabel set wrong) leaves every tenant namespace out
 		// of the workloads webhook
-		const unselected = "the namespace selectors of webhooks that judge tenants' requests leave out tenant namespaces"
+		const unselected = "the selectors of webhooks that judge tenants' requests leave out requests in tenant namespaces"
 		edit(func(w *admissionregistrationv1.ValidatingWebhook) {
 			if strings.HasPrefix(w.Name, "workloads.") {
 				w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "capsule.clastix.io/tenant", Operator: metav1.LabelSelectorOpExists}}}
@@ -177,8 +177,22 @@ func TestChartOnTheAPIServer(t *testing.T) {
 			t.Errorf("the warning names neither the webhook nor a namespace it leaves out:\n%s", logs.String())
 		}
 		edit(nil)
-		restored = true
 		said("the selectors said whole again", routed, 3)
+
+		// an object selector, which a tenant gets around by labelling its
+		// objects
+		edit(func(w *admissionregistrationv1.ValidatingWebhook) {
+			if strings.HasPrefix(w.Name, "workloads.") {
+				w.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+			}
+		})
+		said("the object selector said", unselected, 2)
+		if !strings.Contains(logs.String(), "its objectSelector (!skip)") {
+			t.Errorf("the warning does not name the object selector:\n%s", logs.String())
+		}
+		edit(nil)
+		restored = true
+		said("the object selector's removal said", routed, 4)
 	})
 	t.Run("an exempt namespace a tenant creates is judged, and so is what runs in it", func(t *testing.T) {
 		// exempt, but not created yet: a tenant taking its name must not

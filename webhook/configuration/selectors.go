@@ -39,34 +39,69 @@ func (l namedLabels) Lookup(key string) (string, bool) {
 // examples is how many namespaces a line of Unselected names.
 const examples = 3
 
-// selectorHook is a webhook's kind, name and namespace selector.
+// selectorHook is a webhook's kind, name and selectors.
 type selectorHook struct {
-	kind, name string
-	selector   *metav1.LabelSelector
+	kind, name       string
+	selector, object *metav1.LabelSelector
 }
 
-// selectorHooks are the webhooks that judge tenants' requests and select
-// namespaces, in the configurations' order: the catch-all webhook too, the
+// selectorHooks are the webhooks that judge tenants' requests, with their
+// selectors, in the configurations' order: the catch-all webhook too, the
 // only one that sends the kinds the rules judging every kind see, not the
 // break-glass ones, which leave the tenant namespaces to the others.
 func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration) []selectorHook {
 	var hooks []selectorHook
 	if vwc != nil {
 		for _, w := range vwc.Webhooks {
-			hooks = append(hooks, selectorHook{"validating", w.Name, w.NamespaceSelector})
+			hooks = append(hooks, selectorHook{"validating", w.Name, w.NamespaceSelector, w.ObjectSelector})
 		}
 	}
 	if mwc != nil {
 		for _, w := range mwc.Webhooks {
-			hooks = append(hooks, selectorHook{"mutating", w.Name, w.NamespaceSelector})
+			hooks = append(hooks, selectorHook{"mutating", w.Name, w.NamespaceSelector, w.ObjectSelector})
 		}
 	}
-	return slices.DeleteFunc(hooks, func(h selectorHook) bool { return breakGlass(h.name) || h.selector == nil })
+	return slices.DeleteFunc(hooks, func(h selectorHook) bool { return breakGlass(h.name) })
 }
 
-// leavesOut returns the names of the namespaces a webhook's selector does
-// not select: every one, with the error, for a selector that is not valid.
-func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) ([]string, error) {
+// leavesOut returns the names of the namespaces a webhook's selectors do
+// not send every request of, and what its line says of it ("" for none).
+// A namespaceSelector leaves out the namespaces it does not select (every
+// one, for a selector that is not valid). An objectSelector that is not
+// empty leaves out every namespace: the tenants set their objects' labels,
+// so whatever labels it does not select keep an object from the webhook.
+func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) (left []string, says string) {
+	names, err := h.namespacesLeftOut(namespaces)
+	switch {
+	case err != nil:
+		return names, fmt.Sprintf("its namespaceSelector is not valid (%v)", err)
+	case h.object != nil && (len(h.object.MatchLabels) > 0 || len(h.object.MatchExpressions) > 0):
+		return namespacesOf(namespaces), fmt.Sprintf("its objectSelector (%s) lets a tenant keep any object from it by the object's labels", metav1.FormatLabelSelector(h.object))
+	case len(names) > 0:
+		named := strings.Join(names[:min(len(names), examples)], ", ")
+		if len(names) > examples {
+			named += ", ..."
+		}
+		return names, fmt.Sprintf("%d of %d tenant namespaces (%s)", len(names), len(namespaces), named)
+	}
+	return nil, ""
+}
+
+func namespacesOf(namespaces []clusterview.NamedLabels) []string {
+	names := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		names[i] = ns.Name
+	}
+	return names
+}
+
+// namespacesLeftOut returns the names of the namespaces a webhook's
+// namespaceSelector does not select (none when it has none): every one,
+// with the error, for a selector that is not valid.
+func (h selectorHook) namespacesLeftOut(namespaces []clusterview.NamedLabels) ([]string, error) {
+	if h.selector == nil {
+		return nil, nil
+	}
 	selector, err := metav1.LabelSelectorAsSelector(h.selector)
 	var left []string
 	for _, ns := range namespaces {
@@ -78,27 +113,22 @@ func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) ([]string,
 }
 
 // Unselected are the webhooks that judge tenants' requests (not the
-// break-glass ones) whose namespaceSelector leaves out tenant
-// namespaces: the requests in those namespaces are never judged. The
-// chart's tenantLabel set to another label than the registry's does that,
-// as does a selector edited by hand. One line per webhook, in the
-// configurations' order: "validating workloads.tenantguard.io: 2 of 5
-// tenant namespaces (oil-dev, oil-prod)"; and how many tenant namespaces
-// some webhook leaves out (every one, for a selector that is not valid,
-// which the API server would refuse).
+// break-glass ones) whose selectors leave out requests in tenant
+// namespaces, which are then never judged: a namespaceSelector that does
+// not select some tenant namespaces (the chart's tenantLabel set to
+// another label than the registry's does that, as does a selector edited
+// by hand), or an objectSelector, which a tenant's own labels get around.
+// One line per webhook, in the configurations' order: "validating
+// workloads.tenantguard.io: 2 of 5 tenant namespaces (oil-dev,
+// oil-prod)"; and how many tenant namespaces some webhook leaves requests
+// out of (every one, for an objectSelector, or a namespaceSelector that is
+// not valid, which the API server would refuse).
 func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []clusterview.NamedLabels) (lines []string, leftOut int) {
 	left := map[string]bool{}
 	for _, h := range selectorHooks(vwc, mwc) {
-		names, err := h.leavesOut(namespaces)
-		switch {
-		case err != nil:
-			lines = append(lines, fmt.Sprintf("%s %s: its namespaceSelector is not valid (%v)", h.kind, h.name, err))
-		case len(names) > 0:
-			named := strings.Join(names[:min(len(names), examples)], ", ")
-			if len(names) > examples {
-				named += ", ..."
-			}
-			lines = append(lines, fmt.Sprintf("%s %s: %d of %d tenant namespaces (%s)", h.kind, h.name, len(names), len(namespaces), named))
+		names, says := h.leavesOut(namespaces)
+		if says != "" {
+			lines = append(lines, fmt.Sprintf("%s %s: %s", h.kind, h.name, says))
 		}
 		for _, n := range names {
 			left[n] = true

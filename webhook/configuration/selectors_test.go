@@ -36,6 +36,15 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 	invalid.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}
 	byTeam := Mutating(built)
 	byTeam.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	// byObject's workload webhook takes only the objects without a label
+	// a tenant can set; empty's takes every object.
+	byObject, empty := Validating(built), Validating(built)
+	for i := range byObject.Webhooks {
+		if byObject.Webhooks[i].Name == "workloads.tenantguard.io" {
+			byObject.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+			empty.Webhooks[i].ObjectSelector = &metav1.LabelSelector{}
+		}
+	}
 	for _, tt := range []struct {
 		name   string
 		vwc    *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -65,6 +74,10 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 		{"a selector that is not valid leaves every tenant namespace out", nil, invalid, []string{
 			`mutating namespaces.tenantguard.io: its namespaceSelector is not valid ("Near" is not a valid label selector operator)`,
 		}, 4},
+		{"an objectSelector leaves out every tenant namespace, as the tenants label their own objects", byObject, nil, []string{
+			"validating workloads.tenantguard.io: its objectSelector (!skip) lets a tenant keep any object from it by the object's labels",
+		}, 4},
+		{"an empty objectSelector takes every object", empty, nil, nil, 0},
 		{"configurations not installed leave nothing out: Unrouted says what they do not send", nil, nil, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
