@@ -57,8 +57,8 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 	// kept collects the holds kept, for a ledger that withdraws them; nil,
 	// nothing is collected.
 	var kept *[]quota.Hold
-	withdrawer, withdraws := ledger.(quota.HoldWithdrawer)
-	if withdraws {
+	withdrawer, _ := ledger.(quota.HoldWithdrawer)
+	if withdrawer != nil {
 		kept = new([]quota.Hold)
 	}
 	for {
@@ -76,7 +76,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// Refused: the holds kept meanwhile are taken back once the
 		// refusal is sent. A request that failed keeps them: under the
 		// failure policy Ignore its object is created.
-		if withdraws && err == nil && !d.Allowed && len(*kept) > 0 {
+		if kept != nil && err == nil && !d.Allowed && len(*kept) > 0 {
 			go withdrawer.WithdrawHolds(context.WithoutCancel(ctx), *kept)
 		}
 		return d, err

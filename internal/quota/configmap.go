@@ -78,23 +78,34 @@ type page struct {
 const usageSuffix = ".usage"
 
 func (l *StrictLedger) read(ctx context.Context, tenant, suffix string) (*page, error) {
-	p := &page{tenant: tenant, suffix: suffix}
-	cm, err := l.configMaps.Get(ctx, l.prefix+tenant+suffix, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return p, nil
-	}
+	cm, err := l.get(ctx, tenant+suffix)
 	if err != nil {
 		return nil, fmt.Errorf("reading the quota ledger of tenant %q: %w", tenant, err)
 	}
-	p.cm = cm
-	if raw := cm.Data[claimsKey]; raw != "" {
-		if err := json.Unmarshal([]byte(raw), &p.entries); err != nil {
-			// A ledger someone broke: start it again. Counting from the
-			// informers alone can only overshoot by what was in flight.
-			p.entries = nil
-		}
+	return &page{tenant: tenant, suffix: suffix, cm: cm, entries: entriesOf[entry](cm)}, nil
+}
+
+// get reads the ledger named l.prefix+name, nil when it does not exist yet.
+func (l *StrictLedger) get(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+	cm, err := l.configMaps.Get(ctx, l.prefix+name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-	return p, nil
+	return cm, err
+}
+
+// entriesOf decodes a ledger's entries: none for a ledger that does not
+// exist, or one someone broke, which starts again (counting from the
+// informers alone can only overshoot by what was in flight).
+func entriesOf[E any](cm *corev1.ConfigMap) []E {
+	if cm == nil {
+		return nil
+	}
+	var entries []E
+	if raw := cm.Data[claimsKey]; raw != "" && json.Unmarshal([]byte(raw), &entries) != nil {
+		return nil
+	}
+	return entries
 }
 
 // maxLedgerBytes is the most a ledger's entries take: the API server refuses

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenantguard/tenantguard/internal/hostname"
 )
@@ -118,20 +116,11 @@ type hostsPage struct {
 }
 
 func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
-	p := &hostsPage{}
-	cm, err := l.configMaps.Get(ctx, l.prefix+hostsLedger, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return p, nil
-	}
+	cm, err := l.get(ctx, hostsLedger)
 	if err != nil {
 		return nil, fmt.Errorf("reading the ledger of hosts: %w", err)
 	}
-	p.cm = cm
-	if raw := cm.Data[claimsKey]; raw != "" {
-		if err := json.Unmarshal([]byte(raw), &p.entries); err != nil {
-			p.entries = nil // a ledger someone broke: start it again
-		}
-	}
+	p := &hostsPage{cm: cm, entries: entriesOf[hostEntry](cm)}
 	now := l.now()
 	p.entries = slices.DeleteFunc(p.entries, func(e hostEntry) bool { return now.After(e.Expires) })
 	return p, nil

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -33,10 +32,8 @@ func (l *StrictLedger) Prune(ctx context.Context, keep func(tenant string) bool)
 		if tenant == hostsLedger || keep(tenant) || (cm.Name != l.prefix+tenant && cm.Name != l.prefix+tenant+usageSuffix) {
 			continue
 		}
-		var entries []entry
-		_ = json.Unmarshal([]byte(cm.Data[claimsKey]), &entries) // a broken ledger holds nothing in force
 		var last time.Time
-		for _, e := range entries {
+		for _, e := range entriesOf[entry](cm) {
 			if e.Expires.After(last) {
 				last = e.Expires
 			}
