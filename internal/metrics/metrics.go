@@ -89,7 +89,7 @@ func New() *Metrics {
 		}),
 		unselected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tenantguard_webhook_unselected_namespaces",
-			Help: "Tenant namespaces whose requests the selectors of some webhook judging tenants' requests leave out (its namespaceSelector does not select them, or it has an objectSelector, which the tenants' labels get around), so that they are not judged, at the last check (only with --webhook-configuration); -1 when the configurations could not be read; alert when above 0.",
+			Help: "Tenant namespaces that the namespaceSelector of some webhook judging tenants' requests leaves out, so that their requests are not judged, at the last check (only with --webhook-configuration); -1 when the configurations could not be read; alert when above 0.",
 		}),
 		audit: newAuditCollectors(),
 	}

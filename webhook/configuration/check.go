@@ -110,7 +110,7 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 		return "the webhook configurations do not send requests the rules in force judge (but through the catch-all or break-glass webhooks, which fail open): update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
 			slog.LevelWarn, append(attrs, "unrouted", strings.Join(unrouted, ", "))
 	case len(unselected) > 0:
-		return "the selectors of webhooks that judge tenants' requests leave out requests in tenant namespaces, which are then never judged: make the namespace selectors select the registry's tenant label (the chart's tenantLabel), and remove object selectors",
+		return "the selectors of webhooks that judge tenants' requests leave out requests in tenant namespaces, which are then never judged: make the namespace selectors select the registry's tenant label (the chart's tenantLabel); an object selector (the chart's webhook.objectSelector) lets tenants keep their objects from tenantguard by their labels",
 			slog.LevelWarn, attrs
 	}
 	return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, attrs

@@ -64,35 +64,30 @@ func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, 
 	return slices.DeleteFunc(hooks, func(h selectorHook) bool { return breakGlass(h.name) })
 }
 
-// leavesOut returns the names of the namespaces a webhook's selectors do
-// not send every request of, and what its line says of it ("" for none).
-// A namespaceSelector leaves out the namespaces it does not select (every
-// one, for a selector that is not valid). An objectSelector that is not
-// empty leaves out every namespace: the tenants set their objects' labels,
-// so whatever labels it does not select keep an object from the webhook.
-func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) (left []string, says string) {
-	names, err := h.namespacesLeftOut(namespaces)
+// leavesOut returns the names of the tenant namespaces a webhook's
+// namespaceSelector does not select (every one, for a selector that is not
+// valid), and what to say of its selectors: of the namespaces left out, and
+// of an objectSelector that is not empty, which leaves out of every
+// namespace the objects it does not select. The tenants set their objects'
+// labels, so such a selector lets them keep any object from the webhook:
+// the chart's webhook.objectSelector is for objects tenants cannot create,
+// and what it leaves out is said, not counted.
+func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) (left, says []string) {
+	left, err := h.namespacesLeftOut(namespaces)
 	switch {
 	case err != nil:
-		return names, fmt.Sprintf("its namespaceSelector is not valid (%v)", err)
-	case h.object != nil && (len(h.object.MatchLabels) > 0 || len(h.object.MatchExpressions) > 0):
-		return namespacesOf(namespaces), fmt.Sprintf("its objectSelector (%s) lets a tenant keep any object from it by the object's labels", metav1.FormatLabelSelector(h.object))
-	case len(names) > 0:
-		named := strings.Join(names[:min(len(names), examples)], ", ")
-		if len(names) > examples {
+		says = append(says, fmt.Sprintf("its namespaceSelector is not valid (%v)", err))
+	case len(left) > 0:
+		named := strings.Join(left[:min(len(left), examples)], ", ")
+		if len(left) > examples {
 			named += ", ..."
 		}
-		return names, fmt.Sprintf("%d of %d tenant namespaces (%s)", len(names), len(namespaces), named)
+		says = append(says, fmt.Sprintf("%d of %d tenant namespaces (%s)", len(left), len(namespaces), named))
 	}
-	return nil, ""
-}
-
-func namespacesOf(namespaces []clusterview.NamedLabels) []string {
-	names := make([]string, len(namespaces))
-	for i, ns := range namespaces {
-		names[i] = ns.Name
+	if o := h.object; o != nil && (len(o.MatchLabels) > 0 || len(o.MatchExpressions) > 0) {
+		says = append(says, fmt.Sprintf("its objectSelector (%s) lets a tenant keep any object from it by the object's labels", metav1.FormatLabelSelector(o)))
 	}
-	return names
+	return left, says
 }
 
 // namespacesLeftOut returns the names of the namespaces a webhook's
@@ -118,17 +113,17 @@ func (h selectorHook) namespacesLeftOut(namespaces []clusterview.NamedLabels) ([
 // not select some tenant namespaces (the chart's tenantLabel set to
 // another label than the registry's does that, as does a selector edited
 // by hand), or an objectSelector, which a tenant's own labels get around.
-// One line per webhook, in the configurations' order: "validating
+// A line for each, in the configurations' order: "validating
 // workloads.tenantguard.io: 2 of 5 tenant namespaces (oil-dev,
-// oil-prod)"; and how many tenant namespaces some webhook leaves requests
-// out of (every one, for an objectSelector, or a namespaceSelector that is
-// not valid, which the API server would refuse).
+// oil-prod)"; and how many tenant namespaces some webhook's
+// namespaceSelector leaves out (every one, for a selector that is not
+// valid, which the API server would refuse).
 func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []clusterview.NamedLabels) (lines []string, leftOut int) {
 	left := map[string]bool{}
 	for _, h := range selectorHooks(vwc, mwc) {
 		names, says := h.leavesOut(namespaces)
-		if says != "" {
-			lines = append(lines, fmt.Sprintf("%s %s: %s", h.kind, h.name, says))
+		for _, s := range says {
+			lines = append(lines, fmt.Sprintf("%s %s: %s", h.kind, h.name, s))
 		}
 		for _, n := range names {
 			left[n] = true
