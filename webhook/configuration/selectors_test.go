@@ -45,6 +45,9 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 			empty.Webhooks[i].ObjectSelector = &metav1.LabelSelector{}
 		}
 	}
+	both := Mutating(built)
+	both.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	both.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"checked": "yes"}}
 	for _, tt := range []struct {
 		name   string
 		vwc    *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -78,6 +81,10 @@ func TestUnselectedNamesTheTenantNamespacesAWebhookLeavesOut(t *testing.T) {
 			"validating workloads.tenantguard.io: its objectSelector (!skip) lets a tenant keep any object from it by the object's labels",
 		}, 0},
 		{"an empty objectSelector takes every object", empty, nil, nil, 0},
+		{"a webhook with both selectors gets a line for each", nil, both, []string{
+			"mutating namespaces.tenantguard.io: 3 of 4 tenant namespaces (gas-dev, oil-prod, oil-test)",
+			"mutating namespaces.tenantguard.io: its objectSelector (checked=yes) lets a tenant keep any object from it by the object's labels",
+		}, 3},
 		{"configurations not installed leave nothing out: Unrouted says what they do not send", nil, nil, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
