@@ -95,8 +95,9 @@ func (l *StrictLedger) get(ctx context.Context, name string) (*corev1.ConfigMap,
 }
 
 // entriesOf decodes a ledger's entries: none for a ledger that does not
-// exist, or one someone broke, which starts again (counting from the
-// informers alone can only overshoot by what was in flight).
+// exist, or one someone broke, which then holds nothing in force: read and
+// readHosts start it again (the informers alone count, which can only miss
+// what was in flight), and Prune deletes it.
 func entriesOf[E any](cm *corev1.ConfigMap) []E {
 	if cm == nil {
 		return nil

@@ -154,3 +154,45 @@ func (w writeFirst) Delete(ctx context.Context, name string, opts metav1.DeleteO
 	}
 	return w.APIServer.Delete(ctx, name, opts)
 }
+
+func TestABrokenLedgerHoldsNothingInForce(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	server, ledger, _ := prunedCluster(t, start)
+	// Each ledger's entries are broken after one that decodes and is in
+	// force: a decoder keeping what it read before the error would count
+	// them.
+	for _, name := range []string{"oil", "oil.usage", "gas", "hosts.edge"} {
+		cm := server.Stored(NamePrefix + name)
+		raw := cm.Data[claimsKey]
+		cm.Data[claimsKey] = raw[:len(raw)-1] + `,5]`
+		if _, err := server.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("a count reads none of its entries, and the ledger is written whole again", func(t *testing.T) {
+		counts, hold, err := ledger.Reserve(t.Context(), Claim{Key: "pods", Namespace: "gas-a", Name: "other"}, []string{"gas"})
+		keep(t, hold, err)
+		if counts["gas"] != 0 {
+			t.Fatalf("counted %d claims of the broken ledger, want none", counts["gas"])
+		}
+		if entries := entriesOf[entry](server.Stored(NamePrefix + "gas")); len(entries) != 1 || entries[0].Name != "other" {
+			t.Fatalf("the ledger holds %+v, want the new claim alone", entries)
+		}
+	})
+	t.Run("a host is free", func(t *testing.T) {
+		conflicts, hold, err := ledger.ReserveHosts(t.Context(), HostClaim{Kind: "Ingress", Namespace: "gas-a", Name: "other"}, []string{"a.example.com"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold.Release()
+		if len(conflicts) != 0 {
+			t.Fatalf("conflicts %+v with the broken ledger's claims, want none", conflicts)
+		}
+	})
+	t.Run("a removed tenant's is deleted at once", func(t *testing.T) {
+		deleted, next, err := ledger.Prune(t.Context(), func(tenant string) bool { return tenant == "gas" })
+		if err != nil || !next.IsZero() || len(deleted) != 2 {
+			t.Fatalf("deleted %v, next %v, error %v; want oil's two ledgers deleted, nothing to prune later", deleted, next, err)
+		}
+	})
+}

@@ -166,7 +166,7 @@ func TestChartOnTheAPIServer(t *testing.T) {
 		// a namespace selector on another label than the registry's (the
 		// chart's tenantLabel set wrong) leaves every tenant namespace out
 		// of the workloads webhook
-		const unselected = "the selectors of webhooks that judge tenants' requests leave out requests in tenant namespaces"
+		const unselected = "the namespace selectors of webhooks that judge tenants' requests leave out tenant namespaces"
 		edit(func(w *admissionregistrationv1.ValidatingWebhook) {
 			if strings.HasPrefix(w.Name, "workloads.") {
 				w.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "capsule.clastix.io/tenant", Operator: metav1.LabelSelectorOpExists}}}
@@ -186,8 +186,8 @@ func TestChartOnTheAPIServer(t *testing.T) {
 				w.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 			}
 		})
-		said("the object selector said", unselected, 2)
-		if !strings.Contains(logs.String(), "its objectSelector (!skip)") {
+		said("the object selector said", "webhooks that judge tenants' requests have an object selector", 1)
+		if !strings.Contains(logs.String(), `"objectSelectors":"!skip: validating workloads.`) {
 			t.Errorf("the warning does not name the object selector:\n%s", logs.String())
 		}
 		edit(nil)

@@ -40,8 +40,8 @@ type RouteCheck struct {
 	// requests the webhooks' namespace selectors must send (Unselected),
 	// ok false while the list is not complete yet (the informers not
 	// synced); ReportUnselected, which must then be set too, receives how
-	// many of them some webhook leaves out, -1 when the configurations
-	// could not be read.
+	// many of them some webhook's namespaceSelector leaves out, -1 when
+	// the configurations could not be read.
 	TenantNamespaces func() (namespaces []clusterview.NamedLabels, ok bool)
 	ReportUnselected func(n int)
 }
@@ -93,24 +93,29 @@ func (c *RouteCheck) check(ctx context.Context) (string, slog.Level, []any) {
 	}
 	unrouted := Unrouted(vwc, mwc, cat, counted)
 	c.Report(len(unrouted))
-	var unselected []string
+	var sel Selection
 	if c.TenantNamespaces != nil {
 		if namespaces, ok := c.TenantNamespaces(); ok {
-			var n int
-			unselected, n = Unselected(vwc, mwc, namespaces)
-			c.ReportUnselected(n)
+			sel = Unselected(vwc, mwc, namespaces)
+			c.ReportUnselected(sel.LeftOut)
 		}
 	}
 	attrs := []any{"configuration", c.Name}
-	if len(unselected) > 0 {
-		attrs = append(attrs, "unselected", strings.Join(unselected, "; "))
+	if len(sel.Namespaces) > 0 {
+		attrs = append(attrs, "unselected", strings.Join(sel.Namespaces, "; "))
+	}
+	if len(sel.Objects) > 0 {
+		attrs = append(attrs, "objectSelectors", strings.Join(sel.Objects, "; "))
 	}
 	switch {
 	case len(unrouted) > 0:
 		return "the webhook configurations do not send requests the rules in force judge (but through the catch-all or break-glass webhooks, which fail open): update them (the chart's webhook.rules, or tenantguard rules -o webhook-rules)",
 			slog.LevelWarn, append(attrs, "unrouted", strings.Join(unrouted, ", "))
-	case len(unselected) > 0:
-		return "the selectors of webhooks that judge tenants' requests leave out requests in tenant namespaces, which are then never judged: make the namespace selectors select the registry's tenant label (the chart's tenantLabel); an object selector (the chart's webhook.objectSelector) lets tenants keep their objects from tenantguard by their labels",
+	case len(sel.Namespaces) > 0:
+		return "the namespace selectors of webhooks that judge tenants' requests leave out tenant namespaces, whose requests are then never judged: make them select the registry's tenant label (the chart's tenantLabel)",
+			slog.LevelWarn, attrs
+	case len(sel.Objects) > 0:
+		return "webhooks that judge tenants' requests have an object selector: the tenants set their objects' labels, so it lets them keep any object from tenantguard; keep it to objects tenants cannot create (the chart's webhook.objectSelector)",
 			slog.LevelWarn, attrs
 	}
 	return "the webhook configurations send every request the rules in force judge", slog.LevelInfo, attrs

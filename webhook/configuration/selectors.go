@@ -66,28 +66,20 @@ func selectorHooks(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, 
 
 // leavesOut returns the names of the tenant namespaces a webhook's
 // namespaceSelector does not select (every one, for a selector that is not
-// valid), and what to say of its selectors: of the namespaces left out, and
-// of an objectSelector that is not empty, which leaves out of every
-// namespace the objects it does not select. The tenants set their objects'
-// labels, so such a selector lets them keep any object from the webhook:
-// the chart's webhook.objectSelector is for objects tenants cannot create,
-// and what it leaves out is said, not counted.
-func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) (left, says []string) {
+// valid), and what to say of it ("" when it leaves none out).
+func (h selectorHook) leavesOut(namespaces []clusterview.NamedLabels) (left []string, says string) {
 	left, err := h.namespacesLeftOut(namespaces)
 	switch {
 	case err != nil:
-		says = append(says, fmt.Sprintf("its namespaceSelector is not valid (%v)", err))
+		return left, fmt.Sprintf("its namespaceSelector is not valid (%v)", err)
 	case len(left) > 0:
 		named := strings.Join(left[:min(len(left), examples)], ", ")
 		if len(left) > examples {
 			named += ", ..."
 		}
-		says = append(says, fmt.Sprintf("%d of %d tenant namespaces (%s)", len(left), len(namespaces), named))
+		return left, fmt.Sprintf("%d of %d tenant namespaces (%s)", len(left), len(namespaces), named)
 	}
-	if o := h.object; o != nil && (len(o.MatchLabels) > 0 || len(o.MatchExpressions) > 0) {
-		says = append(says, fmt.Sprintf("its objectSelector (%s) lets a tenant keep any object from it by the object's labels", metav1.FormatLabelSelector(o)))
-	}
-	return left, says
+	return nil, ""
 }
 
 // namespacesLeftOut returns the names of the namespaces a webhook's
@@ -107,27 +99,55 @@ func (h selectorHook) namespacesLeftOut(namespaces []clusterview.NamedLabels) ([
 	return left, err
 }
 
-// Unselected are the webhooks that judge tenants' requests (not the
-// break-glass ones) whose selectors leave out requests in tenant
-// namespaces, which are then never judged: a namespaceSelector that does
-// not select some tenant namespaces (the chart's tenantLabel set to
-// another label than the registry's does that, as does a selector edited
-// by hand), or an objectSelector, which a tenant's own labels get around.
-// A line for each, in the configurations' order: "validating
-// workloads.tenantguard.io: 2 of 5 tenant namespaces (oil-dev,
-// oil-prod)"; and how many tenant namespaces some webhook's
-// namespaceSelector leaves out (every one, for a selector that is not
-// valid, which the API server would refuse).
-func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []clusterview.NamedLabels) (lines []string, leftOut int) {
+// Selection is what the selectors of the webhooks that judge tenants'
+// requests (not the break-glass ones) leave out of them (Unselected).
+type Selection struct {
+	// Namespaces has a line per webhook whose namespaceSelector leaves out
+	// tenant namespaces, whose requests are then never judged, in the
+	// configurations' order: "validating workloads.tenantguard.io: 2 of 5
+	// tenant namespaces (oil-dev, oil-prod)". The chart's tenantLabel set
+	// to another label than the registry's does that, as does a selector
+	// edited by hand. LeftOut is how many tenant namespaces some webhook
+	// leaves out: every one, for a selector that is not valid, which the
+	// API server would refuse.
+	Namespaces []string
+	LeftOut    int
+	// Objects has a line per objectSelector that is not empty, with the
+	// webhooks that have it: "checked=yes: validating
+	// namespaces.tenantguard.io, mutating namespaces.tenantguard.io". The
+	// tenants set their objects' labels, so such a selector lets them keep
+	// any object from those webhooks; the chart's webhook.objectSelector is
+	// meant for objects tenants cannot create, so these are said, not
+	// counted.
+	Objects []string
+}
+
+// Unselected works out the Selection of the installed configurations over
+// the tenant namespaces.
+func Unselected(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, mwc *admissionregistrationv1.MutatingWebhookConfiguration, namespaces []clusterview.NamedLabels) Selection {
+	var sel Selection
 	left := map[string]bool{}
+	var selectors []string           // the objectSelectors, in order
+	hooksOf := map[string][]string{} // their webhooks
 	for _, h := range selectorHooks(vwc, mwc) {
 		names, says := h.leavesOut(namespaces)
-		for _, s := range says {
-			lines = append(lines, fmt.Sprintf("%s %s: %s", h.kind, h.name, s))
+		if says != "" {
+			sel.Namespaces = append(sel.Namespaces, fmt.Sprintf("%s %s: %s", h.kind, h.name, says))
 		}
 		for _, n := range names {
 			left[n] = true
 		}
+		if o := h.object; o != nil && (len(o.MatchLabels) > 0 || len(o.MatchExpressions) > 0) {
+			text := metav1.FormatLabelSelector(o)
+			if hooksOf[text] == nil {
+				selectors = append(selectors, text)
+			}
+			hooksOf[text] = append(hooksOf[text], h.kind+" "+h.name)
+		}
 	}
-	return lines, len(left)
+	for _, text := range selectors {
+		sel.Objects = append(sel.Objects, text+": "+strings.Join(hooksOf[text], ", "))
+	}
+	sel.LeftOut = len(left)
+	return sel
 }
