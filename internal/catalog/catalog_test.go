@@ -81,6 +81,7 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge, "gateway.networking.k8s.io/ListenerSet": gateway,
 			"Pod": pod, "PodTemplate": carrier, "ReplicationController": carrier, "apps/ReplicaSet": carrier, "apps/Deployment": carrier,
 			"apps/StatefulSet": carrier, "apps/DaemonSet": carrier, "batch/Job": carrier, "batch/CronJob": carrier,
+			"resource.k8s.io/ResourceClaim": []any{"lifecycle", "quota", "resources"},
 		},
 	}
 	if got := routes["validate"]; !reflect.DeepEqual(got, want["validate"]) {

@@ -23,6 +23,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
 type statusOptions struct {
@@ -271,6 +272,21 @@ func listResource(ctx context.Context, client kubernetes.Interface, meta metadat
 			for i := range list.Items {
 				c := &list.Items[i]
 				view.Upsert(clusterview.Object{Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: c.Namespace, Name: c.Name, Usage: clusterview.ClaimUsage(c)})
+			}
+			return list.Continue, nil
+		})
+	case usage.ResourceClaims:
+		if _, err := mapper.ResourceFor(gr.WithVersion("v1")); apimeta.IsNoMatchError(err) {
+			return nil // not served: nothing to count
+		}
+		return pages(ctx, func(opts metav1.ListOptions) (string, error) {
+			list, err := client.ResourceV1().ResourceClaims("").List(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			for i := range list.Items {
+				c := &list.Items[i]
+				view.Upsert(clusterview.Object{Kind: "ResourceClaim", Group: gr.Group, Resource: gr.Resource, Namespace: c.Namespace, Name: c.Name, Usage: clusterview.DeviceClaimUsage(c)})
 			}
 			return list.Continue, nil
 		})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -178,6 +179,13 @@ func Resource(gvk schema.GroupVersionKind) string {
 // resources, nil for other kinds, and whether it is a pod ResourceQuota no
 // longer counts (Object.Uncounted).
 func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bool, err error) {
+	if group == usage.ResourceClaims.Group && kind == "ResourceClaim" {
+		var claim resourcev1.ResourceClaim
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &claim); err != nil {
+			return nil, false, fmt.Errorf("resource claim %q: %w", claim.Name, err)
+		}
+		return DeviceClaimUsage(&claim), false, nil
+	}
 	if group != "" {
 		return nil, false, nil
 	}
@@ -217,4 +225,10 @@ func PodObject(pod *corev1.Pod) Object {
 // ClaimUsage is what a claim adds to its tenant's sums as the view keeps it.
 func ClaimUsage(pvc *corev1.PersistentVolumeClaim) usage.List {
 	return usage.Of(usage.Claim(pvc))
+}
+
+// DeviceClaimUsage is what a ResourceClaim adds to its tenant's sums as the
+// view keeps it.
+func DeviceClaimUsage(claim *resourcev1.ResourceClaim) usage.List {
+	return usage.Of(usage.DeviceClaim(claim))
 }

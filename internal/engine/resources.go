@@ -28,19 +28,22 @@ type resourcing struct {
 }
 
 // resourced returns what a request adds to its tenant's limited sums, or
-// nil: the request is not a create of a pod or claim, a pod's resize or a
-// claim's update, or its tenant has no resourceQuota, or the request adds
+// nil: the request is not a create of a pod, PersistentVolumeClaim or
+// ResourceClaim, a pod's resize or a PersistentVolumeClaim's update, or its tenant has no resourceQuota, or the request adds
 // nothing to what it limits (a resize down).
 func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *resourcing {
-	if !e.resources || req.Object == nil || req.Namespace == "" || req.Kind.Group != "" {
+	if !e.resources || req.Object == nil || req.Namespace == "" {
 		return nil
 	}
-	pod := req.Kind.Kind == "Pod"
+	kind := summedKind(req.Kind.Group, req.Kind.Kind)
 	switch {
-	case req.Operation == admissionv1.Create && req.SubResource == "" && (pod || req.Kind.Kind == "PersistentVolumeClaim"):
-	case req.Operation == admissionv1.Update && pod && req.SubResource == "resize":
-	case req.Operation == admissionv1.Update && req.Kind.Kind == "PersistentVolumeClaim" && req.SubResource == "":
+	case kind == unsummed:
+		return nil
+	case req.Operation == admissionv1.Create && req.SubResource == "":
+	case req.Operation == admissionv1.Update && kind == summedPod && req.SubResource == "resize":
+	case req.Operation == admissionv1.Update && kind == summedClaim && req.SubResource == "":
 	default:
+		// A ResourceClaim's spec cannot change once created.
 		return nil
 	}
 	labels, ok := view.NamespaceLabels(req.Namespace)
@@ -52,13 +55,13 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if !known || tenant.ResourceQuota == nil || len(tenant.ResourceQuota.Hard) == 0 {
 		return nil
 	}
-	now, err := e.usageOf(pod, req.Object)
+	now, err := e.usageOf(kind, req.Object)
 	if err != nil {
 		return nil // the API server stores no such object
 	}
 	var before usage.List
 	if req.Operation == admissionv1.Update {
-		if before, err = e.usageOf(pod, req.OldObject); err != nil {
+		if before, err = e.usageOf(kind, req.OldObject); err != nil {
 			return nil
 		}
 	}
@@ -71,16 +74,46 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if objectName == "" {
 		objectName = "uid:" + string(req.UID) // not named yet, as a counted create
 	}
-	return &resourcing{tenant: name, limits: tenant.ResourceQuota, claim: quota.UsageClaim(quota.Claim{Key: req.Resource.Resource, Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
+	return &resourcing{tenant: name, limits: tenant.ResourceQuota, claim: quota.UsageClaim(quota.Claim{Key: clusterview.QuotaKey(req.Resource.Group, req.Resource.Resource), Namespace: req.Namespace, Name: objectName}), adds: adds, expect: expect}
+}
+
+// summed is a kind of object whose usage resource quotas sum.
+type summed int
+
+const (
+	unsummed summed = iota
+	summedPod
+	summedClaim       // a PersistentVolumeClaim
+	summedDeviceClaim // a ResourceClaim
+)
+
+// summedKind is the kind of group and kind as resource quotas sum it.
+func summedKind(group, kind string) summed {
+	switch {
+	case group == "" && kind == "Pod":
+		return summedPod
+	case group == "" && kind == "PersistentVolumeClaim":
+		return summedClaim
+	case group == usage.ResourceClaims.Group && kind == "ResourceClaim":
+		return summedDeviceClaim
+	}
+	return unsummed
 }
 
 // usageOf is the usage of a decoded pod or claim; a pod's is remembered by
 // its shape (usageMemo).
-func (e *Engine) usageOf(pod bool, obj ast.Object) (usage.List, error) {
+func (e *Engine) usageOf(kind summed, obj ast.Object) (usage.List, error) {
 	if obj == nil {
 		return nil, nil
 	}
-	if pod {
+	if kind == summedDeviceClaim {
+		c, err := deviceClaimOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		return clusterview.DeviceClaimUsage(c), nil
+	}
+	if kind == summedPod {
 		shape := podShape(obj)
 		if l, ok := e.usages.get(shape); ok {
 			return l, nil

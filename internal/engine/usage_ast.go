@@ -5,6 +5,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -75,6 +76,62 @@ func claimOf(obj ast.Object) (*corev1.PersistentVolumeClaim, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// deviceClaimOf reads, of a decoded ResourceClaim, what its usage depends
+// on: each device request's class, allocation mode and count, and those of
+// its alternatives.
+func deviceClaimOf(obj ast.Object) (*resourcev1.ResourceClaim, error) {
+	c := &resourcev1.ResourceClaim{}
+	list, _ := valueAt(objectAt(objectAt(obj, "spec"), "devices"), "requests").(*ast.Array)
+	if list == nil {
+		return c, nil
+	}
+	c.Spec.Devices.Requests = make([]resourcev1.DeviceRequest, 0, list.Len())
+	for i := range list.Len() {
+		r, _ := list.Elem(i).Value.(ast.Object)
+		var req resourcev1.DeviceRequest
+		if exactly := objectAt(r, "exactly"); exactly != nil {
+			class, mode, count, err := deviceRequestOf(exactly)
+			if err != nil {
+				return nil, fmt.Errorf("request %d: %w", i, err)
+			}
+			req.Exactly = &resourcev1.ExactDeviceRequest{DeviceClassName: class, AllocationMode: mode, Count: count}
+		}
+		subs, _ := valueAt(r, "firstAvailable").(*ast.Array)
+		for j := range arrayLen(subs) {
+			sub, _ := subs.Elem(j).Value.(ast.Object)
+			class, mode, count, err := deviceRequestOf(sub)
+			if err != nil {
+				return nil, fmt.Errorf("request %d, alternative %d: %w", i, j, err)
+			}
+			req.FirstAvailable = append(req.FirstAvailable, resourcev1.DeviceSubRequest{DeviceClassName: class, AllocationMode: mode, Count: count})
+		}
+		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, req)
+	}
+	return c, nil
+}
+
+// arrayLen is the length of a, 0 when a is nil.
+func arrayLen(a *ast.Array) int {
+	if a == nil {
+		return 0
+	}
+	return a.Len()
+}
+
+// deviceRequestOf reads a device request's class, mode and count.
+func deviceRequestOf(r ast.Object) (class string, mode resourcev1.DeviceAllocationMode, count int64, err error) {
+	if t := termAt(r, "count"); t != nil {
+		n, ok := t.Value.(ast.Number)
+		if !ok {
+			return "", "", 0, fmt.Errorf("count %s is not a number", t)
+		}
+		if count, ok = n.Int64(); !ok {
+			return "", "", 0, fmt.Errorf("count %s is not a whole number", n)
+		}
+	}
+	return text(r, "deviceClassName"), resourcev1.DeviceAllocationMode(text(r, "allocationMode")), count, nil
 }
 
 func containersOf(spec ast.Object, key string) ([]corev1.Container, error) {

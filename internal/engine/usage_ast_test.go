@@ -8,12 +8,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
-// TestUsageReadFromTheRequestIsTheDecodedObjects holds podOf and claimOf,
+// TestUsageReadFromTheRequestIsTheDecodedObjects holds podOf, claimOf and
+// deviceClaimOf,
 // which read the request's values, to the usage of the object decoded
 // whole as the API server's types.
 func TestUsageReadFromTheRequestIsTheDecodedObjects(t *testing.T) {
@@ -65,8 +67,29 @@ func TestUsageReadFromTheRequestIsTheDecodedObjects(t *testing.T) {
 			t.Errorf("claim %s: read %v, decoded %v", raw, got, want)
 		}
 	}
+	deviceClaims := []string{
+		`{"spec":{"devices":{"requests":[{"name":"a","exactly":{"deviceClassName":"gpu","allocationMode":"ExactCount","count":2}},{"name":"b","exactly":{"deviceClassName":"nic","allocationMode":"All"}}]}}}`,
+		`{"spec":{"devices":{"requests":[{"name":"a","firstAvailable":[{"name":"x","deviceClassName":"gpu","count":4},{"name":"y","deviceClassName":"fpga","allocationMode":"ExactCount","count":1}]},{"name":"b","exactly":{"deviceClassName":"gpu"}}]}}}`,
+		`{"spec":{"devices":{}}}`,
+	}
+	for _, raw := range deviceClaims {
+		var typed resourcev1.ResourceClaim
+		if err := json.Unmarshal([]byte(raw), &typed); err != nil {
+			t.Fatal(err)
+		}
+		read, err := deviceClaimOf(mustParse(t, raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := clusterview.DeviceClaimUsage(read), clusterview.DeviceClaimUsage(&typed); !slices.Equal(got, want) {
+			t.Errorf("resource claim %s: read %v, decoded %v", raw, got, want)
+		}
+	}
 	if _, err := podOf(mustParse(t, `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"lots"}}}]}}`)); err == nil {
 		t.Error("a quantity the API server would refuse must be an error")
+	}
+	if _, err := deviceClaimOf(mustParse(t, `{"spec":{"devices":{"requests":[{"name":"a","exactly":{"deviceClassName":"gpu","count":1.5}}]}}}`)); err == nil {
+		t.Error("a count the API server would refuse must be an error")
 	}
 }
 

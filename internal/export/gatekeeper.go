@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/usage"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
@@ -431,7 +432,8 @@ func (u *gatekeeperUnit) syncNeeds(sync []any, reg *registry.Snapshot) []any {
 				}
 			}
 		case "registry.tenants.resourceQuota":
-			gvks = append(gvks, namespace, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"})
+			gvks = append(gvks, namespace, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"},
+				schema.GroupVersionKind{Group: usage.ResourceClaims.Group, Version: "v1", Kind: "ResourceClaim"})
 		case "registry.tenants.ingress.hostnameCollision":
 			gvks = append(gvks, namespace)
 			for _, k := range clusterview.HostKinds() {

@@ -395,7 +395,8 @@ func union(a, b []string) []string {
 }
 
 // QuotaResources are the resources that some tenant's quotas count, or whose
-// resources some tenant's resourceQuota sums (pods, claims), sorted, each as
+// resources some tenant's resourceQuota sums (pods, PersistentVolumeClaims,
+// ResourceClaims), sorted, each as
 // {Group, Resource}; the core group is "".
 func (s *Snapshot) QuotaResources() []schema.GroupResource {
 	seen := map[schema.GroupResource]bool{}
@@ -409,11 +410,7 @@ func (s *Snapshot) QuotaResources() []schema.GroupResource {
 		if t.ResourceQuota != nil {
 			for key := range t.ResourceQuota.Hard {
 				// The objects whose resources the quota sums.
-				if usage.OfClaims(key) {
-					seen[schema.GroupResource{Resource: "persistentvolumeclaims"}] = true
-				} else {
-					seen[schema.GroupResource{Resource: "pods"}] = true
-				}
+				seen[usage.Summed(key)] = true
 			}
 		}
 	}

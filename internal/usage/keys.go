@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -26,9 +27,10 @@ func NativeKeys() []string { return slices.Sorted(maps.Keys(native)) }
 // CheckKey says why key is not a resource a tenant-wide resource quota can
 // sum, or nil: the compute resources of pods (requests.cpu, limits.memory,
 // cpu ...), hugepages, extended resources as requests.NAME, claims'
-// requests.storage, and per StorageClass CLASS.storageclass.storage.k8s.io/
-// requests.storage or /persistentvolumeclaims. Object counts (pods,
-// count/...) belong to the registry's quotas.
+// requests.storage, per StorageClass CLASS.storageclass.storage.k8s.io/
+// requests.storage or /persistentvolumeclaims, and the devices
+// ResourceClaims request per DeviceClass, CLASS.deviceclass.resource.k8s.io/
+// devices. Object counts (pods, count/...) belong to the registry's quotas.
 func CheckKey(key string) error {
 	switch {
 	case native[key]:
@@ -36,6 +38,15 @@ func CheckKey(key string) error {
 	case key == "pods" || key == "persistentvolumeclaims" || key == "services" || strings.HasPrefix(key, "count/"):
 		return fmt.Errorf("%q is an object count: write it under quotas, not resourceQuota.hard", key)
 	case strings.HasPrefix(key, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(key, corev1.DefaultResourceRequestsPrefix+corev1.ResourceHugePagesPrefix):
+		return nil
+	case strings.Contains(key, deviceClassDomain):
+		class, ok := strings.CutSuffix(key, corev1.ResourceClaimsPerClass)
+		if !ok {
+			return fmt.Errorf("%q: per DeviceClass, only devices are counted (CLASS%s)", key, corev1.ResourceClaimsPerClass)
+		}
+		if errs := validation.IsDNS1123Subdomain(class); len(errs) > 0 {
+			return fmt.Errorf("%q names DeviceClass %q, which is not a valid class name", key, class)
+		}
 		return nil
 	case strings.Contains(key, storageClassSuffix):
 		class, what, _ := strings.Cut(key, storageClassSuffix)
@@ -53,8 +64,12 @@ func CheckKey(key string) error {
 	case extended(key):
 		return fmt.Errorf("%q: an extended resource is counted as %s", key, corev1.DefaultResourceRequestsPrefix+key)
 	}
-	return fmt.Errorf("%q is not a resource a quota sums: write requests.cpu, limits.memory, requests.ephemeral-storage, requests.storage, CLASS.storageclass.storage.k8s.io/requests.storage, or requests.DOMAIN/NAME for an extended resource", key)
+	return fmt.Errorf("%q is not a resource a quota sums: write requests.cpu, limits.memory, requests.ephemeral-storage, requests.storage, CLASS.storageclass.storage.k8s.io/requests.storage, CLASS.deviceclass.resource.k8s.io/devices, or requests.DOMAIN/NAME for an extended resource", key)
 }
+
+// deviceClassDomain is the domain of the quota resources counted per
+// DeviceClass (corev1.ResourceClaimsPerClass).
+const deviceClassDomain = ".deviceclass.resource.k8s.io/"
 
 // extended reports whether name is an extended resource: domain-qualified
 // (vendor.example/name), outside kubernetes.io and not a quota prefix.
@@ -66,8 +81,20 @@ func extended(name string) bool {
 	return len(validation.IsQualifiedName(name)) == 0
 }
 
-// OfClaims reports whether a quota resource sums PersistentVolumeClaims
-// (requests.storage, and per StorageClass); the others sum pods.
-func OfClaims(key string) bool {
-	return key == string(corev1.ResourceRequestsStorage) || strings.Contains(key, storageClassSuffix)
+// Summed is the resource whose objects a quota resource sums:
+// PersistentVolumeClaims for requests.storage and the keys per
+// StorageClass, ResourceClaims for the keys per DeviceClass, pods for the
+// others.
+func Summed(key string) schema.GroupResource {
+	switch {
+	case key == string(corev1.ResourceRequestsStorage) || strings.Contains(key, storageClassSuffix):
+		return schema.GroupResource{Resource: "persistentvolumeclaims"}
+	case strings.HasSuffix(key, corev1.ResourceClaimsPerClass):
+		return ResourceClaims
+	}
+	return schema.GroupResource{Resource: "pods"}
 }
+
+// ResourceClaims is the resource of DRA's ResourceClaims, whose devices the
+// keys per DeviceClass sum.
+var ResourceClaims = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}

@@ -75,33 +75,59 @@ func TestTheRegoLibrarySumsPodsAsGoDoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var doc map[string]any
-			if err := yaml.Unmarshal([]byte(`{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: `+tt.spec+`}`), &doc); err != nil {
-				t.Fatal(err)
-			}
-			var pod corev1.Pod
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, &pod); err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]int64{}
-			for _, a := range usage.Of(usage.Pod(&pod)) {
-				want[a.Key] = a.N
-			}
-			rs, err := query.Eval(t.Context(), rego.EvalInput(doc))
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("pod: %v, %v", rs, err)
-			}
-			got := map[string]int64{}
-			for k, v := range rs[0].Bindings["x"].(map[string]any) {
-				n, err := v.(interface{ Int64() (int64, error) }).Int64()
-				if err != nil {
-					t.Fatalf("%s: %v: %v", k, v, err)
-				}
-				got[k] = n
-			}
-			if !maps.Equal(got, want) {
-				t.Errorf("Rego %v\nGo   %v", got, want)
-			}
+			sameUsage(t, query, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: `+tt.spec+`}`, usage.Pod)
 		})
+	}
+}
+
+// TestTheRegoLibraryCountsDevicesAsGoDoes holds the exports' ResourceClaim
+// usage (lib/usage device_claim) equal to DeviceClaim.
+func TestTheRegoLibraryCountsDevicesAsGoDoes(t *testing.T) {
+	query := libraryQuery(t, "x := data.tenantguard.lib.usage.device_claim(input)")
+	tests := map[string]string{
+		"exact counts, given and not":       `[{name: a, exactly: {deviceClassName: gpu, allocationMode: ExactCount, count: 3}}, {name: b, exactly: {deviceClassName: gpu}}]`,
+		"all the devices of a pool":         `[{name: a, exactly: {deviceClassName: nic, allocationMode: All}}]`,
+		"alternatives of two classes":       `[{name: a, firstAvailable: [{name: big, deviceClassName: gpu, count: 2}, {name: small, deviceClassName: gpu, count: 5}, {name: alt, deviceClassName: fpga}]}, {name: b, exactly: {deviceClassName: gpu, count: 1}}]`,
+		"no requests":                       `[]`,
+		"a mode this version does not know": `[{name: a, exactly: {deviceClassName: tpu, allocationMode: Later, count: 2}}, {name: b, exactly: {deviceClassName: gpu}}]`,
+		"alternatives for all and a count":  `[{name: a, firstAvailable: [{name: big, deviceClassName: gpu, allocationMode: All}, {name: small, deviceClassName: gpu, count: 40}]}]`,
+	}
+	for name, requests := range tests {
+		t.Run(name, func(t *testing.T) {
+			sameUsage(t, query, `{apiVersion: resource.k8s.io/v1, kind: ResourceClaim, metadata: {name: c, namespace: a}, spec: {devices: {requests: `+requests+`}}}`, usage.DeviceClaim)
+		})
+	}
+}
+
+// sameUsage holds query's x, the Rego library's usage of the object of
+// manifest (YAML), equal to goUsage's of the object decoded as T.
+func sameUsage[T any](t *testing.T, query rego.PreparedEvalQuery, manifest string, goUsage func(*T) corev1.ResourceList) {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(manifest), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var obj T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, &obj); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, a := range usage.Of(goUsage(&obj)) {
+		want[a.Key] = a.N
+	}
+	rs, err := query.Eval(t.Context(), rego.EvalInput(doc))
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("Rego: %v, %v", rs, err)
+	}
+	got := map[string]int64{}
+	for k, v := range rs[0].Bindings["x"].(map[string]any) {
+		n, err := v.(interface{ Int64() (int64, error) }).Int64()
+		if err != nil {
+			t.Fatalf("%s: %v: %v", k, v, err)
+		}
+		got[k] = n
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Rego %v\nGo   %v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -142,6 +143,60 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+func TestDeviceClaim(t *testing.T) {
+	exact := func(class string, mode resourcev1.DeviceAllocationMode, n int64) resourcev1.DeviceRequest {
+		return resourcev1.DeviceRequest{Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class, AllocationMode: mode, Count: n}}
+	}
+	tests := []struct {
+		name     string
+		requests []resourcev1.DeviceRequest
+		want     corev1.ResourceList
+	}{
+		{"an exact count counts that many devices of its class",
+			[]resourcev1.DeviceRequest{exact("gpu", resourcev1.DeviceAllocationModeExactCount, 2)},
+			list("gpu.deviceclass.resource.k8s.io/devices", "2")},
+		{"a count not given counts one, as the API server defaults it",
+			[]resourcev1.DeviceRequest{exact("gpu", "", 0)},
+			list("gpu.deviceclass.resource.k8s.io/devices", "1")},
+		{"all the devices of a pool count the most an allocation holds",
+			[]resourcev1.DeviceRequest{exact("nic", resourcev1.DeviceAllocationModeAll, 0)},
+			list("nic.deviceclass.resource.k8s.io/devices", "32")},
+		{"requests of one class add up, each class apart",
+			[]resourcev1.DeviceRequest{exact("gpu", resourcev1.DeviceAllocationModeExactCount, 2), exact("gpu", resourcev1.DeviceAllocationModeExactCount, 1), exact("fpga", resourcev1.DeviceAllocationModeExactCount, 1)},
+			list("gpu.deviceclass.resource.k8s.io/devices", "3", "fpga.deviceclass.resource.k8s.io/devices", "1")},
+		{"alternatives count the most any of them asks of each class",
+			[]resourcev1.DeviceRequest{{FirstAvailable: []resourcev1.DeviceSubRequest{
+				{DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 4},
+				{DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+				{DeviceClassName: "fpga", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+			}}},
+			list("gpu.deviceclass.resource.k8s.io/devices", "4", "fpga.deviceclass.resource.k8s.io/devices", "2")},
+		{"a mode this version does not know counts nothing",
+			[]resourcev1.DeviceRequest{exact("tpu", "Later", 3)},
+			list("tpu.deviceclass.resource.k8s.io/devices", "0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := resourcev1.ResourceClaim{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: tt.requests}}}
+			if got := DeviceClaim(&claim); !equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummed(t *testing.T) {
+	for key, want := range map[string]string{
+		"requests.cpu": "pods", "requests.nvidia.com/gpu": "pods", "requests.storage": "persistentvolumeclaims",
+		"fast.storageclass.storage.k8s.io/persistentvolumeclaims": "persistentvolumeclaims",
+		"gpu.example.com.deviceclass.resource.k8s.io/devices":     "resourceclaims.resource.k8s.io",
+	} {
+		if got := Summed(key).String(); got != want {
+			t.Errorf("%s sums %s, want %s", key, got, want)
+		}
+	}
+}
+
 func TestCheckKey(t *testing.T) {
 	tests := []struct{ key, wantErr string }{
 		{"requests.cpu", ""},
@@ -161,6 +216,9 @@ func TestCheckKey(t *testing.T) {
 		{"standard.storageclass.storage.k8s.io/limits.storage", "only requests.storage and persistentvolumeclaims"},
 		{"requests.gpu", "is not a resource a quota sums"},
 		{"requests.kubernetes.io/thing", "is not a resource a quota sums"},
+		{"gpu.example.com.deviceclass.resource.k8s.io/devices", ""},
+		{"gpu.deviceclass.resource.k8s.io/requests.storage", "only devices are counted"},
+		{"Big_GPU.deviceclass.resource.k8s.io/devices", "not a valid class name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -61,7 +61,11 @@ func (w *Watcher) watchQuotaResources(resources []schema.GroupResource) error {
 	for _, gr := range todo {
 		// controller-runtime's mapper reads discovery again on a miss, so a
 		// CRD installed since the last lookup is found.
-		gvk, err := w.mapper.KindFor(gr.WithVersion("")) // discovery, outside the lock
+		version := "" // the preferred one
+		if _, typed := usageKinds[gr]; typed {
+			version = "v1" // the version of the typed objects usageKinds watches
+		}
+		gvk, err := w.mapper.KindFor(gr.WithVersion(version)) // discovery, outside the lock
 		if err != nil {
 			if meta.IsNoMatchError(err) {
 				w.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,7 +16,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
-// usageObject is a pod or claim as the cache keeps it: its identity and
+// usageObject is a pod or claim (PersistentVolumeClaim, ResourceClaim) as the cache keeps it: its identity and
 // what it adds to its tenant's sums of quota resources (package usage),
 // computed from the whole object as it arrives (usageTransform), which is
 // then dropped. It is a runtime.Object so that the informer can keep it;
@@ -43,6 +44,7 @@ func (u *usageObject) DeepCopyObject() runtime.Object {
 var usageKinds = map[schema.GroupResource]client.Object{
 	{Resource: "pods"}:                   &corev1.Pod{},
 	{Resource: "persistentvolumeclaims"}: &corev1.PersistentVolumeClaim{},
+	usage.ResourceClaims:                 &resourcev1.ResourceClaim{},
 }
 
 // usageTransform turns a pod or claim into its usageObject before the
@@ -57,6 +59,8 @@ func usageTransform(obj any) (any, error) {
 		until, _ = usage.ChargedUntil(o)
 	case *corev1.PersistentVolumeClaim:
 		meta, l = o.ObjectMeta, clusterview.ClaimUsage(o)
+	case *resourcev1.ResourceClaim:
+		meta, l = o.ObjectMeta, clusterview.DeviceClaimUsage(o)
 	default:
 		return obj, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -106,6 +107,7 @@ func CacheLayout(opts Options) informers.Layout {
 			// Pods and claims, counted and summed, keep their usage alone.
 			&corev1.Pod{}:                   {Field: activePods, Transform: usageTransform},
 			&corev1.PersistentVolumeClaim{}: {Transform: usageTransform},
+			&resourcev1.ResourceClaim{}:     {Transform: usageTransform},
 		},
 	}
 }

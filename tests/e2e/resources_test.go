@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,7 +136,16 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	addTenants(t, c, "  - name: capped\n    owners: [{kind: User, name: capper}]\n    resourceQuota: {hard: {requests.cpu: \"1\", requests.storage: 10Gi}}\n")
+	addTenants(t, c, "  - name: capped\n    owners: [{kind: User, name: capper}]\n    resourceQuota: {hard: {requests.cpu: \"1\", requests.storage: 10Gi, gpu.example.com.deviceclass.resource.k8s.io/devices: \"2\"}}\n")
+	// In force once its owner's namespaces are labelled for it: starting the
+	// ResourceClaims' informer delays it.
+	eventually(t, "capped in force", func(ctx context.Context) error {
+		created, err := c.As("capper").CoreV1().Namespaces().Create(ctx, namespace("capped-probe", nil), dryRun)
+		if err == nil && created.Labels[tenantLabel] != "capped" {
+			err = fmt.Errorf("labels %v", created.Labels)
+		}
+		return err
+	})
 	admin := fastClient(t, c.Admin)
 	const ns = "capped-apps"
 	eventually(t, "namespace "+ns, func(ctx context.Context) error {
@@ -236,6 +246,36 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 			t.Fatalf("50m at pod level fits in the 100m left: %v", err)
 		}
 	})
+	t.Run("a ResourceClaim's devices past the room, alternatives counting their largest", func(t *testing.T) {
+		claim := func(name string, requests ...resourcev1.DeviceRequest) *resourcev1.ResourceClaim {
+			return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: requests}}}
+		}
+		gpus := func(name string, n int64) resourcev1.DeviceRequest {
+			return resourcev1.DeviceRequest{Name: name, Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com", Count: n}}
+		}
+		if _, err := admin.ResourceV1().ResourceClaims(ns).Create(ctx, claim("train", gpus("gpu", 1)), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("1 of 2 devices fits: %v", err)
+		}
+		// A claim's alternatives count the most any of them asks: 2, not 1.
+		either := claim("either", resourcev1.DeviceRequest{Name: "gpu", FirstAvailable: []resourcev1.DeviceSubRequest{
+			{Name: "two", DeviceClassName: "gpu.example.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2},
+			{Name: "one", DeviceClassName: "gpu.example.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+		}})
+		_, err := admin.ResourceV1().ResourceClaims(ns).Create(ctx, either, metav1.CreateOptions{})
+		refused(t, err)
+		if !strings.Contains(err.Error(), `ResourceClaim "either" asks for 2 and 1 is in use`) {
+			t.Fatalf("refused for another reason than its 2 devices: %v", err)
+		}
+		// The one device left, taken by a claim the control plane makes
+		// from a pod's ResourceClaimTemplate, as kube-controller-manager does.
+		made := claim("worker-gpu-x7k2p", gpus("gpu", 1))
+		if _, err := c.AsOnly("system:serviceaccount:kube-system:resource-claim-controller", "system:serviceaccounts", "system:serviceaccounts:kube-system").
+			ResourceV1().ResourceClaims(ns).Create(ctx, made, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the last device fits: %v", err)
+		}
+		_, err = admin.ResourceV1().ResourceClaims(ns).Create(ctx, claim("more", gpus("gpu", 1)), metav1.CreateOptions{})
+		refused(t, err)
+	})
 	// status runs `tenantguard status -o json` against the cluster.
 	status := func(t *testing.T) (code int, out, errOut *bytes.Buffer) {
 		t.Helper()
@@ -256,8 +296,9 @@ func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 			t.Fatalf("%v: %s", err, out.String())
 		}
-		// the base pod, the replica and the pod-level one; the claim
-		want := map[string][2]string{"requests.cpu": {"950m", "1"}, "requests.storage": {"8Gi", "10Gi"}}
+		// the base pod, the replica and the pod-level one; the claim; the
+		// ResourceClaims
+		want := map[string][2]string{"requests.cpu": {"950m", "1"}, "requests.storage": {"8Gi", "10Gi"}, "gpu.example.com.deviceclass.resource.k8s.io/devices": {"2", "2"}}
 		for _, r := range rows {
 			if r.Tenant != "capped" {
 				continue

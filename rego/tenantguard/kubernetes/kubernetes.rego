@@ -222,9 +222,7 @@ _tenant_objects(resource) := [obj |
 	some obj in objects
 ]
 
-_summed(key) := "persistentvolumeclaims" if usage.of_claims(usage.canonical(key))
-
-_summed(key) := "pods" if not usage.of_claims(usage.canonical(key))
+_summed(key) := usage.summed(usage.canonical(key))
 
 # The sums of a tenant with a resource quota, for a request that adds to
 # them (a pod or claim created, a pod resized, a claim expanded), by the

@@ -162,14 +162,19 @@ _count_facts := {"counts": {tenant: {"namespaces": count(_namespaces_of(tenant))
 } else := {}
 
 # the tenant's pods or claims, read namespace by namespace
-_tenant_objects(kind) := [obj |
+_tenant_objects([api_version, kind]) := [obj |
 	some namespace in _namespaces_of(_tenant)
-	some obj in object.get(data.inventory.namespace, [namespace, "v1", kind], {})
+	some obj in object.get(data.inventory.namespace, [namespace, api_version, kind], {})
 ]
 
-_summed(key) := "PersistentVolumeClaim" if usage.of_claims(usage.canonical(key))
+# the API version and kind of the objects a quota key sums
+_summed(key) := _summed_kinds[usage.summed(usage.canonical(key))]
 
-_summed(key) := "Pod" if not usage.of_claims(usage.canonical(key))
+_summed_kinds := {
+	"pods": ["v1", "Pod"],
+	"persistentvolumeclaims": ["v1", "PersistentVolumeClaim"],
+	"resourceclaims": ["resource.k8s.io/v1", "ResourceClaim"],
+}
 
 # the sums of a tenant whose parameters hold a resource quota, for a request
 # that adds to them

@@ -109,6 +109,38 @@ test_a_claim_counts_its_storage_in_total_and_per_class if {
 	})["old.storageclass.storage.k8s.io/requests.storage"] == 2147483648
 }
 
+test_a_resource_claim_counts_its_devices_per_class_as_the_quota_evaluator_does if {
+	usage.device_claim({"spec": {"devices": {"requests": [
+		{"name": "a", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}},
+		{"name": "b", "exactly": {"deviceClassName": "gpu"}},
+		{"name": "c", "exactly": {"deviceClassName": "nic", "allocationMode": "All"}},
+		{"name": "d", "firstAvailable": [
+			{"name": "big", "deviceClassName": "gpu", "count": 4},
+			{"name": "small", "deviceClassName": "gpu", "count": 1},
+			{"name": "fpga", "deviceClassName": "fpga", "count": 2},
+		]},
+		{"name": "e", "exactly": {"deviceClassName": "tpu", "allocationMode": "Later"}},
+	]}}}) == {
+		"gpu.deviceclass.resource.k8s.io/devices": 7,
+		"nic.deviceclass.resource.k8s.io/devices": 32,
+		"fpga.deviceclass.resource.k8s.io/devices": 2,
+	}
+	usage.device_claim({"spec": {"devices": {}}}) == {}
+	usage.summed("gpu.deviceclass.resource.k8s.io/devices") == "resourceclaims"
+	usage.summed("fast.storageclass.storage.k8s.io/requests.storage") == "persistentvolumeclaims"
+	usage.summed("requests.nvidia.com/gpu") == "pods"
+}
+
+test_a_resource_claim_created_adds_its_devices if {
+	claim := {"spec": {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu", "count": 3}}]}}}
+	request := {"kind": {"group": "resource.k8s.io", "kind": "ResourceClaim"}, "operation": "CREATE", "object": claim}
+	usage.counted(request)
+	usage.adds(request, {"gpu.deviceclass.resource.k8s.io/devices": "4", "requests.cpu": "1"}) == {"gpu.deviceclass.resource.k8s.io/devices": 3}
+	usage.total("gpu.deviceclass.resource.k8s.io/devices", [claim, claim]) == 6
+	not usage.counted(object.union(request, {"operation": "UPDATE"}))
+	not usage.counted(object.union(request, {"kind": {"group": "example.com", "kind": "ResourceClaim"}}))
+}
+
 test_adds_are_the_amounts_that_grow_by_the_quota_names if {
 	old := {"spec": {"containers": [_ctr("app", {"cpu": "500m", "memory": "1Gi"}, {})]}}
 	new := {"spec": {"containers": [_ctr("app", {"cpu": "800m", "memory": "512Mi"}, {})]}}

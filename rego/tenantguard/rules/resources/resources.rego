@@ -2,7 +2,8 @@
 # title: Tenant-wide resource quotas
 # description: |
 #   tenant-resource-quota: ResourceQuota's hard limits summed over all of a
-#   tenant's namespaces (resourceQuota.hard). A pod or claim created, a pod
+#   tenant's namespaces (resourceQuota.hard). A pod or claim (a
+#   PersistentVolumeClaim or a ResourceClaim) created, a pod
 #   resized or a claim expanded is refused when what it adds would take its
 #   tenant's sum over the limit; the sums, the room left and what the
 #   request adds are cluster facts (input.cluster.resources, integers:
@@ -30,7 +31,7 @@ _facts := object.get(input, ["cluster", "resources"], {})
 #   no resources at pod level.
 # custom:
 #   id: tenant-resource-quota
-#   kinds: [Pod, PersistentVolumeClaim]
+#   kinds: [Pod, PersistentVolumeClaim, resource.k8s.io/ResourceClaim]
 #   subresources: [pods/resize]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper]

@@ -220,6 +220,42 @@ _class(c) := c.spec.storageClassName if not c.metadata.annotations["volume.beta.
 
 # METADATA
 # description: |
+#   A ResourceClaim's usage: the devices it requests of each DeviceClass
+#   (CLASS.deviceclass.resource.k8s.io/devices), as the API server's quota
+#   evaluator counts them: an exact count counts that many (1 when not
+#   given), allocationMode All the most an allocation holds (32), a request
+#   with alternatives (firstAvailable) the most any of them asks of a
+#   class; a mode this library does not know counts nothing. Classes
+#   counting no device are left out.
+device_claim(c) := {key: n |
+	some class in {r.class | some r in _device_requests(c)}
+	key := concat("", [class, ".deviceclass.resource.k8s.io/devices"])
+	n := sum([r.n | some r in _device_requests(c); r.class == class])
+	n > 0
+}
+
+# Each request's devices by class, an alternative request counting the
+# most any of its alternatives asks of a class.
+_device_requests(c) := [{"class": class, "n": n} |
+	some r in object.get(c, ["spec", "devices", "requests"], [])
+	some class, n in _request_devices(r)
+]
+
+_request_devices(r) := {class: max([_devices(s) | some s in r.firstAvailable; s.deviceClassName == class]) |
+	some s in r.firstAvailable
+	class := s.deviceClassName
+} if {
+	count(object.get(r, "firstAvailable", [])) > 0
+} else := {r.exactly.deviceClassName: _devices(r.exactly)}
+
+_devices(x) := max([object.get(x, "count", 1), 1]) if object.get(x, "allocationMode", "ExactCount") == "ExactCount"
+
+_devices(x) := 32 if x.allocationMode == "All"
+
+_devices(x) := 0 if not object.get(x, "allocationMode", "ExactCount") in {"ExactCount", "All"}
+
+# METADATA
+# description: |
 #   What a request on a pod or claim adds, by the keys of hard (the
 #   tenant's resourceQuota.hard, any of a resource's names): a pod or claim
 #   created, a pod's resize, a claim's update; the amounts that grow, by how
@@ -237,24 +273,28 @@ _of(request, obj) := pod(obj) if request.kind.kind == "Pod"
 
 _of(request, obj) := claim(obj) if request.kind.kind == "PersistentVolumeClaim"
 
+_of(request, obj) := device_claim(obj) if request.kind.kind == "ResourceClaim"
+
 _before(request) := {} if request.operation == "CREATE"
 
 _before(request) := _of(request, request.oldObject) if request.operation == "UPDATE"
 
 # METADATA
 # description: Whether the request is one whose usage counts (adds).
-counted(request) if {
-	object.get(request.kind, "group", "") == ""
-	_counted_request(request.kind.kind, request.operation, object.get(request, "subResource", ""))
-}
+counted(request) if _counted_request(
+	object.get(request.kind, "group", ""), request.kind.kind,
+	request.operation, object.get(request, "subResource", ""),
+)
 
-_counted_request("Pod", "CREATE", "")
+_counted_request("", "Pod", "CREATE", "")
 
-_counted_request("PersistentVolumeClaim", "CREATE", "")
+_counted_request("", "PersistentVolumeClaim", "CREATE", "")
 
-_counted_request("Pod", "UPDATE", "resize")
+_counted_request("resource.k8s.io", "ResourceClaim", "CREATE", "")
 
-_counted_request("PersistentVolumeClaim", "UPDATE", "")
+_counted_request("", "Pod", "UPDATE", "resize")
+
+_counted_request("", "PersistentVolumeClaim", "UPDATE", "")
 
 # METADATA
 # description: |
@@ -279,15 +319,30 @@ facts(added, totals, hard, namespaces) := {
 
 # METADATA
 # description: |
-#   A tenant's sum of a quota key over its objects (a list of its pods, or
-#   of its claims for a key that sums claims: of_claims); finished pods
-#   count nothing.
-total(key, objects) := sum([n | some o in objects; n := object.get(claim(o), canonical(key), 0)]) if of_claims(canonical(key))
+#   A tenant's sum of a quota key over its objects (a list of the objects
+#   the key sums: summed); finished pods count nothing.
+total(key, objects) := sum([n |
+	some o in objects
+	n := object.get(_usage(summed(canonical(key)), o), canonical(key), 0)
+])
 
-total(key, objects) := sum([n | some o in objects; n := object.get(pod(o), canonical(key), 0)]) if not of_claims(canonical(key))
+_usage("pods", o) := pod(o)
+
+_usage("persistentvolumeclaims", o) := claim(o)
+
+_usage("resourceclaims", o) := device_claim(o)
 
 # METADATA
-# description: Whether a quota key sums claims (storage); the others sum pods.
-of_claims(key) if key == "requests.storage"
+# description: |
+#   The resource whose objects a quota key sums: persistentvolumeclaims for
+#   storage, resourceclaims (resource.k8s.io) for devices per DeviceClass,
+#   pods for the others.
+summed(key) := "persistentvolumeclaims" if {
+	_of_claims(key)
+} else := "resourceclaims" if {
+	endswith(key, ".deviceclass.resource.k8s.io/devices")
+} else := "pods"
 
-of_claims(key) if contains(key, ".storageclass.storage.k8s.io/")
+_of_claims("requests.storage")
+
+_of_claims(key) if contains(key, ".storageclass.storage.k8s.io/")
