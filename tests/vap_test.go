@@ -106,10 +106,11 @@ func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 		notTaken: []string{
 			deleteWithoutOld,
 			"CONNECT requests carry no object and are allowed",
-			"dot-dot escape from a granted hostPath is denied",             // a path with "..", which API validation refuses
-			"a custom resource kind named Deployment is not a pod carrier", // no such CRD here
-			"resizing a claim is not re-judged",                            // a claim's spec is immutable
-			"a claim's expansion past its tenant's storage is refused",     // likewise, unless bound
+			"dot-dot escape from a granted hostPath is denied",                             // a path with "..", which API validation refuses
+			"a custom resource kind named Deployment is not a pod carrier",                 // no such CRD here
+			"resizing a claim is not re-judged",                                            // a claim's spec is immutable
+			"a claim's expansion past its tenant's storage is refused",                     // likewise, unless bound
+			"a resource claim sent as resource.k8s.io/v1beta1 counts its devices as in v1", // v1beta1 is not served by default
 		},
 		refuses: func(c *corpusCase) string {
 			if why := refusesDeleteWithoutOld(c); why != "" {

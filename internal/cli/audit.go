@@ -45,7 +45,7 @@ func newAuditCommand() *cobra.Command {
 		Use: "audit --registry FILE --objects FILE... [-o table|json|yaml]",
 		Example: `  tenantguard audit --registry examples/registry.yaml --objects examples/cluster.yaml
   # what the registry in force says of the cluster as it is
-  kubectl get namespaces,pods,deployments,services,persistentvolumeclaims,ingresses -A -o yaml > cluster.yaml
+  kubectl get namespaces,pods,deployments,services,persistentvolumeclaims,ingresses,resourceclaims -A -o yaml > cluster.yaml
   kubectl get configmap -n tenantguard-system tenantguard-registry -o yaml > registry.yaml
   tenantguard audit --registry registry.yaml --objects cluster.yaml
   # what a proposed registry would refuse of it

@@ -62,7 +62,7 @@ summed over all of its namespaces: namespaceQuota (resource "namespaces"), the
 object counts of quotas, and the resources of resourceQuota.hard, computed as
 the server computes them (pods' requests and limits as ResourceQuota counts
 them, finished pods and those past the grace period of their deletion left
-out; claims' storage).
+out; PersistentVolumeClaims' storage, ResourceClaims' devices per DeviceClass).
 
 Offline, --registry and --objects (kubectl get -A -o yaml output as is) are
 the registry and the cluster. With --kubeconfig (or with neither), the

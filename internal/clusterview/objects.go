@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -181,7 +184,7 @@ func Resource(gvk schema.GroupVersionKind) string {
 func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bool, err error) {
 	if group == usage.ResourceClaims.Group && kind == "ResourceClaim" {
 		var claim resourcev1.ResourceClaim
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &claim); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v1Claim(obj), &claim); err != nil {
 			return nil, false, fmt.Errorf("resource claim %q: %w", claim.Name, err)
 		}
 		return DeviceClaimUsage(&claim), false, nil
@@ -225,6 +228,44 @@ func PodObject(pod *corev1.Pod) Object {
 // ClaimUsage is what a claim adds to its tenant's sums as the view keeps it.
 func ClaimUsage(pvc *corev1.PersistentVolumeClaim) usage.List {
 	return usage.Of(usage.Claim(pvc))
+}
+
+// v1Claim is a ResourceClaim manifest in resource.k8s.io/v1's shape: one of
+// v1beta1, whose exact device requests lie in the request itself, has them
+// moved under exactly, as the API server converts them; others are as given.
+// obj is not changed.
+func v1Claim(obj map[string]any) map[string]any {
+	field, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "devices", "requests")
+	requests, _ := field.([]any)
+	var moved []any
+	for i, r := range requests {
+		req, ok := r.(map[string]any)
+		if _, exact := req["deviceClassName"]; !ok || !exact {
+			continue
+		}
+		if moved == nil {
+			moved = slices.Clone(requests)
+		}
+		exactly := map[string]any{}
+		for k, v := range req {
+			if k != "name" && k != "firstAvailable" {
+				exactly[k] = v
+			}
+		}
+		moved[i] = map[string]any{"name": req["name"], "exactly": exactly}
+	}
+	if moved == nil {
+		return obj
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	devices, _ := spec["devices"].(map[string]any)
+	devices = maps.Clone(devices)
+	devices["requests"] = moved
+	spec = maps.Clone(spec)
+	spec["devices"] = devices
+	out := maps.Clone(obj)
+	out["spec"] = spec
+	return out
 }
 
 // DeviceClaimUsage is what a ResourceClaim adds to its tenant's sums as the

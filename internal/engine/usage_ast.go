@@ -80,7 +80,9 @@ func claimOf(obj ast.Object) (*corev1.PersistentVolumeClaim, error) {
 
 // deviceClaimOf reads, of a decoded ResourceClaim, what its usage depends
 // on: each device request's class, allocation mode and count, and those of
-// its alternatives.
+// its alternatives, in resource.k8s.io/v1's shape and in v1beta1's (whose
+// exact request is the request itself, which the webhook receives as sent,
+// being routed every version).
 func deviceClaimOf(obj ast.Object) (*resourcev1.ResourceClaim, error) {
 	c := &resourcev1.ResourceClaim{}
 	list, _ := valueAt(objectAt(objectAt(obj, "spec"), "devices"), "requests").(*ast.Array)
@@ -91,7 +93,11 @@ func deviceClaimOf(obj ast.Object) (*resourcev1.ResourceClaim, error) {
 	for i := range list.Len() {
 		r, _ := list.Elem(i).Value.(ast.Object)
 		var req resourcev1.DeviceRequest
-		if exactly := objectAt(r, "exactly"); exactly != nil {
+		exactly := objectAt(r, "exactly")
+		if exactly == nil && termAt(r, "deviceClassName") != nil {
+			exactly = r // resource.k8s.io/v1beta1's shape: the request is the exact one
+		}
+		if exactly != nil {
 			class, mode, count, err := deviceRequestOf(exactly)
 			if err != nil {
 				return nil, fmt.Errorf("request %d: %w", i, err)

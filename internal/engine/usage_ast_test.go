@@ -11,6 +11,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/usage"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -84,6 +85,14 @@ func TestUsageReadFromTheRequestIsTheDecodedObjects(t *testing.T) {
 		if got, want := clusterview.DeviceClaimUsage(read), clusterview.DeviceClaimUsage(&typed); !slices.Equal(got, want) {
 			t.Errorf("resource claim %s: read %v, decoded %v", raw, got, want)
 		}
+	}
+	// resource.k8s.io/v1beta1's exact request is the request itself
+	beta, err := deviceClaimOf(mustParse(t, `{"spec":{"devices":{"requests":[{"name":"a","deviceClassName":"gpu","count":3},{"name":"b","deviceClassName":"nic","allocationMode":"All"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := clusterview.DeviceClaimUsage(beta), (usage.List{{Key: "gpu.deviceclass.resource.k8s.io/devices", N: 3}, {Key: "nic.deviceclass.resource.k8s.io/devices", N: 32}}); !slices.Equal(got, want) {
+		t.Errorf("a v1beta1 claim: read %v, want %v", got, want)
 	}
 	if _, err := podOf(mustParse(t, `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"lots"}}}]}}`)); err == nil {
 		t.Error("a quantity the API server would refuse must be an error")

@@ -90,6 +90,7 @@ func TestTheRegoLibraryCountsDevicesAsGoDoes(t *testing.T) {
 		"alternatives of two classes":       `[{name: a, firstAvailable: [{name: big, deviceClassName: gpu, count: 2}, {name: small, deviceClassName: gpu, count: 5}, {name: alt, deviceClassName: fpga}]}, {name: b, exactly: {deviceClassName: gpu, count: 1}}]`,
 		"no requests":                       `[]`,
 		"a mode this version does not know": `[{name: a, exactly: {deviceClassName: tpu, allocationMode: Later, count: 2}}, {name: b, exactly: {deviceClassName: gpu}}]`,
+		"a mode given empty":                `[{name: a, exactly: {deviceClassName: gpu, allocationMode: "", count: 2}}]`,
 		"alternatives for all and a count":  `[{name: a, firstAvailable: [{name: big, deviceClassName: gpu, allocationMode: All}, {name: small, deviceClassName: gpu, count: 40}]}]`,
 	}
 	for name, requests := range tests {

@@ -96,8 +96,9 @@ func CacheLayout(opts Options) informers.Layout {
 		},
 		MetadataTransform: slim(false),
 		// Ingresses and routes, watched unstructured once their kinds are
-		// found, are slimmed to their identity and hosts.
-		TypedTransform: slimHosts,
+		// found, are slimmed to their identity and hosts; ResourceClaims,
+		// watched once a key counts devices, keep their usage alone.
+		TypedTransform: typedTransform,
 		Typed: map[client.Object]crcache.ByObject{
 			// The namespace in the selector makes the list namespaced: the
 			// server may read the ConfigMaps of its own namespace only.
@@ -107,9 +108,20 @@ func CacheLayout(opts Options) informers.Layout {
 			// Pods and claims, counted and summed, keep their usage alone.
 			&corev1.Pod{}:                   {Field: activePods, Transform: usageTransform},
 			&corev1.PersistentVolumeClaim{}: {Transform: usageTransform},
-			&resourcev1.ResourceClaim{}:     {Transform: usageTransform},
 		},
 	}
+}
+
+// typedTransform slims the typed and unstructured objects the layout gives
+// no transform of their own: a ResourceClaim to its usage, an Ingress or
+// route to its hosts. ResourceClaims have no entry in the layout's Typed, as
+// pods have: the cache looks every entry's kind up when it is made, which
+// fails where resource.k8s.io/v1 is not served (Kubernetes before 1.34).
+func typedTransform(obj any) (any, error) {
+	if _, ok := obj.(*resourcev1.ResourceClaim); ok {
+		return usageTransform(obj)
+	}
+	return slimHosts(obj)
 }
 
 // New adds the informers every registry needs (the registry ConfigMap,

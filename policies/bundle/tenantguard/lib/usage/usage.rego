@@ -235,7 +235,9 @@ device_claim(c) := {key: n |
 }
 
 # Each request's devices by class, an alternative request counting the
-# most any of its alternatives asks of a class.
+# most any of its alternatives asks of a class; in resource.k8s.io/v1beta1
+# (which the webhook receives as sent) the exact request is the request
+# itself.
 _device_requests(c) := [{"class": class, "n": n} |
 	some r in object.get(c, ["spec", "devices", "requests"], [])
 	some class, n in _request_devices(r)
@@ -246,13 +248,21 @@ _request_devices(r) := {class: max([_devices(s) | some s in r.firstAvailable; s.
 	class := s.deviceClassName
 } if {
 	count(object.get(r, "firstAvailable", [])) > 0
-} else := {r.exactly.deviceClassName: _devices(r.exactly)}
+} else := {r.exactly.deviceClassName: _devices(r.exactly)} if {
+	r.exactly
+} else := {r.deviceClassName: _devices(r)}
 
-_devices(x) := max([object.get(x, "count", 1), 1]) if object.get(x, "allocationMode", "ExactCount") == "ExactCount"
+_devices(x) := max([object.get(x, "count", 1), 1]) if _mode(x) == "ExactCount"
 
-_devices(x) := 32 if x.allocationMode == "All"
+_devices(x) := 32 if _mode(x) == "All"
 
-_devices(x) := 0 if not object.get(x, "allocationMode", "ExactCount") in {"ExactCount", "All"}
+_devices(x) := 0 if not _mode(x) in {"ExactCount", "All"}
+
+_mode(x) := m if {
+	m := object.get(x, "allocationMode", "")
+	m != ""
+	m != null
+} else := "ExactCount"
 
 # METADATA
 # description: |
