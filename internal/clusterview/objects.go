@@ -240,7 +240,8 @@ func v1Claim(obj map[string]any) map[string]any {
 	var moved []any
 	for i, r := range requests {
 		req, ok := r.(map[string]any)
-		if _, exact := req["deviceClassName"]; !ok || !exact {
+		class, _ := req["deviceClassName"].(string)
+		if alternatives, _ := req["firstAvailable"].([]any); !ok || class == "" || len(alternatives) > 0 {
 			continue
 		}
 		if moved == nil {

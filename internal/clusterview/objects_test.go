@@ -18,7 +18,7 @@ func TestAResourceClaimManifestCountsItsDevicesInEveryVersion(t *testing.T) {
 	want := usage.List{{Key: "gpu.deviceclass.resource.k8s.io/devices", N: 3}, {Key: "nic.deviceclass.resource.k8s.io/devices", N: 32}}
 	for version, requests := range map[string]string{
 		"v1":      `[{name: a, exactly: {deviceClassName: gpu, count: 2}}, {name: b, exactly: {deviceClassName: nic, allocationMode: All}}, {name: c, firstAvailable: [{name: one, deviceClassName: gpu}]}]`,
-		"v1beta1": `[{name: a, deviceClassName: gpu, count: 2}, {name: b, deviceClassName: nic, allocationMode: All}, {name: c, firstAvailable: [{name: one, deviceClassName: gpu}]}]`,
+		"v1beta1": `[{name: a, deviceClassName: gpu, count: 2}, {name: b, deviceClassName: nic, allocationMode: All}, {name: c, deviceClassName: "", firstAvailable: [{name: one, deviceClassName: gpu}]}]`,
 	} {
 		t.Run(version, func(t *testing.T) {
 			var obj map[string]any

@@ -39,7 +39,7 @@ type Layout struct {
 // (a kind has one setting); MetadataTransform and TypedTransform are l's
 // unless l has none.
 func (l Layout) With(other Layout) Layout {
-	out := Layout{Metadata: maps.Clone(l.Metadata), Typed: maps.Clone(l.Typed), MetadataTransform: l.MetadataTransform}
+	out := Layout{Metadata: maps.Clone(l.Metadata), Typed: maps.Clone(l.Typed), MetadataTransform: l.MetadataTransform, TypedTransform: l.TypedTransform}
 	if out.Metadata == nil {
 		out.Metadata = map[client.Object]cache.ByObject{}
 	}

@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/tenantguard/tenantguard/generator"
+	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/watch"
 )
 
@@ -26,7 +28,9 @@ func TestTheCacheLayoutNamesOnlyCoreKinds(t *testing.T) {
 			t.Errorf("the layout names %s, which a cluster may not serve", gvk)
 		}
 	}
-	// ResourceClaims are slimmed to their usage by the typed transform.
+	// ResourceClaims are slimmed to their usage by the typed transform, also
+	// in serve's layout, which adds the reconciler's.
+	l = l.With(reconcile.CacheLayout(generator.Default))
 	slim, err := l.TypedTransform(&resourcev1.ResourceClaim{})
 	if err != nil {
 		t.Fatal(err)
