@@ -286,7 +286,7 @@ func listResource(ctx context.Context, client kubernetes.Interface, meta metadat
 			}
 			for i := range list.Items {
 				c := &list.Items[i]
-				view.Upsert(clusterview.Object{Kind: "ResourceClaim", Group: gr.Group, Resource: gr.Resource, Namespace: c.Namespace, Name: c.Name, Usage: clusterview.DeviceClaimUsage(c)})
+				view.Upsert(clusterview.Object{Kind: usage.ResourceClaimKind.Kind, Group: gr.Group, Resource: gr.Resource, Namespace: c.Namespace, Name: c.Name, Usage: clusterview.DeviceClaimUsage(c)})
 			}
 			return list.Continue, nil
 		})

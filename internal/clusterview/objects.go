@@ -182,7 +182,7 @@ func Resource(gvk schema.GroupVersionKind) string {
 // resources, nil for other kinds, and whether it is a pod ResourceQuota no
 // longer counts (Object.Uncounted).
 func usageOf(group, kind string, obj map[string]any) (l usage.List, uncounted bool, err error) {
-	if group == usage.ResourceClaims.Group && kind == "ResourceClaim" {
+	if group == usage.ResourceClaimKind.Group && kind == usage.ResourceClaimKind.Kind {
 		var claim resourcev1.ResourceClaim
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v1Claim(obj), &claim); err != nil {
 			return nil, false, fmt.Errorf("resource claim %q: %w", claim.Name, err)

@@ -29,8 +29,9 @@ type resourcing struct {
 
 // resourced returns what a request adds to its tenant's limited sums, or
 // nil: the request is not a create of a pod, PersistentVolumeClaim or
-// ResourceClaim, a pod's resize or a PersistentVolumeClaim's update, or its tenant has no resourceQuota, or the request adds
-// nothing to what it limits (a resize down).
+// ResourceClaim, a pod's resize or a PersistentVolumeClaim's update, or its
+// tenant has no resourceQuota, or the request adds nothing to what it
+// limits (a resize down).
 func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *resourcing {
 	if !e.resources || req.Object == nil || req.Namespace == "" {
 		return nil
@@ -94,7 +95,7 @@ func summedKind(group, kind string) summed {
 		return summedPod
 	case group == "" && kind == "PersistentVolumeClaim":
 		return summedClaim
-	case group == usage.ResourceClaims.Group && kind == "ResourceClaim":
+	case group == usage.ResourceClaimKind.Group && kind == usage.ResourceClaimKind.Kind:
 		return summedDeviceClaim
 	}
 	return unsummed

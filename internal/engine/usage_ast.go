@@ -94,7 +94,7 @@ func deviceClaimOf(obj ast.Object) (*resourcev1.ResourceClaim, error) {
 		r, _ := list.Elem(i).Value.(ast.Object)
 		var req resourcev1.DeviceRequest
 		exactly := objectAt(r, "exactly")
-		if exactly == nil && termAt(r, "deviceClassName") != nil {
+		if exactly == nil && text(r, "deviceClassName") != "" {
 			exactly = r // resource.k8s.io/v1beta1's shape: the request is the exact one
 		}
 		if exactly != nil {

@@ -433,7 +433,7 @@ func (u *gatekeeperUnit) syncNeeds(sync []any, reg *registry.Snapshot) []any {
 			}
 		case "registry.tenants.resourceQuota":
 			gvks = append(gvks, namespace, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"},
-				schema.GroupVersionKind{Group: usage.ResourceClaims.Group, Version: "v1", Kind: "ResourceClaim"})
+				usage.ResourceClaimKind.WithVersion("v1"))
 		case "registry.tenants.ingress.hostnameCollision":
 			gvks = append(gvks, namespace)
 			for _, k := range clusterview.HostKinds() {

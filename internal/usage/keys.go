@@ -95,6 +95,9 @@ func Summed(key string) schema.GroupResource {
 	return schema.GroupResource{Resource: "pods"}
 }
 
-// ResourceClaims is the resource of DRA's ResourceClaims, whose devices the
-// keys per DeviceClass sum.
-var ResourceClaims = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}
+// ResourceClaims and ResourceClaimKind are the resource and kind of DRA's
+// ResourceClaims, whose devices the keys per DeviceClass sum.
+var (
+	ResourceClaims    = schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}
+	ResourceClaimKind = schema.GroupKind{Group: ResourceClaims.Group, Kind: "ResourceClaim"}
+)

@@ -16,8 +16,8 @@ import (
 	"github.com/tenantguard/tenantguard/internal/usage"
 )
 
-// usageObject is a pod or claim (PersistentVolumeClaim, ResourceClaim) as the cache keeps it: its identity and
-// what it adds to its tenant's sums of quota resources (package usage),
+// usageObject is a pod or claim (PersistentVolumeClaim, ResourceClaim) as
+// the cache keeps it: its identity and what it adds to its tenant's sums of quota resources (package usage),
 // computed from the whole object as it arrives (usageTransform), which is
 // then dropped. It is a runtime.Object so that the informer can keep it;
 // nothing reads it through the cache's client.

@@ -250,7 +250,9 @@ _request_devices(r) := {class: max([_devices(s) | some s in r.firstAvailable; s.
 	count(object.get(r, "firstAvailable", [])) > 0
 } else := {r.exactly.deviceClassName: _devices(r.exactly)} if {
 	r.exactly
-} else := {r.deviceClassName: _devices(r)}
+} else := {r.deviceClassName: _devices(r)} if {
+	r.deviceClassName != ""
+} else := {}
 
 _devices(x) := max([object.get(x, "count", 1), 1]) if _mode(x) == "ExactCount"
 
