@@ -263,6 +263,40 @@ func TestKindsNameTheirResources(t *testing.T) {
 	}
 }
 
+// TestAKindMaySeeFewerOfItsRulesOperations: operations on a kind narrow
+// the rule's for that kind alone, its subresources' updates with them; a
+// kind cannot widen them.
+func TestAKindMaySeeFewerOfItsRulesOperations(t *testing.T) {
+	library := func(kinds string) (*catalog.Catalog, error) {
+		return fixtures.Library(family("# custom:\n#   kinds: ["+kinds+"]\n#   subresources: [pods/resize, widgets/status]\n#   operations: [CREATE, UPDATE, DELETE]\n#   engines: [opa]\n", idX, ruleX))
+	}
+	c, err := library("Pod, {kind: example.com/Widget, operations: [DELETE, CREATE]}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.Rule("x")
+	want := []catalog.Route{
+		{Resource: "pods", Operations: []string{"CREATE", "UPDATE", "DELETE"}},
+		{Resource: "pods/resize", Operations: []string{"UPDATE"}},
+		{Group: "example.com", Resource: "widgets", Operations: []string{"CREATE", "DELETE"}},
+	}
+	if got := r.Routes(false); !reflect.DeepEqual(got, want) {
+		t.Errorf("validating routes %+v, want %+v", got, want)
+	}
+	updates := []catalog.Route{{Resource: "pods", Operations: []string{"UPDATE"}}, {Resource: "pods/resize", Operations: []string{"UPDATE"}}}
+	if got := r.RoutesFor([]string{"UPDATE"}); !reflect.DeepEqual(got, updates) {
+		t.Errorf("routes for UPDATE %+v, want the pod's alone: %+v", got, updates)
+	}
+	for kinds, want := range map[string]string{
+		"{kind: Pod, operations: [CONNECT]}": `the operations of Pod (CONNECT) narrow the rule's: name one or more of CREATE, UPDATE, DELETE`,
+		"{kind: Pod, operations: []}":        `the operations of Pod () narrow the rule's`,
+	} {
+		if _, err := library(kinds); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", kinds, err, want)
+		}
+	}
+}
+
 // TestAKindOfAnotherAPIMayLiveInNoNamespace: scope: Cluster marks a kind
 // of another API as cluster-scoped (review then sends its objects in no
 // namespace); a built-in kind's scope is not the library's to say, and a

@@ -25,6 +25,10 @@ type Kind struct {
 	// with scope: Cluster, whose objects live in no namespace (the scope
 	// of the built-in kinds is request.ClusterScoped's).
 	ClusterScoped bool
+	// Operations narrow the rule's operations for this kind (METADATA
+	// {kind: ..., operations: [CREATE]}): a kind whose changes cannot
+	// matter to the rule is then not sent on them. Nil: the rule's.
+	Operations []string
 	// path is where a kind set says the kind keeps what it is in the set
 	// for (a pod carrier's pod spec), read by atKindPath.
 	path []string
@@ -55,12 +59,14 @@ var (
 )
 
 // kindEntry is one entry of a rule's kinds: "Kind", "group/Kind", a kind
-// set's name, or {kind: group/Kind, resource: plural, scope: Cluster} for a
-// kind whose resource is not its regular plural, or that lives in no
-// namespace (scope Namespaced, the default, or Cluster).
+// set's name, or {kind: group/Kind, resource: plural, scope: Cluster,
+// operations: [CREATE]} for a kind whose resource is not its regular
+// plural, that lives in no namespace (scope Namespaced, the default, or
+// Cluster), or that the rule must see in fewer of its operations.
 type kindEntry struct {
 	name, resource string
 	cluster        bool
+	operations     []string
 }
 
 func (e *kindEntry) UnmarshalJSON(raw []byte) error {
@@ -68,14 +74,15 @@ func (e *kindEntry) UnmarshalJSON(raw []byte) error {
 		return nil
 	}
 	var explicit struct {
-		Kind     string `json:"kind"`
-		Resource string `json:"resource"`
-		Scope    string `json:"scope"`
+		Kind       string   `json:"kind"`
+		Resource   string   `json:"resource"`
+		Scope      string   `json:"scope"`
+		Operations []string `json:"operations"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || explicit.Resource == "" {
-		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural} (and scope: Cluster for a kind in no namespace), not %s", raw)
+	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || (explicit.Resource == "" && explicit.Scope == "" && explicit.Operations == nil) {
+		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural} (and scope: Cluster for a kind in no namespace, operations: [CREATE] for a kind the rule must see in fewer of its operations), not %s", raw)
 	}
 	switch explicit.Scope {
 	case "", "Namespaced":
@@ -84,7 +91,7 @@ func (e *kindEntry) UnmarshalJSON(raw []byte) error {
 	default:
 		return fmt.Errorf("the scope of %s is Namespaced (the default) or Cluster, not %q", explicit.Kind, explicit.Scope)
 	}
-	e.name, e.resource = explicit.Kind, explicit.Resource
+	e.name, e.resource, e.operations = explicit.Kind, explicit.Resource, explicit.Operations
 	return nil
 }
 

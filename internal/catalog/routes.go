@@ -116,16 +116,21 @@ func (r *Rule) Routes(mutating bool) []Route {
 	return r.RoutesFor(ops)
 }
 
-// RoutesFor are the rule's kinds' resources with the operations ops, and
-// their subresources with updates when ops has UPDATE: what a policy acting
+// RoutesFor are the rule's kinds' resources with the operations ops (those
+// of them a kind narrows its operations to), and their subresources with
+// updates when that leaves UPDATE: what a policy acting
 // on those operations of the rule matches (the MutatingAdmissionPolicy of
 // its CEL mutations, say).
 func (r *Rule) RoutesFor(ops []string) []Route {
 	var out []Route
 	for _, k := range r.Kinds {
-		add(&out, Route{Group: k.Group, Resource: k.Resource, Operations: ops})
+		kops := ops
+		if k.Operations != nil {
+			kops = slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return !slices.Contains(k.Operations, op) })
+		}
+		add(&out, Route{Group: k.Group, Resource: k.Resource, Operations: kops})
 		for _, sub := range k.Subresources {
-			add(&out, Route{Group: k.Group, Resource: sub, Operations: subresourceOps(ops)})
+			add(&out, Route{Group: k.Group, Resource: sub, Operations: subresourceOps(kops)})
 		}
 	}
 	return out

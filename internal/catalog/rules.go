@@ -356,6 +356,12 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		if i := slices.IndexFunc(r.Kinds, func(o Kind) bool { return o.Key() == k.Key() }); i >= 0 {
 			r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, k.Subresources)
 			r.Kinds[i].ClusterScoped = r.Kinds[i].ClusterScoped || k.ClusterScoped
+			if r.Kinds[i].Operations != nil {
+				r.Kinds[i].Operations = union(r.Kinds[i].Operations, k.Operations)
+			}
+			if k.Operations == nil {
+				r.Kinds[i].Operations = nil
+			}
 			return
 		}
 		k.Subresources = slices.Clone(k.Subresources)
@@ -384,6 +390,13 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 				continue
 			}
 			k.ClusterScoped = entry.cluster
+			if entry.operations != nil {
+				k.Operations = inOrder(slices.Clone(entry.operations))
+				if extra := slices.DeleteFunc(slices.Clone(k.Operations), func(op string) bool { return slices.Contains(r.Operations, op) }); len(extra) > 0 || len(k.Operations) == 0 {
+					problems.add(loc, "rule %q: the operations of %s (%s) narrow the rule's: name one or more of %s", r.ID, name, strings.Join(k.Operations, ", "), strings.Join(r.Operations, ", "))
+					continue
+				}
+			}
 			add(k)
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +28,10 @@ type ruleView struct {
 	// Subresources are the subresources the rule sees its kinds change through.
 	Subresources []string `json:"subresources,omitempty"`
 	Operations   []string `json:"operations"`
-	Mutates      bool     `json:"mutates"`
+	// KindOperations are the fewer operations in which the rule sees some
+	// of its kinds, by kind.
+	KindOperations map[string][]string `json:"kindOperations,omitempty"`
+	Mutates        bool                `json:"mutates"`
 	// Audit is false for a rule the audit leaves out (METADATA custom:
 	// audit: false): one about the change itself, not the object.
 	Audit bool `json:"audit"`
@@ -124,6 +128,12 @@ func viewOf(r catalog.Rule, mode string) ruleView {
 	}
 	for _, k := range r.Kinds {
 		v.Subresources = append(v.Subresources, k.Subresources...)
+		if k.Operations != nil {
+			if v.KindOperations == nil {
+				v.KindOperations = map[string][]string{}
+			}
+			v.KindOperations[k.Key()] = k.Operations
+		}
 	}
 	var reasons []string
 	if missing := slices.DeleteFunc([]string{catalog.EngineOPA, catalog.EngineGatekeeper}, r.Claims); len(missing) > 0 {
@@ -141,7 +151,7 @@ func rulesTable(w io.Writer, cat *catalog.Catalog, rules []ruleView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "RULE\tFAMILY\tKINDS\tOPERATIONS\tMUTATES\tAUDITED\tENFORCEMENT\tENGINES")
 	for _, r := range rules {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\n", r.ID, r.Family, kindsText(cat, r.Kinds), strings.Join(r.Operations, ","), r.Mutates, r.Audit, r.Enforcement, strings.Join(r.Engines, ","))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\n", r.ID, r.Family, kindsText(cat, r.Kinds), operationsText(r, ",", "(%s:%s)"), r.Mutates, r.Audit, r.Enforcement, strings.Join(r.Engines, ","))
 	}
 	return tw.Flush()
 }
@@ -161,6 +171,18 @@ func kindsText(cat *catalog.Catalog, kinds []string) string {
 		}
 	}
 	return strings.Join(append(sets, kinds...), ",")
+}
+
+// operationsText is the rule's operations joined by sep, then each kind
+// that sees fewer of them with its own, by narrowed (a format of the
+// kind and its operations: the table's holds no space, which would split
+// its columns).
+func operationsText(r ruleView, sep, narrowed string) string {
+	text := strings.Join(r.Operations, sep)
+	for _, k := range slices.Sorted(maps.Keys(r.KindOperations)) {
+		text += fmt.Sprintf(narrowed, k, strings.Join(r.KindOperations[k], sep))
+	}
+	return text
 }
 
 func containsAll(s, subset []string) bool {
@@ -194,7 +216,7 @@ ValidatingAdmissionPolicy (` + "`vap`" + `).
 		if r.Mutates {
 			mutates = "yes"
 		}
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s | %s | %s |\n", r.ID, r.ID, r.Family, codeList(strings.Split(kindsText(cat, r.Kinds), ",")), strings.Join(r.Operations, ", "), mutates, r.Enforcement, strings.Join(r.Engines, ", "))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s | %s | %s |\n", r.ID, r.ID, r.Family, codeList(strings.Split(kindsText(cat, r.Kinds), ",")), operationsText(r, ", ", " (`%s`: %s)"), mutates, r.Enforcement, strings.Join(r.Engines, ", "))
 	}
 	for _, r := range rules {
 		fmt.Fprintf(&b, "\n## %s\n\n", r.ID)

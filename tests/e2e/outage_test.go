@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -99,6 +100,22 @@ func TestOutage(t *testing.T) {
 		_, err = alice.CoreV1().Pods("oil-before").Create(ctx, pod("web"), metav1.CreateOptions{})
 		wantFailedClosed(t, err)
 		_, err = alice.CoreV1().Services("oil-before").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+		wantFailedClosed(t, err)
+	})
+	// A ResourceClaim's devices are counted when it is created; its spec
+	// cannot change, so its updates (finalizers, labels) go to the
+	// catch-all webhook, which ignores the outage.
+	t.Run("a tenant's ResourceClaim is updated, not created", func(t *testing.T) {
+		gpu := resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}
+		claim, err := masters.ResourceV1().ResourceClaims("oil-before").Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "before"}, Spec: gpu}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice := cp.As("alice")
+		claim.Finalizers = append(claim.Finalizers, "example.com/driver")
+		_, err = alice.ResourceV1().ResourceClaims("oil-before").Update(ctx, claim, metav1.UpdateOptions{})
+		wantAllowed(t, err)
+		_, err = alice.ResourceV1().ResourceClaims("oil-before").Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "during"}, Spec: gpu}, metav1.CreateOptions{})
 		wantFailedClosed(t, err)
 	})
 }

@@ -108,6 +108,8 @@ func TestRouting(t *testing.T) {
 		{"companion deletion is validated", routes(workloads, "networking.k8s.io", "networkpolicies", admissionregistrationv1.Delete)},
 		{"a counted resource is validated on create", routes(workloads, "", "configmaps", admissionregistrationv1.Create)},
 		{"a counted resource is not validated on update", !routes(workloads, "", "configmaps", admissionregistrationv1.Update)},
+		{"ResourceClaims are validated on create (the devices they add)", routes(workloads, "resource.k8s.io", "resourceclaims", admissionregistrationv1.Create)},
+		{"ResourceClaims are not validated on update, which cannot change their spec, by the workloads webhook", !routes(workloads, "resource.k8s.io", "resourceclaims", admissionregistrationv1.Update)},
 		{"pods are mutated (default PriorityClass)", routes(hook{rules: m[1].Rules}, "", "pods", admissionregistrationv1.Create)},
 		{"claims are mutated (default StorageClass)", routes(hook{rules: m[1].Rules}, "", "persistentvolumeclaims", admissionregistrationv1.Create)},
 		{"the namespaces webhook sees every namespace", len(namespaces.selector.MatchExpressions) == 1},
@@ -152,6 +154,7 @@ func TestEveryKind(t *testing.T) {
 		{"it leaves out events and leases", strings.Contains(conditions["not-events-or-leases"], `"events","events.events.k8s.io","leases.coordination.k8s.io"`)},
 		{"it leaves out pod creates and updates, which the workloads webhook sends", strings.Contains(conditions["not-sent-by-the-workloads-webhook"], `!(request.operation == "CREATE" && `) && strings.Contains(conditions["not-sent-by-the-workloads-webhook"], `"pods"`)},
 		{"it leaves out the counted resources' creates, not their updates", strings.Count(conditions["not-sent-by-the-workloads-webhook"], `"configmaps"`) == 1},
+		{"it leaves out ResourceClaims' creates, not their updates, which the rule of their devices does not see", strings.Count(conditions["not-sent-by-the-workloads-webhook"], `"resourceclaims.resource.k8s.io"`) == 1},
 		{"it keeps the nodes and control plane out", conditions["not-a-node"] != "" && conditions["not-the-control-plane"] != ""},
 	}
 	for _, tt := range tests {

@@ -31,7 +31,7 @@ _facts := object.get(input, ["cluster", "resources"], {})
 #   no resources at pod level.
 # custom:
 #   id: tenant-resource-quota
-#   kinds: [Pod, PersistentVolumeClaim, resource.k8s.io/ResourceClaim]
+#   kinds: [Pod, PersistentVolumeClaim, {kind: resource.k8s.io/ResourceClaim, operations: [CREATE]}]
 #   subresources: [pods/resize]
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper]
