@@ -117,8 +117,13 @@ func Setup(mgr manager.Manager, store *state.Store, opts Options) error {
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
 		return []ctrl.Request{clusterKey}
 	})
+	// A process serves one registry and runs one companion controller, so
+	// controller-runtime's check that names are unique in the process
+	// would only refuse a second server started in one process after the
+	// first, as the e2e tests start one per control plane.
+	skipNameCheck := true
 	err := ctrl.NewControllerManagedBy(mgr).Named("companions").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: &skipNameCheck}).
 		For(informers.Metadata(namespaceKind)).
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(quotaWritten)).
 		Watches(&corev1.LimitRange{}, toNamespace).

@@ -189,7 +189,7 @@ func impersonating(t *testing.T, user string) kubernetes.Interface {
 // webhooks.
 func TestABurstOfOneHostOverReplicas(t *testing.T) {
 	ctx := t.Context()
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	c, err := live.Start(ctx, live.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

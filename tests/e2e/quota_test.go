@@ -33,9 +33,7 @@ const burst, room = 50, 10
 // own, so that it can repoint the webhooks.
 func TestABurstOfCreatesAgainstATenantQuota(t *testing.T) {
 	ctx := t.Context()
-	// No companion reconciler: the shared cluster's in-process server runs
-	// one, and controller names are unique per process.
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	c, err := live.Start(ctx, live.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func asking(cpu string) func(*corev1.PodSpec) {
 // Two tenants' bursts run at once in the last scenario, each exact.
 func TestABurstOfPodsAgainstATenantResourceQuota(t *testing.T) {
 	ctx := t.Context()
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	c, err := live.Start(ctx, live.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func storedPods(t *testing.T, client kubernetes.Interface, namespace string) int
 // pod level; then `tenantguard status` reads the sums from the cluster.
 func TestTheRoutesAroundATenantResourceQuota(t *testing.T) {
 	ctx := t.Context()
-	c, err := live.Start(ctx, live.Options{ServeArgs: []string{"--generator=false"}})
+	c, err := live.Start(ctx, live.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
