@@ -39,6 +39,9 @@ func CheckKey(key string) error {
 		return fmt.Errorf("%q is an object count: write it under quotas, not resourceQuota.hard", key)
 	case strings.HasPrefix(key, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(key, corev1.DefaultResourceRequestsPrefix+corev1.ResourceHugePagesPrefix):
 		return nil
+	case strings.HasPrefix(key, corev1.ResourceImplicitExtendedClaimsPerClass):
+		class := strings.TrimPrefix(key, corev1.ResourceImplicitExtendedClaimsPerClass)
+		return fmt.Errorf("%q, the extended resource name Kubernetes gives DeviceClass %q, is not summed: write %s%s, which sums the class's devices in the tenant's ResourceClaims", key, class, class, corev1.ResourceClaimsPerClass)
 	case strings.Contains(key, deviceClassDomain):
 		class, ok := strings.CutSuffix(key, corev1.ResourceClaimsPerClass)
 		if !ok {
