@@ -129,7 +129,7 @@ func TestABadLibraryIsRefusedNamingEveryProblem(t *testing.T) {
 		{"a rule that mutates in a family without mutations", family(defaults, "# METADATA\n# custom:\n#   id: x\n#   mutates: true\n", ruleX), []string{"declares a rule that mutates but has no mutations rule"}},
 		{"an id that is not lower-case words and dashes", family(defaults, "# METADATA\n# custom:\n#   id: x.y\n", "violations contains {\"id\": \"x.y\", \"msg\": \"m\"} if input.a\n"), []string{`rule id "x.y" must be lower-case words joined by dashes`}},
 		{"a misspelt built-in kind", family("# custom:\n#   kinds: [apps/Deploymnet]\n#   operations: [CREATE]\n", idX, ruleX), []string{`"Deploymnet" is not a kind of the built-in API group "apps"`}},
-		{"a kind with a resource in a bad form", family("# custom:\n#   kinds: [{kind: example.com/Widget}]\n#   operations: [CREATE]\n", idX, ruleX), []string{"or {kind: group/Kind, resource: plural}"}},
+		{"a kind with a resource in a bad form", family("# custom:\n#   kinds: [{kind: example.com/Widget}]\n#   operations: [CREATE]\n", idX, ruleX), []string{"or {kind: group/Kind} with one or more of resource"}},
 		{"a kind set's subresources that are not lists", map[string]string{"k.rego": "package k\n\n# METADATA\n# custom:\n#   kindSet: things\n#   subresources:\n#     Pod: ephemeralcontainers\ncarriers := {\"Pod\": \"spec\"}\n"}, []string{"the subresources of Pod must be a list"}},
 		{"a kind set with a nested value", map[string]string{"k.rego": "package k\n\n# METADATA\n# custom:\n#   kindSet: things\ncarriers := {\"Pod\": {\"path\": \"spec\"}}\n"}, []string{"the path of Pod must be a dot-separated string"}},
 		{"a family's defaults declared in two files", with(family(defaults, idX, ruleX), "g.rego", "# METADATA\n# custom:\n#   kinds: [Service]\npackage tenantguard.rules.f\n"), []string{"package annotation redeclared"}},
@@ -264,36 +264,61 @@ func TestKindsNameTheirResources(t *testing.T) {
 }
 
 // TestAKindMaySeeFewerOfItsRulesOperations: operations on a kind narrow
-// the rule's for that kind alone, its subresources' updates with them; a
-// kind cannot widen them.
+// the rule's for that kind alone, in the validating and the mutating
+// routes, its subresources' updates with them; a kind cannot widen them,
+// be narrowed and listed again, or keep a subresource it is not updated
+// through.
 func TestAKindMaySeeFewerOfItsRulesOperations(t *testing.T) {
-	library := func(kinds string) (*catalog.Catalog, error) {
-		return fixtures.Library(family("# custom:\n#   kinds: ["+kinds+"]\n#   subresources: [pods/resize, widgets/status]\n#   operations: [CREATE, UPDATE, DELETE]\n#   engines: [opa]\n", idX, ruleX))
+	library := func(kinds, subresources string) (*catalog.Catalog, error) {
+		return fixtures.Library(mutating("# custom:\n#   kinds: [" + kinds + "]\n#   subresources: [" + subresources + "]\n#   operations: [CREATE, UPDATE, DELETE]\n#   engines: [opa]\n"))
 	}
-	c, err := library("Pod, {kind: example.com/Widget, operations: [DELETE, CREATE]}")
+	c, err := library("Pod, {kind: example.com/Widget, operations: [DELETE, CREATE, CREATE]}, {kind: example.com/Gadget, operations: [UPDATE, DELETE, CREATE]}", "pods/resize")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, _ := c.Rule("x")
-	want := []catalog.Route{
+	validating := []catalog.Route{
 		{Resource: "pods", Operations: []string{"CREATE", "UPDATE", "DELETE"}},
 		{Resource: "pods/resize", Operations: []string{"UPDATE"}},
 		{Group: "example.com", Resource: "widgets", Operations: []string{"CREATE", "DELETE"}},
+		{Group: "example.com", Resource: "gadgets", Operations: []string{"CREATE", "UPDATE", "DELETE"}},
 	}
-	if got := r.Routes(false); !reflect.DeepEqual(got, want) {
-		t.Errorf("validating routes %+v, want %+v", got, want)
+	if got := r.Routes(false); !reflect.DeepEqual(got, validating) {
+		t.Errorf("validating routes %+v, want %+v", got, validating)
 	}
-	updates := []catalog.Route{{Resource: "pods", Operations: []string{"UPDATE"}}, {Resource: "pods/resize", Operations: []string{"UPDATE"}}}
+	mutatingRoutes := []catalog.Route{
+		{Resource: "pods", Operations: []string{"CREATE", "UPDATE"}},
+		{Resource: "pods/resize", Operations: []string{"UPDATE"}},
+		{Group: "example.com", Resource: "widgets", Operations: []string{"CREATE"}},
+		{Group: "example.com", Resource: "gadgets", Operations: []string{"CREATE", "UPDATE"}},
+	}
+	if got := r.Routes(true); !reflect.DeepEqual(got, mutatingRoutes) {
+		t.Errorf("mutating routes %+v, want %+v", got, mutatingRoutes)
+	}
+	updates := []catalog.Route{{Resource: "pods", Operations: []string{"UPDATE"}}, {Resource: "pods/resize", Operations: []string{"UPDATE"}}, {Group: "example.com", Resource: "gadgets", Operations: []string{"UPDATE"}}}
 	if got := r.RoutesFor([]string{"UPDATE"}); !reflect.DeepEqual(got, updates) {
-		t.Errorf("routes for UPDATE %+v, want the pod's alone: %+v", got, updates)
+		t.Errorf("routes for UPDATE %+v, want %+v", got, updates)
 	}
-	for kinds, want := range map[string]string{
-		"{kind: Pod, operations: [CONNECT]}": `the operations of Pod (CONNECT) narrow the rule's: name one or more of CREATE, UPDATE, DELETE`,
-		"{kind: Pod, operations: []}":        `the operations of Pod () narrow the rule's`,
+	if got := r.Kinds[1].Operations; !slices.Equal(got, []string{"CREATE", "DELETE"}) {
+		t.Errorf("the widget's operations %v, want CREATE, DELETE: once each, in order", got)
+	}
+	if got := r.Kinds[2].Operations; got != nil {
+		t.Errorf("the gadget's operations %v, want nil: all of the rule's narrow nothing", got)
+	}
+	for _, tt := range []struct{ kinds, subresources, want string }{
+		{"{kind: Pod, operations: [CONNECT]}", "", `the operations of Pod (CONNECT) narrow the rule's: name one or more of CREATE, UPDATE, DELETE`},
+		{"{kind: Pod, operations: []}", "", `the operations of Pod () narrow the rule's`},
+		{"Pod, {kind: Pod, operations: [CREATE]}", "", `Pod is listed more than once (by name or in a kind set) and narrowed by operations`},
+		{"{kind: Pod, operations: [CREATE]}, Pod", "", `Pod is listed more than once`},
+		{"{kind: Pod, operations: [CREATE]}", "pods/resize", `subresource "pods/resize" is only ever updated, and the rule's operations for Pod (CREATE) leave out UPDATE`},
 	} {
-		if _, err := library(kinds); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: error %v, want %q", kinds, err, want)
+		if _, err := library(tt.kinds, tt.subresources); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.kinds, err, tt.want)
 		}
+	}
+	_, err = fixtures.Library(family("# custom:\n#   kinds: [{kind: Pod, operations: [DELETE]}]\n#   operations: [CREATE, UPDATE]\n#   engines: [opa]\n", idX, ruleX))
+	if want := `the operations of Pod (DELETE) narrow the rule's: name one or more of CREATE, UPDATE`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("an operation the rule does not see: error %v, want %q", err, want)
 	}
 }
 

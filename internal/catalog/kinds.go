@@ -82,7 +82,7 @@ func (e *kindEntry) UnmarshalJSON(raw []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&explicit); err != nil || explicit.Kind == "" || (explicit.Resource == "" && explicit.Scope == "" && explicit.Operations == nil) {
-		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind, resource: plural} (and scope: Cluster for a kind in no namespace, operations: [CREATE] for a kind the rule must see in fewer of its operations), not %s", raw)
+		return fmt.Errorf("a kind is a string (Pod, apps/Deployment, a kind set) or {kind: group/Kind} with one or more of resource: plural (when not its regular plural), scope: Cluster (for a kind in no namespace) and operations: [CREATE] (for a kind the rule must see in fewer of its operations), not %s", raw)
 	}
 	switch explicit.Scope {
 	case "", "Namespaced":

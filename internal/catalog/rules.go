@@ -356,11 +356,8 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		if i := slices.IndexFunc(r.Kinds, func(o Kind) bool { return o.Key() == k.Key() }); i >= 0 {
 			r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, k.Subresources)
 			r.Kinds[i].ClusterScoped = r.Kinds[i].ClusterScoped || k.ClusterScoped
-			if r.Kinds[i].Operations != nil {
-				r.Kinds[i].Operations = union(r.Kinds[i].Operations, k.Operations)
-			}
-			if k.Operations == nil {
-				r.Kinds[i].Operations = nil
+			if r.Kinds[i].Operations != nil || k.Operations != nil {
+				problems.add(loc, "rule %q: %s is listed more than once (by name or in a kind set) and narrowed by operations; list a kind the rule sees in fewer operations once, and in no kind set", r.ID, k.Key())
 			}
 			return
 		}
@@ -391,10 +388,13 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 			}
 			k.ClusterScoped = entry.cluster
 			if entry.operations != nil {
-				k.Operations = inOrder(slices.Clone(entry.operations))
+				k.Operations = inOrder(union(nil, entry.operations))
 				if extra := slices.DeleteFunc(slices.Clone(k.Operations), func(op string) bool { return slices.Contains(r.Operations, op) }); len(extra) > 0 || len(k.Operations) == 0 {
 					problems.add(loc, "rule %q: the operations of %s (%s) narrow the rule's: name one or more of %s", r.ID, name, strings.Join(k.Operations, ", "), strings.Join(r.Operations, ", "))
 					continue
+				}
+				if len(k.Operations) == len(union(nil, r.Operations)) {
+					k.Operations = nil // all of the rule's: nothing narrowed
 				}
 			}
 			add(k)
@@ -409,6 +409,10 @@ func (c *Catalog) resolveKinds(r *Rule, d declaration, loc *ast.Location, proble
 		}
 		if err := judgeableSubresource(name); err != nil {
 			problems.add(loc, "rule %q: subresource %q: %v", r.ID, sub, err)
+			continue
+		}
+		if ops := r.Kinds[i].Operations; ops != nil && !slices.Contains(ops, "UPDATE") {
+			problems.add(loc, "rule %q: subresource %q is only ever updated, and the rule's operations for %s (%s) leave out UPDATE", r.ID, sub, r.Kinds[i].Key(), strings.Join(ops, ", "))
 			continue
 		}
 		r.Kinds[i].Subresources = union(r.Kinds[i].Subresources, []string{sub})

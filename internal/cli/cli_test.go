@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,6 +150,35 @@ func TestReviewTextOutputIsForPeople(t *testing.T) {
 	r = run(t, "", "review", "-o", "yaml", "--registry", examples("registry.yaml"), "--objects", examples("cluster.yaml"), examples("requests/namespace-stranger.yaml"))
 	if r.code != 2 || !strings.Contains(r.stderr, "yaml") {
 		t.Errorf("an unknown output format must exit 2 and name it, got %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestRulesSayWhichKindsARuleSeesInFewerOperations(t *testing.T) {
+	r := run(t, "", "rules", "-o", "json")
+	var view struct {
+		Rules []struct {
+			ID             string              `json:"id"`
+			KindOperations map[string][]string `json:"kindOperations"`
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &view); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, %v: %s", r.code, err, r.stderr)
+	}
+	for _, rule := range view.Rules {
+		want := map[string][]string(nil)
+		if rule.ID == "tenant-resource-quota" {
+			want = map[string][]string{"resource.k8s.io/ResourceClaim": {"CREATE"}}
+		}
+		if !reflect.DeepEqual(rule.KindOperations, want) {
+			t.Errorf("%s: kindOperations %v, want %v", rule.ID, rule.KindOperations, want)
+		}
+	}
+	table := run(t, "", "rules").stdout
+	markdown := run(t, "", "rules", "-o", "markdown").stdout
+	for text, want := range map[string]string{table: " CREATE,UPDATE(resource.k8s.io/ResourceClaim:CREATE) ", markdown: "| CREATE, UPDATE (`resource.k8s.io/ResourceClaim`: CREATE) |"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func Gatekeeper(reg *registry.Snapshot, opts Options) (*Library, error) {
 			})
 			for _, r := range c.rules {
 				text := fmt.Sprintf("%s (template %s, Constraint %s)", covered, u.kind(), c.name)
-				if slices.Contains(r.Operations, "DELETE") {
+				if slices.ContainsFunc(r.Routes(false), func(route catalog.Route) bool { return slices.Contains(route.Operations, "DELETE") }) {
 					text += "; deletions only with Gatekeeper's enableDeleteOperations"
 				}
 				if r.Counted && len(unsynced) > 0 {

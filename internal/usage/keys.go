@@ -41,7 +41,10 @@ func CheckKey(key string) error {
 		return nil
 	case strings.HasPrefix(key, corev1.ResourceImplicitExtendedClaimsPerClass):
 		class := strings.TrimPrefix(key, corev1.ResourceImplicitExtendedClaimsPerClass)
-		return fmt.Errorf("%q, the extended resource name Kubernetes gives DeviceClass %q, is not summed: write %s%s, which sums the class's devices in the tenant's ResourceClaims", key, class, class, corev1.ResourceClaimsPerClass)
+		if errs := validation.IsDNS1123Subdomain(class); len(errs) > 0 {
+			return fmt.Errorf("%q names DeviceClass %q, which is not a valid class name", key, class)
+		}
+		return fmt.Errorf("%q is not summed: Kubernetes counts under it the devices of DeviceClass %q that pods ask for as an extended resource and those of every ResourceClaim of the class, less what the claim's pod already counts, which needs the pods behind the scheduler's claims; %s%s sums the class's devices in ResourceClaims (the scheduler's claims for pods included, counted once they exist, never refused)", key, class, class, corev1.ResourceClaimsPerClass)
 	case strings.Contains(key, deviceClassDomain):
 		class, ok := strings.CutSuffix(key, corev1.ResourceClaimsPerClass)
 		if !ok {

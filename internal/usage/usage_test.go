@@ -219,7 +219,8 @@ func TestCheckKey(t *testing.T) {
 		{"gpu.example.com.deviceclass.resource.k8s.io/devices", ""},
 		{"gpu.deviceclass.resource.k8s.io/requests.storage", "only devices are counted"},
 		{"Big_GPU.deviceclass.resource.k8s.io/devices", "not a valid class name"},
-		{"requests.deviceclass.resource.kubernetes.io/gpu.example.com", `write gpu.example.com.deviceclass.resource.k8s.io/devices, which sums`},
+		{"requests.deviceclass.resource.kubernetes.io/gpu.example.com", `is not summed: Kubernetes counts under it the devices of DeviceClass "gpu.example.com"`},
+		{"requests.deviceclass.resource.kubernetes.io/", `names DeviceClass "", which is not a valid class name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

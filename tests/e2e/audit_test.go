@@ -41,7 +41,7 @@ func TestTheBackgroundAuditReportsWhatATighterRegistryRefusesAndPrunesWhatIsFixe
 
 func auditAndPrune(t *testing.T, format reports.Format) {
 	ctx := t.Context()
-	c, err := live.Start(ctx, live.Options{ReportCRDs: true, ReportFormat: format.Name, ServeArgs: []string{"--generator=false", "--audit-interval=2s"}})
+	c, err := live.Start(ctx, live.Options{ReportCRDs: true, ReportFormat: format.Name, ServeArgs: []string{"--audit-interval=2s"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestOnlyTheAPIServerIsAnswered(t *testing.T) {
 	}
 	c, err := live.Start(ctx, live.Options{
 		APIServerArgs: map[string]string{"admission-control-config-file": filepath.Join(dir, "admission.yaml")},
-		ServeArgs:     []string{"--generator=false", "--client-ca-file", filepath.Join(dir, "callers.crt")},
+		ServeArgs:     []string{"--client-ca-file", filepath.Join(dir, "callers.crt")},
 	})
 	if err != nil {
 		t.Fatal(err)
