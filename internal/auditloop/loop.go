@@ -64,6 +64,11 @@ type Options struct {
 	Share    float64
 	Logger   *slog.Logger
 	Observer Observer
+	// Synced says whether the cluster view is synced (watch.Watcher's):
+	// the first audit waits for it, so that it neither misses what the
+	// view does not hold yet nor prunes reports that still stand. Nil:
+	// no wait.
+	Synced func() error
 }
 
 func (o *Options) defaults() {
@@ -142,10 +147,11 @@ func New(store *state.Store, pager Pager, reader client.Reader, writer client.Cl
 // NeedLeaderElection is true: one replica audits and writes the reports.
 func (l *Loop) NeedLeaderElection() bool { return true }
 
-// Start audits once the registry is in force, then every interval and
-// after each change of the registry or the policy, until ctx ends.
+// Start audits once the registry is in force and the view synced, then
+// every interval and after each change of the registry or the policy,
+// until ctx ends.
 func (l *Loop) Start(ctx context.Context) error {
-	for l.store.Engine() == nil {
+	for l.store.Engine() == nil || (l.opts.Synced != nil && l.opts.Synced() != nil) {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -169,11 +175,14 @@ func (l *Loop) Start(ctx context.Context) error {
 	}
 }
 
-// settle waits until no change came for the debounce time; false when ctx
-// ended first.
+// settle waits until no change came for the debounce time, or for an
+// interval at most (changes that never pause do not hold the audit off);
+// false when ctx ended first.
 func (l *Loop) settle(ctx context.Context) bool {
 	quiet := time.NewTimer(l.opts.Debounce)
 	defer quiet.Stop()
+	longest := time.NewTimer(l.opts.Interval)
+	defer longest.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -181,6 +190,8 @@ func (l *Loop) settle(ctx context.Context) bool {
 		case <-l.changes:
 			quiet.Reset(l.opts.Debounce)
 		case <-quiet.C:
+			return true
+		case <-longest.C:
 			return true
 		}
 	}
@@ -204,7 +215,7 @@ func (l *Loop) auditLogged(ctx context.Context) {
 			l.opts.Observer.Audited(counts, result.Objects, took, time.Now())
 		}
 	}
-	if errors.Is(err, ErrNoReportCRD) && !apierrors.IsForbidden(err) { // a kind not listed fails the audit too
+	if errors.Is(err, ErrNoReportCRD) && !apierrors.IsForbidden(err) && !errors.Is(err, ErrUnchecked) { // a kind not listed, or objects not checked, fail the audit too
 		l.opts.Logger.Warn("background audit: no reports written", "error", err.Error())
 		return
 	}

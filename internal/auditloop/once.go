@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +42,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	a := audit.New(e, l.store.View(), l.opts.Managers)
 	result := &Result{}
 	checked := 0
+	var failed checkFailures
 	// worked is the time the batch under way took to check, list requests
 	// left out (they wait on the API server).
 	var worked time.Duration
@@ -50,9 +53,15 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		}
 		rows, err := a.Check(ctx, o)
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			// One object the rules cannot decide (admission could
-			// not either) does not stop the audit.
-			l.opts.Logger.Warn("background audit: an object could not be checked", "kind", o.GVK.Kind, "namespace", o.Namespace, "name", o.Name, "error", err.Error())
+			// not either) does not stop the audit, but fails it: its
+			// namespace's report is left as it was.
+			if failed.add(o, err) {
+				l.opts.Logger.Warn("background audit: an object could not be checked (the first of its kind in this audit)", "kind", o.GVK.Kind, "namespace", o.Namespace, "name", o.Name, "error", err.Error())
+			}
 			return nil
 		}
 		result.Objects++
@@ -100,11 +109,53 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		}
 	}
 	audit.Sort(result.Rows)
+	problems := slices.Clone(unlisted)
+	if err := failed.err(); err != nil {
+		problems = append(problems, err)
+	}
 	var err error
-	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, unlisted)
+	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, problems, failed.namespaces)
 	// The rows stand even when the reports could not be written.
-	return result, errors.Join(append(unlisted, err)...)
+	return result, errors.Join(append(problems, err)...)
 }
+
+// checkFailures are the objects an audit could not check: how many, in
+// which namespaces ("" for those in none), and the first error of each
+// kind.
+type checkFailures struct {
+	count      int
+	namespaces map[string]bool
+	first      []error
+	kinds      map[schema.GroupVersionKind]bool
+}
+
+// add counts o, which err kept from being checked: true when it is the
+// first of its kind.
+func (f *checkFailures) add(o *audit.Object, err error) bool {
+	if f.namespaces == nil {
+		f.namespaces, f.kinds = map[string]bool{}, map[schema.GroupVersionKind]bool{}
+	}
+	f.count++
+	f.namespaces[strings.Clone(o.Namespace)] = true
+	if f.kinds[o.GVK] {
+		return false
+	}
+	f.kinds[o.GVK] = true
+	f.first = append(f.first, fmt.Errorf("in namespace %q: %w", o.Namespace, err))
+	return true
+}
+
+// err says what could not be checked; nil when everything was.
+func (f *checkFailures) err() error {
+	if f.count == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the rules could not decide %d, in %d namespaces (their reports are left as they were); the first of each kind: %w", ErrUnchecked, f.count, len(f.namespaces), errors.Join(f.first...))
+}
+
+// ErrUnchecked is the error of an audit that could not check some objects:
+// the rules failed on them (a policy of one's own that errs on a kind, say).
+var ErrUnchecked = errors.New("objects could not be checked")
 
 // pause is how long the audit waits after a batch that took worked: long
 // enough that it works Share of the time, and at least Pause.
@@ -115,8 +166,21 @@ func (l *Loop) pause(worked time.Duration) time.Duration {
 // list calls each with every object of a resource, of kind gvk, in all
 // namespaces, listed from the API server page by page.
 func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, each func(*audit.Object) error) error {
+	expired := 0
 	for token := ""; ; {
 		page, err := l.pager.Page(ctx, gvr, l.opts.PageSize, token)
+		if next, ok := expiredContinue(err); ok && token != "" && expired < maxExpired {
+			// The list took longer than the API server keeps its
+			// snapshot (etcd's compaction, about 5 minutes): go on
+			// from where it was, in the cluster as it is now, with the
+			// token the API server gives for that. An object changed
+			// meanwhile may be missed or seen twice; the next audit
+			// sees it as it is.
+			expired++
+			l.opts.Logger.Info("background audit: a list outlived the API server's snapshot; going on with the cluster as it is now", "resource", gvr.GroupResource().String())
+			token = next
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
@@ -134,4 +198,20 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 			return nil
 		}
 	}
+}
+
+// maxExpired is how many times one list goes on after its snapshot
+// expired before it fails.
+const maxExpired = 10
+
+// expiredContinue is the continue token of a list request refused because
+// its own token expired (410 ResourceExpired): the API server gives one to
+// go on with, inconsistently, from where the list was.
+func expiredContinue(err error) (string, bool) {
+	var status apierrors.APIStatus
+	if err == nil || !apierrors.IsResourceExpired(err) || !errors.As(err, &status) {
+		return "", false
+	}
+	next := status.Status().Continue
+	return next, next != ""
 }

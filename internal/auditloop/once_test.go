@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,10 +45,24 @@ type pagedReader struct {
 	objects map[string][]map[string]any // by kind
 	// forbidden is a kind the audit may not list.
 	forbidden string
-	requests  int
+	// expireOnce are kinds whose first continue token is refused, as
+	// expired (410), with a token to go on with; expired counts them.
+	expireOnce map[string]bool
+	expired    int
+	mu         sync.Mutex
+	requests   int
+}
+
+// requested is how many requests the reader answered.
+func (r *pagedReader) requested() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
 }
 
 func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, limit int64, token string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.requests++
 	if limit <= 0 {
 		return nil, errors.New("the audit must list whole objects page by page")
@@ -58,6 +73,13 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 	}
 	if gvk.Kind == r.forbidden {
 		return nil, apierrors.NewForbidden(gvr.GroupResource(), "", errors.New(`User "system:serviceaccount:tenantguard-system:tenantguard" cannot list resource`))
+	}
+	if token != "" && r.expireOnce[gvk.Kind] {
+		delete(r.expireOnce, gvk.Kind)
+		r.expired++
+		err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
+		err.ErrStatus.Continue = token // where the list was, in the cluster as it is now
+		return nil, err
 	}
 	all := r.objects[gvk.Kind]
 	start := 0
@@ -80,6 +102,8 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 }
 
 func (r *pagedReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.requests++
 	return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "openreports.io", Kind: "Report"}}
 }
@@ -214,6 +238,12 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 		t.Fatalf("the cluster's report says %v, want the forbidden services", r)
 	}
 }
+
+// observerFunc is an Observer that calls itself after each audit.
+type observerFunc func()
+
+func (f observerFunc) Audited(map[metrics.AuditKey]int, int, time.Duration, time.Time) { f() }
+func (f observerFunc) AuditFailed()                                                    {}
 
 // failures counts the audits an Observer is told failed.
 type failures struct{ failed int }

@@ -22,12 +22,14 @@ import (
 var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report is written")
 
 // write applies the reports of rows, the cluster's saying what could not be
-// listed (unlisted), and deletes the instance's reports of namespaces
-// without rows: how many it wrote and pruned. Without the report CRD in
-// the cluster it writes nothing and says so.
-func (l *Loop) write(ctx context.Context, rows []audit.Row, unlisted []error) (written, pruned int, err error) {
+// checked (problems: kinds not listed, objects the rules could not
+// decide), and deletes the instance's reports of namespaces without rows
+// but those in kept, where objects could not be checked: how many it wrote
+// and pruned. Without the report CRD in the cluster it writes nothing and
+// says so.
+func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, kept map[string]bool) (written, pruned int, err error) {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
-	for _, err := range unlisted {
+	for _, err := range problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
 	}
 	desired := reports.Build(rows, opts)
@@ -44,7 +46,7 @@ func (l *Loop) write(ctx context.Context, rows []audit.Row, unlisted []error) (w
 		written++
 	}
 	for _, cluster := range []bool{false, true} {
-		n, err := l.prune(ctx, cluster, desired)
+		n, err := l.prune(ctx, cluster, desired, kept)
 		pruned += n
 		errs = append(errs, err)
 	}
@@ -52,8 +54,8 @@ func (l *Loop) write(ctx context.Context, rows []audit.Row, unlisted []error) (w
 }
 
 // prune deletes the instance's reports (by its labels, name and field
-// manager) that are not desired.
-func (l *Loop) prune(ctx context.Context, cluster bool, desired map[string]*unstructured.Unstructured) (int, error) {
+// manager) that are not desired, but those of the namespaces kept.
+func (l *Loop) prune(ctx context.Context, cluster bool, desired map[string]*unstructured.Unstructured, kept map[string]bool) (int, error) {
 	gvk := l.opts.Format.GVK(cluster)
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -67,7 +69,7 @@ func (l *Loop) prune(ctx context.Context, cluster bool, desired map[string]*unst
 	var errs []error
 	for i := range list.Items {
 		r := &list.Items[i]
-		if _, wanted := desired[r.Namespace]; wanted || r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
+		if _, wanted := desired[r.Namespace]; wanted || kept[r.Namespace] || r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
 			continue
 		}
 		r.SetGroupVersionKind(gvk)

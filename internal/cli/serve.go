@@ -394,6 +394,7 @@ func (o *serveOptions) startInformers(ctx context.Context, stop context.CancelCa
 		}
 	}
 	if o.auditInterval > 0 {
+		auditOpts.Synced = watcher.Synced
 		if err := auditloop.Setup(mgr, store, auditOpts); err != nil {
 			return nil, err
 		}

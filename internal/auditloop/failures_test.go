@@ -1,0 +1,194 @@
+package auditloop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/internal/reconcile"
+	"github.com/tenantguard/tenantguard/internal/reports"
+	"github.com/tenantguard/tenantguard/rego"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
+)
+
+// erringOnServices is a rule family of one's own whose rule fails on every
+// Service: two values of one complete rule.
+var erringOnServices = map[string]string{"tenantguard/rules/boom/boom.rego": `# METADATA
+# title: Boom
+# description: Fails on Services.
+# custom:
+#   kinds: [Service]
+#   operations: [CREATE]
+#   engines: [opa]
+package tenantguard.rules.boom
+
+# METADATA
+# title: Boom
+# description: Fails on Services.
+# custom:
+#   id: boom
+violations contains {"id": "boom", "msg": "boom"} if _x
+
+_x := true if input.request.kind.kind == "Service"
+
+_x := false if input.request.kind.kind == "Service"
+`}
+
+// TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports: an
+// object whose check errs is not an object without violations: the audit
+// fails (counted), the cluster's report says what was not checked, and the
+// report of its namespace is not pruned; the other kinds' rows stand.
+func TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports(t *testing.T) {
+	l, _, writer := auditOfFixture(t)
+	cat, err := catalog.LoadOverlay(rego.FS(), fixtures.MapFS(erringOnServices))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.store.LoadPolicy(t.Context(), "overlay", cat); err != nil {
+		t.Fatal(err)
+	}
+	result, err := l.Once(t.Context())
+	if !errors.Is(err, ErrUnchecked) || !strings.Contains(err.Error(), "the rules could not decide 1, in 1 namespaces") || !strings.Contains(err.Error(), `in namespace "gas-web": Service "web"`) {
+		t.Fatalf("error %v, want the Service that could not be checked", err)
+	}
+	want := []string{"oil-dev/Pod/debug/host-path", "oil-prod/Deployment/edge/host-network", "oil-prod/PersistentVolumeClaim/data/storage-class", "steel-apps/Pod/app/image-registry"}
+	if got := rowNames(result.Rows); !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if result.Objects != 15 {
+		t.Errorf("%d objects checked, want the 16 less the Service", result.Objects)
+	}
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(reports.OpenReports.GVK(true))
+	if err := writer.Get(t.Context(), client.ObjectKey{Name: l.opts.Instance.Name()}, cluster); err != nil {
+		t.Fatalf("the cluster's report: %v", err)
+	}
+	if results, _, _ := unstructured.NestedSlice(cluster.Object, "results"); len(results) != 1 || !strings.Contains(results[0].(map[string]any)["message"].(string), "the rules could not decide 1") {
+		t.Errorf("the cluster's report lists %v, want the object not checked", results)
+	}
+	observer := &failures{}
+	l.opts.Observer = observer
+	l.auditLogged(t.Context())
+	if observer.failed != 1 {
+		t.Errorf("%d audits failed, want 1", observer.failed)
+	}
+}
+
+// TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked: a report
+// of a namespace with no rows now is deleted, unless some of its objects
+// could not be checked.
+func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) {
+	l, _, _ := auditOfFixture(t)
+	var deleted []string
+	lister := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
+			reports := list.(*metav1.PartialObjectMetadataList)
+			for _, namespace := range []string{"gas-web", "oil-dev", "steel-apps"} {
+				r := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: l.opts.Instance.Name(), Namespace: namespace,
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: reconcile.FieldManager(l.opts.Instance), Operation: metav1.ManagedFieldsOperationApply}}}}
+				reports.Items = append(reports.Items, r)
+			}
+			return nil
+		},
+		Delete: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.DeleteOption) error {
+			deleted = append(deleted, obj.GetNamespace())
+			return nil
+		},
+	})
+	l.reader, l.writer = lister, lister
+	desired := map[string]*unstructured.Unstructured{"oil-dev": {}}
+	n, err := l.prune(t.Context(), false, desired, map[string]bool{"gas-web": true})
+	if err != nil || n != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
+		t.Errorf("pruned %d (%v), deleted %v: want steel-apps's alone, gas-web's kept and oil-dev's desired", n, err, deleted)
+	}
+}
+
+// TestAListThatOutlivesItsSnapshotGoesOn: a continue token the API server
+// no longer serves (410 ResourceExpired, after etcd's compaction) does not
+// fail the audit: it goes on with the token the refusal carries.
+func TestAListThatOutlivesItsSnapshotGoesOn(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	reader.expireOnce = map[string]bool{"Pod": true, "Namespace": true}
+	result, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.Objects != 16 || len(result.Rows) != 5 {
+		t.Errorf("%d objects and %d rows, want every object's: 16 and 5", result.Objects, len(result.Rows))
+	}
+	if reader.expired != 2 {
+		t.Errorf("%d lists expired, want the Pods' and the Namespaces'", reader.expired)
+	}
+	for _, err := range []error{nil, errors.New("x"), apierrors.NewResourceExpired("too old resource version")} {
+		if _, ok := expiredContinue(err); ok {
+			t.Errorf("%v: a token to go on with, want none", err)
+		}
+	}
+}
+
+// TestChangesThatNeverPauseDoNotHoldTheAuditOffForMoreThanAnInterval.
+func TestChangesThatNeverPauseDoNotHoldTheAuditOffForMoreThanAnInterval(t *testing.T) {
+	changes := make(chan struct{})
+	l := &Loop{changes: changes, opts: Options{Interval: 300 * time.Millisecond, Debounce: 50 * time.Millisecond}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			select {
+			case changes <- struct{}{}:
+			case <-ctx.Done():
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	settled := make(chan bool)
+	go func() { settled <- l.settle(ctx) }()
+	select {
+	case ok := <-settled:
+		if !ok {
+			t.Error("settle gave up, want it to settle")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("changes every 10 ms held the audit off past its interval")
+	}
+}
+
+// TestTheFirstAuditWaitsForTheViewToBeSynced.
+func TestTheFirstAuditWaitsForTheViewToBeSynced(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	synced := make(chan struct{})
+	l.opts.Synced = func() error {
+		select {
+		case <-synced:
+			return nil
+		default:
+			return errors.New("not synced")
+		}
+	}
+	audited := make(chan struct{}, 1)
+	l.opts.Observer = observerFunc(func() { audited <- struct{}{} })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = l.Start(ctx) }()
+	time.Sleep(1500 * time.Millisecond)
+	if reader.requested() != 0 {
+		t.Fatalf("%d list requests before the view was synced", reader.requested())
+	}
+	close(synced)
+	select {
+	case <-audited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no audit once the view was synced")
+	}
+}
