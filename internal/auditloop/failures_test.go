@@ -107,7 +107,7 @@ func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) 
 		},
 	})
 	l.reader, l.writer = lister, lister
-	desired := map[string]*unstructured.Unstructured{"oil-dev": {}}
+	desired := map[string]bool{"oil-dev": true}
 	n, err := l.prune(t.Context(), false, desired, map[string]bool{"gas-web": true})
 	if err != nil || n != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
 		t.Errorf("pruned %d (%v), deleted %v: want steel-apps's alone, gas-web's kept and oil-dev's desired", n, err, deleted)

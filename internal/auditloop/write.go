@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tenantguard/tenantguard/internal/audit"
@@ -32,9 +31,12 @@ func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, ke
 	for _, err := range problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
 	}
-	desired := reports.Build(rows, opts)
+	// One report built at a time, written, then dropped: a tightened
+	// registry can flag every pod of the cluster.
+	desired := map[string]bool{}
 	var errs []error
-	for namespace, report := range desired {
+	for namespace, report := range reports.Reports(rows, opts) {
+		desired[namespace] = true
 		err := l.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(report), client.FieldOwner(reconcile.FieldManager(l.opts.Instance)), client.ForceOwnership)
 		if meta.IsNoMatchError(err) {
 			return 0, 0, fmt.Errorf("%w: %s (install it, or choose another --audit-report-format): %w", ErrNoReportCRD, report.GetKind(), err)
@@ -55,7 +57,7 @@ func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, ke
 
 // prune deletes the instance's reports (by its labels, name and field
 // manager) that are not desired, but those of the namespaces kept.
-func (l *Loop) prune(ctx context.Context, cluster bool, desired map[string]*unstructured.Unstructured, kept map[string]bool) (int, error) {
+func (l *Loop) prune(ctx context.Context, cluster bool, desired, kept map[string]bool) (int, error) {
 	gvk := l.opts.Format.GVK(cluster)
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -69,7 +71,7 @@ func (l *Loop) prune(ctx context.Context, cluster bool, desired map[string]*unst
 	var errs []error
 	for i := range list.Items {
 		r := &list.Items[i]
-		if _, wanted := desired[r.Namespace]; wanted || kept[r.Namespace] || r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
+		if desired[r.Namespace] || kept[r.Namespace] || r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
 			continue
 		}
 		r.SetGroupVersionKind(gvk)

@@ -2,6 +2,8 @@ package reports
 
 import (
 	"cmp"
+	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -44,6 +46,13 @@ const ErrorPolicy = "audit"
 // cluster-scoped objects (Namespaces), under key "". A namespace without
 // rows has no report: the caller prunes it.
 func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured {
+	return maps.Collect(Reports(rows, opts))
+}
+
+// Reports are Build's reports built one at a time, as they are asked for,
+// in the order of their namespaces: the caller that writes each before it
+// asks for the next holds one report in memory at once, not thousands.
+func Reports(rows []audit.Row, opts Options) iter.Seq2[string, *unstructured.Unstructured] {
 	grouped := map[string][]audit.Row{}
 	for _, r := range rows {
 		grouped[r.Namespace] = append(grouped[r.Namespace], r)
@@ -51,11 +60,13 @@ func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured
 	if _, ok := grouped[""]; !ok && len(opts.Errors) > 0 {
 		grouped[""] = nil
 	}
-	out := make(map[string]*unstructured.Unstructured, len(grouped))
-	for namespace, rows := range grouped {
-		out[namespace] = report(namespace, rows, opts)
+	return func(yield func(string, *unstructured.Unstructured) bool) {
+		for _, namespace := range slices.Sorted(maps.Keys(grouped)) {
+			if !yield(namespace, report(namespace, grouped[namespace], opts)) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // MaxResults is the most results one report lists, and MaxResultBytes

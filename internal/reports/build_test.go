@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,5 +132,24 @@ func TestAFormatIsNamedByItsFlagValue(t *testing.T) {
 	}
 	if _, err := FormatNamed("policyreport"); err == nil {
 		t.Error("an unknown format is accepted")
+	}
+}
+
+func TestReportsComeOneAtATimeInTheOrderOfTheirNamespaces(t *testing.T) {
+	var namespaces []string
+	for namespace, report := range Reports(rows, Options{Format: Formats[0], Name: "tenantguard"}) {
+		if report.GetNamespace() != namespace {
+			t.Errorf("the report of namespace %q is in %q", namespace, report.GetNamespace())
+		}
+		namespaces = append(namespaces, namespace)
+	}
+	if want := []string{"", "gas-web", "oil-dev"}; !slices.Equal(namespaces, want) {
+		t.Errorf("namespaces %q, want %q", namespaces, want)
+	}
+	for namespace := range Reports(rows, Options{Format: Formats[0]}) {
+		if namespace != "" {
+			t.Errorf("a report built after the caller stopped: %q", namespace)
+		}
+		break
 	}
 }
