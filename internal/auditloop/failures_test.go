@@ -140,7 +140,7 @@ func TestAListThatOutlivesItsSnapshotGoesOn(t *testing.T) {
 // TestChangesThatNeverPauseDoNotHoldTheAuditOffForMoreThanAnInterval.
 func TestChangesThatNeverPauseDoNotHoldTheAuditOffForMoreThanAnInterval(t *testing.T) {
 	changes := make(chan struct{})
-	l := &Loop{changes: changes, opts: Options{Interval: 300 * time.Millisecond, Debounce: 50 * time.Millisecond}}
+	l := &Loop{changes: changes, opts: Options{Interval: 600 * time.Millisecond, Debounce: 300 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() {

@@ -144,6 +144,12 @@ func New(store *state.Store, pager Pager, reader client.Reader, writer client.Cl
 	return &Loop{store: store, pager: pager, reader: reader, writer: writer, mapper: mapper, changes: store.Subscribe(), cache: jsonast.NewCache(cacheSlots), opts: opts}
 }
 
+// waitSaid is how long the loop waits to start before it says why, and
+// again every interval: a view that never syncs (a kind whose list is
+// refused) would otherwise keep the audit, its gauges and its failures
+// counter silent.
+const waitSaid = time.Minute
+
 // NeedLeaderElection is true: one replica audits and writes the reports.
 func (l *Loop) NeedLeaderElection() bool { return true }
 
@@ -151,7 +157,16 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 // every interval and after each change of the registry or the policy,
 // until ctx ends.
 func (l *Loop) Start(ctx context.Context) error {
+	waiting, said := time.Now(), time.Time{}
 	for l.store.Engine() == nil || (l.opts.Synced != nil && l.opts.Synced() != nil) {
+		if time.Since(waiting) > waitSaid && time.Since(said) > l.opts.Interval {
+			why := "no registry in force yet"
+			if l.store.Engine() != nil {
+				why = l.opts.Synced().Error()
+			}
+			l.opts.Logger.Warn("background audit: waiting to start", "since", waiting.Format(time.RFC3339), "why", why)
+			said = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -58,7 +58,8 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 			}
 			// One object the rules cannot decide (admission could
 			// not either) does not stop the audit, but fails it: its
-			// namespace's report is left as it was.
+			// rows are in no report, and its namespace's report is
+			// not pruned.
 			if failed.add(o, err) {
 				l.opts.Logger.Warn("background audit: an object could not be checked (the first of its kind in this audit)", "kind", o.GVK.Kind, "namespace", o.Namespace, "name", o.Name, "error", err.Error())
 			}
@@ -150,7 +151,7 @@ func (f *checkFailures) err() error {
 	if f.count == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the rules could not decide %d, in %d namespaces (their reports are left as they were); the first of each kind: %w", ErrUnchecked, f.count, len(f.namespaces), errors.Join(f.first...))
+	return fmt.Errorf("%w: the rules could not decide %d, in %d namespaces (a namespace's report that would hold none of the other objects' rows is left as it was, not pruned); the first of each kind: %w", ErrUnchecked, f.count, len(f.namespaces), errors.Join(f.first...))
 }
 
 // ErrUnchecked is the error of an audit that could not check some objects:

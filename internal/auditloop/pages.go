@@ -50,7 +50,14 @@ func (p restPager) Page(ctx context.Context, gvr schema.GroupVersionResource, li
 	if token != "" {
 		req = req.Param("continue", token)
 	}
-	return req.DoRaw(ctx)
+	// Do, not DoRaw: a refusal's Status is decoded (DoRaw keeps only its
+	// code), so that its reason and a 410's continue token reach the
+	// caller.
+	res := req.Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
 }
 
 // listPaths are what a page's decode leaves out: the items' managed

@@ -53,16 +53,22 @@ func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured
 // in the order of their namespaces: the caller that writes each before it
 // asks for the next holds one report in memory at once, not thousands.
 func Reports(rows []audit.Row, opts Options) iter.Seq2[string, *unstructured.Unstructured] {
-	grouped := map[string][]audit.Row{}
-	for _, r := range rows {
-		grouped[r.Namespace] = append(grouped[r.Namespace], r)
+	// The rows of each namespace by index, not copied: there may be
+	// hundreds of thousands.
+	grouped := map[string][]int{}
+	for i := range rows {
+		grouped[rows[i].Namespace] = append(grouped[rows[i].Namespace], i)
 	}
 	if _, ok := grouped[""]; !ok && len(opts.Errors) > 0 {
 		grouped[""] = nil
 	}
 	return func(yield func(string, *unstructured.Unstructured) bool) {
 		for _, namespace := range slices.Sorted(maps.Keys(grouped)) {
-			if !yield(namespace, report(namespace, grouped[namespace], opts)) {
+			of := make([]audit.Row, len(grouped[namespace]))
+			for j, i := range grouped[namespace] {
+				of[j] = rows[i]
+			}
+			if !yield(namespace, report(namespace, of, opts)) {
 				return
 			}
 		}
