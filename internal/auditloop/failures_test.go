@@ -17,7 +17,6 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
-	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -69,12 +68,7 @@ func TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports(t *testing.T
 	if result.Objects != 15 {
 		t.Errorf("%d objects checked, want the 16 less the Service", result.Objects)
 	}
-	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(reports.OpenReports.GVK(true))
-	if err := writer.Get(t.Context(), client.ObjectKey{Name: l.opts.Instance.Name()}, cluster); err != nil {
-		t.Fatalf("the cluster's report: %v", err)
-	}
-	if results, _, _ := unstructured.NestedSlice(cluster.Object, "results"); len(results) != 1 || !strings.Contains(results[0].(map[string]any)["message"].(string), "the rules could not decide 1") {
+	if results, _, _ := unstructured.NestedSlice(clusterReport(t, l, writer).Object, "results"); len(results) != 1 || !strings.Contains(results[0].(map[string]any)["message"].(string), "the rules could not decide 1") {
 		t.Errorf("the cluster's report lists %v, want the object not checked", results)
 	}
 	observer := &failures{}

@@ -24,6 +24,9 @@ type Result struct {
 	Rows []audit.Row
 	// Reports and Pruned count the reports written and deleted.
 	Reports, Pruned int
+	// Problems are what kept the audit from checking every object: kinds
+	// it may not list, objects the rules could not decide. Any fails it.
+	Problems []error
 }
 
 // The resource and kind of Namespaces.
@@ -110,14 +113,14 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		}
 	}
 	audit.Sort(result.Rows)
-	problems := slices.Clone(unlisted)
+	result.Problems = unlisted
 	if err := failed.err(); err != nil {
-		problems = append(problems, err)
+		result.Problems = append(result.Problems, err)
 	}
 	var err error
-	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, problems, failed.namespaces)
+	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, result.Problems, failed.namespaces)
 	// The rows stand even when the reports could not be written.
-	return result, errors.Join(append(problems, err)...)
+	return result, errors.Join(append(slices.Clone(result.Problems), err)...)
 }
 
 // checkFailures are the objects an audit could not check: how many, in

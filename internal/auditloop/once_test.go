@@ -223,11 +223,7 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 	if result.Reports != 4 {
 		t.Errorf("%d reports written, want the 3 namespaces' with rows and the cluster's", result.Reports)
 	}
-	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(reports.OpenReports.GVK(true))
-	if err := writer.Get(t.Context(), client.ObjectKey{Name: l.opts.Instance.Name()}, cluster); err != nil {
-		t.Fatalf("the cluster's report: %v", err)
-	}
+	cluster := clusterReport(t, l, writer)
 	results, _, _ := unstructured.NestedSlice(cluster.Object, "results")
 	errorsSeen, _, _ := unstructured.NestedInt64(cluster.Object, "summary", "error")
 	if len(results) != 1 || errorsSeen != 1 {
@@ -237,6 +233,17 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 	if r["result"] != "error" || r["policy"] != reports.ErrorPolicy || !strings.Contains(r["message"].(string), "services is forbidden") {
 		t.Fatalf("the cluster's report says %v, want the forbidden services", r)
 	}
+}
+
+// clusterReport is the cluster-scoped report the loop l wrote to writer.
+func clusterReport(t *testing.T, l *Loop, writer client.Client) *unstructured.Unstructured {
+	t.Helper()
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(reports.OpenReports.GVK(true))
+	if err := writer.Get(t.Context(), client.ObjectKey{Name: l.opts.Instance.Name()}, cluster); err != nil {
+		t.Fatalf("the cluster's report: %v", err)
+	}
+	return cluster
 }
 
 // observerFunc is an Observer that calls itself after each audit.

@@ -3,7 +3,6 @@ package reports
 import (
 	"cmp"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -41,36 +40,29 @@ type Options struct {
 // not check.
 const ErrorPolicy = "audit"
 
-// Build is the reports of rows: one per namespace with rows of namespaced
-// objects, keyed by namespace, and the cluster-scoped one of the rows of
-// cluster-scoped objects (Namespaces), under key "". A namespace without
-// rows has no report: the caller prunes it.
-func Build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured {
-	return maps.Collect(Reports(rows, opts))
-}
-
-// Reports are Build's reports built one at a time, as they are asked for,
-// in the order of their namespaces: the caller that writes each before it
-// asks for the next holds one report in memory at once, not thousands.
+// Reports are the reports of rows, sorted as audit.Sort sorts them: one
+// per namespace with rows of namespaced objects, and the cluster-scoped one
+// of the rows of cluster-scoped objects (Namespaces) and of opts.Errors,
+// under namespace "", first. A namespace without rows has no report: the
+// caller prunes it. They are built one at a time, as they are asked for,
+// each of a run of rows, which it does not copy: the caller that writes
+// each before it asks for the next holds one report in memory at once.
 func Reports(rows []audit.Row, opts Options) iter.Seq2[string, *unstructured.Unstructured] {
-	// The rows of each namespace by index, not copied: there may be
-	// hundreds of thousands.
-	grouped := map[string][]int{}
-	for i := range rows {
-		grouped[rows[i].Namespace] = append(grouped[rows[i].Namespace], i)
-	}
-	if _, ok := grouped[""]; !ok && len(opts.Errors) > 0 {
-		grouped[""] = nil
-	}
 	return func(yield func(string, *unstructured.Unstructured) bool) {
-		for _, namespace := range slices.Sorted(maps.Keys(grouped)) {
-			of := make([]audit.Row, len(grouped[namespace]))
-			for j, i := range grouped[namespace] {
-				of[j] = rows[i]
-			}
-			if !yield(namespace, report(namespace, of, opts)) {
+		if len(opts.Errors) > 0 && (len(rows) == 0 || rows[0].Namespace != "") {
+			if !yield("", report("", nil, opts)) {
 				return
 			}
+		}
+		for len(rows) > 0 {
+			namespace, n := rows[0].Namespace, 1
+			for n < len(rows) && rows[n].Namespace == namespace {
+				n++
+			}
+			if !yield(namespace, report(namespace, rows[:n], opts)) {
+				return
+			}
+			rows = rows[n:]
 		}
 	}
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,17 +22,24 @@ var rows = []audit.Row{
 	{APIVersion: "v1", Kind: "Namespace", Name: "gas-three", Tenant: "gas", Rule: "namespace-quota", Mode: "deny", Message: "too many"},
 }
 
+// build is every report of rows, sorted first, by namespace.
+func build(rows []audit.Row, opts Options) map[string]*unstructured.Unstructured {
+	rows = slices.Clone(rows)
+	audit.Sort(rows)
+	return maps.Collect(Reports(rows, opts))
+}
+
 func TestEveryNamespaceWithViolationsGetsOneReportAndNamespacesTheClusterOne(t *testing.T) {
 	for _, format := range Formats {
 		t.Run(format.Name, func(t *testing.T) {
-			built := Build(rows, Options{Format: format, Name: "tenantguard", Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard"}, Time: time.Unix(1700000000, 0)})
+			built := build(rows, Options{Format: format, Name: "tenantguard", Labels: map[string]string{"app.kubernetes.io/managed-by": "tenantguard"}, Time: time.Unix(1700000000, 0)})
 			tests := []struct {
 				name                   string
 				namespace, kind        string
 				fail, warn, results    int64
 				firstPolicy, firstKind string
 			}{
-				{"oil-dev's report holds its two rows", "oil-dev", format.Kind, 1, 1, 2, "host-path", "Pod"},
+				{"oil-dev's report holds its two rows", "oil-dev", format.Kind, 1, 1, 2, "host-network", "Deployment"}, // audit.Sort's order
 				{"gas-web's dryrun row warns", "gas-web", format.Kind, 0, 1, 1, "service-type", "Service"},
 				{"the cluster-scoped report holds the Namespaces", "", format.ClusterKind, 1, 0, 1, "namespace-quota", "Namespace"},
 			}
@@ -80,7 +88,7 @@ func TestAReportListsAtMostMaxResultsFailuresFirstAndCountsEveryRow(t *testing.T
 		}
 		many = append(many, audit.Row{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("p%d", i), Rule: "host-path", Mode: mode, Message: "no"})
 	}
-	r := Build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
+	r := build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
 	fail, _, _ := unstructured.NestedInt64(r.Object, "summary", "fail")
 	warn, _, _ := unstructured.NestedInt64(r.Object, "summary", "warn")
 	results, _, _ := unstructured.NestedSlice(r.Object, "results")
@@ -99,7 +107,7 @@ func TestAReportListsAtMostMaxResultsFailuresFirstAndCountsEveryRow(t *testing.T
 	if listed != 500 {
 		t.Errorf("%d failures listed, want all 500 before the warnings", listed)
 	}
-	if r := Build(rows, Options{Format: Formats[0]})["oil-dev"]; r.GetAnnotations()[LeftOutAnnotation] != "" {
+	if r := build(rows, Options{Format: Formats[0]})["oil-dev"]; r.GetAnnotations()[LeftOutAnnotation] != "" {
 		t.Errorf("a report under MaxResults says %v", r.GetAnnotations())
 	}
 }
@@ -110,7 +118,7 @@ func TestAReportOfLongMessagesStaysUnderWhatEtcdTakes(t *testing.T) {
 	for i := range MaxResults {
 		many = append(many, audit.Row{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: fmt.Sprintf("p%d", i), Rule: "image-registry", Mode: "deny", Message: long})
 	}
-	r := Build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
+	r := build(many, Options{Format: Formats[0], Name: "tenantguard", Time: time.Unix(1700000000, 0)})["oil-dev"]
 	text, err := json.Marshal(r.Object)
 	if err != nil {
 		t.Fatal(err)
@@ -136,17 +144,31 @@ func TestAFormatIsNamedByItsFlagValue(t *testing.T) {
 }
 
 func TestReportsComeOneAtATimeInTheOrderOfTheirNamespaces(t *testing.T) {
-	var namespaces []string
-	for namespace, report := range Reports(rows, Options{Format: Formats[0], Name: "tenantguard"}) {
-		if report.GetNamespace() != namespace {
-			t.Errorf("the report of namespace %q is in %q", namespace, report.GetNamespace())
+	sorted := slices.Clone(rows)
+	audit.Sort(sorted)
+	for _, tt := range []struct {
+		name   string
+		rows   []audit.Row
+		errors []string
+		want   []string
+	}{
+		{"rows of three namespaces, the cluster's among them", sorted, nil, []string{"", "gas-web", "oil-dev"}},
+		{"errors and no cluster-scoped row", sorted[1:], []string{"not listed"}, []string{"", "gas-web", "oil-dev"}},
+		{"errors alone", nil, []string{"not listed"}, []string{""}},
+		{"nothing", nil, nil, nil},
+	} {
+		var namespaces []string
+		for namespace, report := range Reports(tt.rows, Options{Format: Formats[0], Name: "tenantguard", Errors: tt.errors}) {
+			if report.GetNamespace() != namespace {
+				t.Errorf("%s: the report of namespace %q is in %q", tt.name, namespace, report.GetNamespace())
+			}
+			namespaces = append(namespaces, namespace)
 		}
-		namespaces = append(namespaces, namespace)
+		if !slices.Equal(namespaces, tt.want) {
+			t.Errorf("%s: namespaces %q, want %q", tt.name, namespaces, tt.want)
+		}
 	}
-	if want := []string{"", "gas-web", "oil-dev"}; !slices.Equal(namespaces, want) {
-		t.Errorf("namespaces %q, want %q", namespaces, want)
-	}
-	for namespace := range Reports(rows, Options{Format: Formats[0]}) {
+	for namespace := range Reports(sorted, Options{Format: Formats[0]}) {
 		if namespace != "" {
 			t.Errorf("a report built after the caller stopped: %q", namespace)
 		}
