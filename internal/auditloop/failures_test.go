@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/rego"
@@ -88,6 +89,9 @@ func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) 
 	lister := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
 		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
 			reports := list.(*metav1.PartialObjectMetadataList)
+			if reports.GetObjectKind().GroupVersionKind().Kind != l.opts.Format.Kind+"List" {
+				return nil // no cluster report
+			}
 			for _, namespace := range []string{"gas-web", "oil-dev", "steel-apps"} {
 				r := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: l.opts.Instance.Name(), Namespace: namespace,
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: reconcile.FieldManager(l.opts.Instance), Operation: metav1.ManagedFieldsOperationApply}}}}
@@ -101,10 +105,10 @@ func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) 
 		},
 	})
 	l.reader, l.writer = lister, lister
-	desired := map[string]bool{"oil-dev": true}
-	n, err := l.prune(t.Context(), false, desired, map[string]bool{"gas-web": true})
-	if err != nil || n != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
-		t.Errorf("pruned %d (%v), deleted %v: want steel-apps's alone, gas-web's kept and oil-dev's desired", n, err, deleted)
+	rows := []audit.Row{{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: "debug", Rule: "host-path", Mode: "deny", Message: "[host-path] no"}}
+	c, err := l.write(t.Context(), rows, nil, map[string]bool{"gas-web": true})
+	if err != nil || c.pruned != 1 || c.written != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
+		t.Errorf("wrote %d, pruned %d (%v), deleted %v: want oil-dev's written, steel-apps's alone pruned, gas-web's kept", c.written, c.pruned, err, deleted)
 	}
 }
 

@@ -22,8 +22,9 @@ type Result struct {
 	Objects int
 	// Rows are the violations, sorted.
 	Rows []audit.Row
-	// Reports and Pruned count the reports written and deleted.
-	Reports, Pruned int
+	// Reports, Unchanged and Pruned count the reports written, left as
+	// they were (they said what the audit found) and deleted.
+	Reports, Unchanged, Pruned int
 	// Problems are what kept the audit from checking every object: kinds
 	// it may not list, objects the rules could not decide. Any fails it.
 	Problems []error
@@ -117,8 +118,8 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	if err := failed.err(); err != nil {
 		result.Problems = append(result.Problems, err)
 	}
-	var err error
-	result.Reports, result.Pruned, err = l.write(ctx, result.Rows, result.Problems, failed.namespaces)
+	c, err := l.write(ctx, result.Rows, result.Problems, failed.namespaces)
+	result.Reports, result.Unchanged, result.Pruned = c.written, c.unchanged, c.pruned
 	// The rows stand even when the reports could not be written.
 	return result, errors.Join(append(slices.Clone(result.Problems), err)...)
 }

@@ -18,6 +18,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -277,4 +278,96 @@ func TestAKindNotListedFailsTheAuditWithoutTheReportCRDToo(t *testing.T) {
 			t.Errorf("forbidden %q: %d audits failed, want %d", forbidden, observer.failed, want)
 		}
 	}
+}
+
+// TestAnAuditThatFindsWhatTheLastOneFoundWritesNothing: the reports of a
+// second audit of the same cluster say what the first ones say, so none is
+// written again (their resource versions stay); a report changed by
+// another manager, or one that would say something else, is.
+func TestAnAuditThatFindsWhatTheLastOneFoundWritesNothing(t *testing.T) {
+	l, _, _ := auditOfFixture(t)
+	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+	l.reader, l.writer = metadataLister{writer}, writer
+	first, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Reports != 4 || first.Unchanged != 0 {
+		t.Fatalf("first audit: %d reports written, %d unchanged, want 4 and 0", first.Reports, first.Unchanged)
+	}
+	versions := func() map[string]string {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(reports.OpenReports.GroupVersion.WithKind("ReportList"))
+		if err := writer.List(t.Context(), list); err != nil {
+			t.Fatal(err)
+		}
+		v := map[string]string{}
+		for _, r := range list.Items {
+			v[r.GetNamespace()] = r.GetResourceVersion()
+		}
+		return v
+	}
+	before := versions()
+	second, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Reports != 0 || second.Unchanged != 4 || second.Pruned != 0 {
+		t.Errorf("second audit: %d written, %d unchanged, %d pruned, want 0, 4 and 0", second.Reports, second.Unchanged, second.Pruned)
+	}
+	if after := versions(); !maps.Equal(before, after) {
+		t.Errorf("resource versions %v, then %v: a report was written again", before, after)
+	}
+
+	// Someone edits one report by hand: it is written back.
+	edited := &unstructured.Unstructured{}
+	edited.SetGroupVersionKind(reports.OpenReports.GVK(false))
+	if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "oil-dev", Name: l.opts.Instance.Name()}, edited); err != nil {
+		t.Fatal(err)
+	}
+	edited.Object["results"] = []any{}
+	if err := writer.Update(t.Context(), edited, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	third, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Reports != 1 || third.Unchanged != 3 {
+		t.Errorf("after an edit: %d written, %d unchanged, want oil-dev's written alone", third.Reports, third.Unchanged)
+	}
+	if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "oil-dev", Name: l.opts.Instance.Name()}, edited); err != nil {
+		t.Fatal(err)
+	}
+	if results, _, _ := unstructured.NestedSlice(edited.Object, "results"); len(results) != 1 {
+		t.Errorf("oil-dev's report lists %v after the audit, want its row back", results)
+	}
+}
+
+// metadataLister lists the metadata of objects of kinds its client knows
+// only as unstructured, as the API server does and the fake client cannot.
+type metadataLister struct{ client.Client }
+
+func (m metadataLister) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	partial, ok := list.(*metav1.PartialObjectMetadataList)
+	if !ok {
+		return m.Client.List(ctx, list, opts...)
+	}
+	all := &unstructured.UnstructuredList{}
+	all.SetGroupVersionKind(partial.GroupVersionKind())
+	if err := m.Client.List(ctx, all, opts...); err != nil {
+		return err
+	}
+	for _, u := range all.Items {
+		r := metav1.PartialObjectMetadata{}
+		r.SetGroupVersionKind(u.GroupVersionKind())
+		r.SetName(u.GetName())
+		r.SetNamespace(u.GetNamespace())
+		r.SetLabels(u.GetLabels())
+		r.SetAnnotations(u.GetAnnotations())
+		r.SetResourceVersion(u.GetResourceVersion())
+		r.SetManagedFields(u.GetManagedFields())
+		partial.Items = append(partial.Items, r)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tenantguard/tenantguard/internal/audit"
@@ -23,65 +24,101 @@ var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report i
 // write applies the reports of rows, the cluster's saying what could not be
 // checked (problems: kinds not listed, objects the rules could not
 // decide), and deletes the instance's reports of namespaces without rows
-// but those in kept, where objects could not be checked: how many it wrote
-// and pruned. Without the report CRD in the cluster it writes nothing and
-// says so.
-func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, kept map[string]bool) (written, pruned int, err error) {
+// but those in kept, where objects could not be checked: how many it wrote,
+// left as they were and pruned. A report is rewritten only when it would
+// say something else than it does (its digest, timestamps left out) or
+// another manager changed it: an audit that finds what the one before it
+// found writes nothing. Without the report CRD in the cluster it writes
+// nothing and says so.
+func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, kept map[string]bool) (c counts, err error) {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
 	for _, err := range problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
 	}
+	// The reports there are, by namespace ("" the cluster's): a list
+	// that fails leaves every report written and none pruned.
+	existing, errs := map[string]*metav1.PartialObjectMetadata{}, []error(nil)
+	listed := true
+	for _, cluster := range []bool{false, true} {
+		if err := l.ours(ctx, cluster, existing); err != nil {
+			errs, listed = append(errs, err), false
+		}
+	}
 	// One report built at a time, written, then dropped: a tightened
 	// registry can flag every pod of the cluster.
 	desired := map[string]bool{}
-	var errs []error
 	for namespace, report := range reports.Reports(rows, opts) {
 		desired[namespace] = true
+		if l.current(existing[namespace], report) {
+			c.unchanged++
+			continue
+		}
 		err := l.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(report), client.FieldOwner(reconcile.FieldManager(l.opts.Instance)), client.ForceOwnership)
 		if meta.IsNoMatchError(err) {
-			return 0, 0, fmt.Errorf("%w: %s (install it, or choose another --audit-report-format): %w", ErrNoReportCRD, report.GetKind(), err)
+			return counts{}, fmt.Errorf("%w: %s (install it, or choose another --audit-report-format): %w", ErrNoReportCRD, report.GetKind(), err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("writing the report of namespace %q: %w", namespace, err))
 			continue
 		}
-		written++
+		c.written++
 	}
-	for _, cluster := range []bool{false, true} {
-		n, err := l.prune(ctx, cluster, desired, kept)
-		pruned += n
-		errs = append(errs, err)
+	if !listed {
+		return c, errors.Join(errs...)
 	}
-	return written, pruned, errors.Join(errs...)
+	for namespace, r := range existing {
+		if desired[namespace] || kept[namespace] {
+			continue
+		}
+		if err := l.writer.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("pruning the report of namespace %q: %w", namespace, err))
+			continue
+		}
+		c.pruned++
+	}
+	return c, errors.Join(errs...)
 }
 
-// prune deletes the instance's reports (by its labels, name and field
-// manager) that are not desired, but those of the namespaces kept.
-func (l *Loop) prune(ctx context.Context, cluster bool, desired, kept map[string]bool) (int, error) {
+// counts are what write did: reports written, left as they were, pruned.
+type counts struct{ written, unchanged, pruned int }
+
+// ours adds to existing, by namespace, the metadata of the instance's
+// reports (by its labels, name and field manager), namespaced or the
+// cluster's. A cluster without the report CRD has none.
+func (l *Loop) ours(ctx context.Context, cluster bool, existing map[string]*metav1.PartialObjectMetadata) error {
 	gvk := l.opts.Format.GVK(cluster)
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := l.reader.List(ctx, list, client.MatchingLabelsSelector{Selector: l.opts.Instance.Selector()}); err != nil {
 		if meta.IsNoMatchError(err) {
-			return 0, nil
+			return nil
 		}
-		return 0, fmt.Errorf("listing the %s reports: %w", gvk.Kind, err)
+		return fmt.Errorf("listing the %s reports: %w", gvk.Kind, err)
 	}
-	pruned := 0
-	var errs []error
 	for i := range list.Items {
 		r := &list.Items[i]
-		if desired[r.Namespace] || kept[r.Namespace] || r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
+		if r.Name != l.opts.Instance.Name() || !l.appliedByUs(r) {
 			continue
 		}
 		r.SetGroupVersionKind(gvk)
-		if err := l.writer.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("pruning the report of namespace %q: %w", r.Namespace, err))
-			continue
-		}
-		pruned++
+		existing[r.Namespace] = r
 	}
-	return pruned, errors.Join(errs...)
+	return nil
+}
+
+// current is true when r, the report there is, says what report would:
+// the same digest, and no manager but the instance's has changed it since
+// (kubectl edit, say).
+func (l *Loop) current(r *metav1.PartialObjectMetadata, report *unstructured.Unstructured) bool {
+	if r == nil || r.Annotations[reports.DigestAnnotation] != report.GetAnnotations()[reports.DigestAnnotation] {
+		return false
+	}
+	for _, f := range r.ManagedFields {
+		if f.Manager != reconcile.FieldManager(l.opts.Instance) || f.Operation != metav1.ManagedFieldsOperationApply {
+			return false
+		}
+	}
+	return true
 }
 
 // appliedByUs is true when the instance's field manager applied the report.

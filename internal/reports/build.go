@@ -2,7 +2,12 @@ package reports
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -114,6 +119,9 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 		n = fitting(rows)
 		leftOut, rows = len(rows)-n, rows[:n]
 	}
+	// Every result's timestamp, one value: the digest is taken with it
+	// zero, then it is set.
+	stamp := map[string]any{"seconds": int64(0), "nanos": int64(0)}
 	items := make([]any, 0, len(rows))
 	for _, r := range rows {
 		result := results[r.Mode]
@@ -135,7 +143,7 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 			"message":    r.Message,
 			"scored":     result == "fail", // the CRDs' warn counts non-scored failures
 			"severity":   cmp.Or(map[string]string{registry.ModeDeny: "high"}[r.Mode], "medium"),
-			"timestamp":  map[string]any{"seconds": opts.Time.Unix(), "nanos": int64(0)},
+			"timestamp":  stamp,
 			"resources":  []any{resource},
 			"properties": properties,
 		})
@@ -150,7 +158,7 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 				"message":   msg,
 				"scored":    false,
 				"severity":  "high",
-				"timestamp": map[string]any{"seconds": opts.Time.Unix(), "nanos": int64(0)},
+				"timestamp": stamp,
 			})
 		}
 	}
@@ -158,16 +166,33 @@ func report(namespace string, rows []audit.Row, opts Options) *unstructured.Unst
 	u.SetGroupVersionKind(opts.Format.GVK(namespace == ""))
 	u.SetName(opts.Name)
 	u.SetNamespace(namespace)
-	labels := make(map[string]string, len(opts.Labels))
-	for k, v := range opts.Labels {
-		labels[k] = v
-	}
-	u.SetLabels(labels)
+	u.SetLabels(maps.Clone(opts.Labels))
+	annotations := map[string]string{}
 	if leftOut > 0 {
-		u.SetAnnotations(map[string]string{LeftOutAnnotation: strconv.Itoa(leftOut)})
+		annotations[LeftOutAnnotation] = strconv.Itoa(leftOut)
 	}
 	if opts.Format.source {
 		u.Object["source"] = Source
 	}
+	u.SetAnnotations(annotations)
+	annotations[DigestAnnotation] = digest(u)
+	u.SetAnnotations(annotations)
+	stamp["seconds"] = opts.Time.Unix()
 	return u
+}
+
+// DigestAnnotation is the annotation that holds a digest of the report as
+// written, its results' timestamps left out: the audit rewrites a report
+// only when it would say something else.
+const DigestAnnotation = "tenantguard.io/results-digest"
+
+// digest is the SHA-256 of u's JSON, whose maps encoding/json writes with
+// their keys sorted.
+func digest(u *unstructured.Unstructured) string {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		panic(fmt.Sprintf("a report's JSON: %v", err)) // built above of strings, numbers, maps and slices
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }

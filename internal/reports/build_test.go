@@ -175,3 +175,41 @@ func TestReportsComeOneAtATimeInTheOrderOfTheirNamespaces(t *testing.T) {
 		break
 	}
 }
+
+// TestAReportsDigestChangesWithWhatItSaysNotWithTheAuditsTime: the digest
+// the audit compares before writing a report again.
+func TestAReportsDigestChangesWithWhatItSaysNotWithTheAuditsTime(t *testing.T) {
+	opts := Options{Format: OpenReports, Name: "tenantguard", Time: time.Unix(1700000000, 0)}
+	digest := func(rows []audit.Row, opts Options) string {
+		r := build(rows, opts)["oil-dev"]
+		if seconds, _, _ := unstructured.NestedInt64(r.Object["results"].([]any)[0].(map[string]any), "timestamp", "seconds"); seconds != opts.Time.Unix() {
+			t.Fatalf("a result's timestamp is %d, want the audit's %d", seconds, opts.Time.Unix())
+		}
+		return r.GetAnnotations()[DigestAnnotation]
+	}
+	was := digest(rows, opts)
+	if len(was) != 64 {
+		t.Fatalf("digest %q, want a SHA-256 in hex", was)
+	}
+	later := opts
+	later.Time = opts.Time.Add(time.Hour)
+	renamed := slices.Clone(rows)
+	renamed[0].Message = "no, not that path"
+	labelled := opts
+	labelled.Labels = map[string]string{"team": "platform"}
+	for _, tt := range []struct {
+		name string
+		rows []audit.Row
+		opts Options
+		same bool
+	}{
+		{"the same rows an hour later have the same digest", rows, later, true},
+		{"a row whose message changed changes it", renamed, opts, false},
+		{"a row fewer changes it", rows[1:], opts, false},
+		{"other labels change it", rows, labelled, false},
+	} {
+		if got := digest(tt.rows, tt.opts); (got == was) != tt.same {
+			t.Errorf("%s: %s against %s", tt.name, got, was)
+		}
+	}
+}

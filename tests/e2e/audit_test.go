@@ -32,7 +32,8 @@ var reportName = generator.DefaultInstance
 // namespace appears with both pods' host-path rows, the cluster report with
 // both namespaces' namespace-quota rows, and the gauge counts them; one pod
 // deleted, its row goes and the report stays; the other deleted and the
-// quota restored, both reports are pruned.
+// quota restored, both reports are pruned. Audits that find the same
+// violations leave the reports as they are.
 func TestTheBackgroundAuditReportsWhatATighterRegistryRefusesAndPrunesWhatIsFixed(t *testing.T) {
 	for _, format := range reports.Formats {
 		t.Run(format.Name, func(t *testing.T) { auditAndPrune(t, format) })
@@ -117,6 +118,33 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 		}
 		return nil
 	})
+
+	// Audits that find the same write nothing: the reports' resource
+	// versions stay.
+	versions := func() string {
+		r, err := namespaced.Namespace("gas-web").Get(ctx, reportName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr, err := clusterReports.Get(ctx, reportName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetResourceVersion() + "/" + cr.GetResourceVersion()
+	}
+	before := versions()
+	for i := range 2 {
+		last := metricAt(t, c, "tenantguard_audit_last_run_timestamp_seconds ")
+		within(t, 30*time.Second, fmt.Sprintf("audit %d after the reports were written", i+1), func(context.Context) error {
+			if now := metricAt(t, c, "tenantguard_audit_last_run_timestamp_seconds "); now == last {
+				return fmt.Errorf("no audit since %q", last)
+			}
+			return nil
+		})
+	}
+	if after := versions(); after != before {
+		t.Errorf("the reports' resource versions went from %s to %s: audits that found the same wrote them again", before, after)
+	}
 
 	// Fixed one by one: the pods deleted (by an administrator: a tenant
 	// could too), the quota given back.
