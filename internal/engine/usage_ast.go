@@ -12,8 +12,8 @@ import (
 // podOf reads, of a decoded pod, what its usage depends on, straight from
 // the request's values: the containers' and init containers' names,
 // resources and restart policies, the pod's overhead and resources, its
-// phase and what its status holds allocated. The rest of the pod is not
-// read.
+// phase, what its containers' statuses hold allocated and whether a resize
+// was found infeasible. The rest of the pod is not read.
 func podOf(obj ast.Object) (*corev1.Pod, error) {
 	p := &corev1.Pod{}
 	spec := objectAt(obj, "spec")
@@ -40,15 +40,22 @@ func podOf(obj ast.Object) (*corev1.Pod, error) {
 	if p.Status.InitContainerStatuses, err = statusesOf(status, "initContainerStatuses"); err != nil {
 		return nil, err
 	}
-	if p.Status.AllocatedResources, err = resourceList(status, "allocatedResources"); err != nil {
-		return nil, err
-	}
-	if r := objectAt(status, "resources"); r != nil {
-		if p.Status.Resources, err = requirements(r); err != nil {
-			return nil, err
+	p.Status.Conditions = resizeConditionOf(status)
+	return p, nil
+}
+
+// resizeConditionOf is, of a pod's status, its PodResizePending condition
+// (its reason says whether the resize is infeasible), the one condition
+// its usage depends on.
+func resizeConditionOf(status ast.Object) []corev1.PodCondition {
+	list, _ := valueAt(status, "conditions").(*ast.Array)
+	for i := range arrayLen(list) {
+		c, _ := list.Elem(i).Value.(ast.Object)
+		if text(c, "type") == string(corev1.PodResizePending) {
+			return []corev1.PodCondition{{Type: corev1.PodResizePending, Reason: text(c, "reason")}}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // claimOf reads, of a decoded claim, what its usage depends on.

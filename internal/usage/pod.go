@@ -13,8 +13,10 @@ import (
 // podOptions read a pod as the quota evaluator does with in-place resize
 // (GA): the larger of what its spec asks and what its status holds
 // allocated, so that a resize counts as soon as it is asked for and a
-// shrink only once it is done.
-var podOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true}
+// shrink only once it is done. As the evaluator (Kubernetes 1.37), they
+// aggregate the containers' statuses and leave the pod-level ones out:
+// those include the pod's overhead, which PodRequests adds again.
+var podOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true}
 
 // Finished reports whether a pod has reached a terminal phase, after which
 // ResourceQuota no longer counts its compute resources.

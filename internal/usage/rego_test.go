@@ -67,15 +67,31 @@ func TestTheRegoLibraryScalesQuantitiesAsGoDoes(t *testing.T) {
 // once read differently.
 func TestTheRegoLibrarySumsPodsAsGoDoes(t *testing.T) {
 	query := libraryQuery(t, "x := data.tenantguard.lib.usage.pod(input)")
-	tests := []struct{ name, spec string }{
-		{"containers and a native sidecar", `{containers: [{name: a, resources: {requests: {cpu: 501m, memory: 1Gi}, limits: {cpu: "1"}}}], initContainers: [{name: s, restartPolicy: Always, resources: {requests: {cpu: 253m}}}, {name: i, resources: {requests: {cpu: "2"}}}]}`},
-		{"hugepages at pod level replace the containers'", `{resources: {requests: {hugepages-2Mi: 1Gi, memory: 1Gi}, limits: {hugepages-2Mi: 1Gi, memory: 1Gi}}, containers: [{name: a}]}`},
-		{"overhead of a resource no container names", `{overhead: {cpu: 250m, memory: 64Mi}, containers: [{name: a, resources: {requests: {memory: 1Gi}, limits: {memory: 1Gi}}}]}`},
-		{"cpu and memory at pod level with an extended resource per container", `{resources: {requests: {cpu: "2", memory: 2Gi}}, containers: [{name: a, resources: {requests: {cpu: 100m, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]}`},
+	tests := []struct{ name, spec, status string }{
+		{"containers and a native sidecar", `{containers: [{name: a, resources: {requests: {cpu: 501m, memory: 1Gi}, limits: {cpu: "1"}}}], initContainers: [{name: s, restartPolicy: Always, resources: {requests: {cpu: 253m}}}, {name: i, resources: {requests: {cpu: "2"}}}]}`, ""},
+		{"hugepages at pod level replace the containers'", `{resources: {requests: {hugepages-2Mi: 1Gi, memory: 1Gi}, limits: {hugepages-2Mi: 1Gi, memory: 1Gi}}, containers: [{name: a}]}`, ""},
+		{"overhead of a resource no container names", `{overhead: {cpu: 250m, memory: 64Mi}, containers: [{name: a, resources: {requests: {memory: 1Gi}, limits: {memory: 1Gi}}}]}`, ""},
+		{"cpu and memory at pod level with an extended resource per container", `{resources: {requests: {cpu: "2", memory: 2Gi}}, containers: [{name: a, resources: {requests: {cpu: 100m, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]}`, ""},
+		{"a resize in flight: the sums of spec and status, not each container's larger",
+			`{containers: [{name: a, resources: {requests: {cpu: "1"}, limits: {cpu: "4"}}}, {name: b, resources: {requests: {cpu: "3"}, limits: {cpu: "3"}}}]}`,
+			`{phase: Running, containerStatuses: [{name: a, allocatedResources: {cpu: "2"}, resources: {requests: {cpu: "2"}, limits: {cpu: "2"}}}, {name: b, allocatedResources: {cpu: "2"}, resources: {requests: {cpu: "2"}, limits: {cpu: "5"}}}]}`},
+		{"a resize found infeasible: the status alone",
+			`{containers: [{name: a, resources: {requests: {cpu: "8", memory: 1Gi}, limits: {memory: 1Gi}}}, {name: b, resources: {requests: {cpu: "1"}}}]}`,
+			`{phase: Running, conditions: [{type: PodResizePending, status: "True", reason: Infeasible}], containerStatuses: [{name: a, allocatedResources: {cpu: "1", memory: 1Gi}, resources: {requests: {cpu: "1"}}}]}`},
+		{"a resize deferred: the spec still counts",
+			`{containers: [{name: a, resources: {requests: {cpu: "8"}}}]}`,
+			`{phase: Running, conditions: [{type: PodResizePending, status: "True", reason: Deferred}], containerStatuses: [{name: a, allocatedResources: {cpu: "1"}}]}`},
+		{"actuated requests larger than allocated, on an init container too",
+			`{initContainers: [{name: i, resources: {requests: {memory: 1Gi}}}], containers: [{name: a, resources: {requests: {memory: 256Mi}}}]}`,
+			`{phase: Running, initContainerStatuses: [{name: i, allocatedResources: {memory: 1Gi}}], containerStatuses: [{name: a, allocatedResources: {memory: 256Mi}, resources: {requests: {memory: 2Gi}}}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sameUsage(t, query, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: `+tt.spec+`}`, usage.Pod)
+			status := ""
+			if tt.status != "" {
+				status = ", status: " + tt.status
+			}
+			sameUsage(t, query, `{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}, spec: `+tt.spec+status+`}`, usage.Pod)
 		})
 	}
 }

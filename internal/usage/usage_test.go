@@ -86,6 +86,26 @@ func TestPod(t *testing.T) {
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "2"), Resources: &corev1.ResourceRequirements{Requests: list("cpu", "2")}}}},
 			},
 			list("requests.cpu", "2")},
+		{"a running pod's overhead counts once, though the kubelet reports pod-level resources with it",
+			corev1.Pod{
+				Spec: corev1.PodSpec{Overhead: list("cpu", "250m"), Containers: []corev1.Container{ctr("app", list("cpu", "1"), list("cpu", "1"))}},
+				Status: corev1.PodStatus{
+					Phase:              corev1.PodRunning,
+					AllocatedResources: list("cpu", "1250m"),
+					Resources:          &corev1.ResourceRequirements{Requests: list("cpu", "1250m"), Limits: list("cpu", "1250m")},
+					ContainerStatuses:  []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "1"), Resources: &corev1.ResourceRequirements{Requests: list("cpu", "1"), Limits: list("cpu", "1")}}},
+				},
+			},
+			list("requests.cpu", "1250m", "limits.cpu", "1250m")},
+		{"a resize found infeasible counts what the pod holds, not what it asks for",
+			corev1.Pod{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "8"), nil)}},
+				Status: corev1.PodStatus{
+					Conditions:        []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}},
+					ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "1"), Resources: &corev1.ResourceRequirements{Requests: list("cpu", "1")}}},
+				},
+			},
+			list("requests.cpu", "1")},
 		{"a finished pod counts nothing",
 			corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("app", list("cpu", "1"), nil)}}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
 			list()},
