@@ -25,9 +25,11 @@ const gatewayGroup = hostname.GatewayGroup
 // hostKinds are the kinds that serve hosts. A holder names its kind by its
 // index here, so that the index keeps one byte per holder for it.
 var hostKinds = []HostKind{
+	// An Ingress's TLS hosts name its certificate, not what it routes: a
+	// shared wildcard certificate that every Ingress lists serves none
+	// of them (the hostname rule judges the names a certificate may have).
 	{Group: "networking.k8s.io", Kind: "Ingress", Resource: "ingresses", Paths: [][]string{
 		{"spec", "rules", "*", "host"},
-		{"spec", "tls", "*", "hosts", "*"},
 	}},
 	{Group: gatewayGroup, Kind: "HTTPRoute", Resource: "httproutes", Paths: routeHostnames},
 	{Group: gatewayGroup, Kind: "GRPCRoute", Resource: "grpcroutes", Paths: routeHostnames},

@@ -107,9 +107,15 @@ func TestHostnameCollisions(t *testing.T) {
 			t.Fatal(err)
 		}
 		taking := shop.DeepCopy()
-		taking.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"api.iron.example.com"}, SecretName: "api"}}
+		taking.Spec.Rules = append(taking.Spec.Rules, networkingv1.IngressRule{Host: "api.iron.example.com"})
 		_, err = zed.NetworkingV1().Ingresses("zinc-a").Update(t.Context(), taking, metav1.UpdateOptions{})
 		wantDenied(t, err, "hostname-collision")
+		// TLS hosts name a certificate and serve nothing: a shared
+		// wildcard certificate over the other tenant's host is no collision
+		certifying := shop.DeepCopy()
+		certifying.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"*.iron.example.com"}, SecretName: "wildcard"}}
+		_, err = zed.NetworkingV1().Ingresses("zinc-a").Update(t.Context(), certifying, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		wantAllowed(t, err)
 		shop.Labels = map[string]string{"app": "shop"}
 		_, err = zed.NetworkingV1().Ingresses("zinc-a").Update(t.Context(), shop, metav1.UpdateOptions{})
 		wantAllowed(t, err)

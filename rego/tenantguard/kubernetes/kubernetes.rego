@@ -139,10 +139,8 @@ _host_kinds := {
 	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
 }
 
-_raw_hosts("Ingress", obj) := array.concat(
-	[rule.host | some rule in object.get(obj, ["spec", "rules"], [])],
-	[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
-)
+# An Ingress routes its rules' hosts; its TLS hosts name its certificate.
+_raw_hosts("Ingress", obj) := [rule.host | some rule in object.get(obj, ["spec", "rules"], [])]
 
 _raw_hosts(kind, obj) := object.get(obj, ["spec", "hostnames"], []) if kind != "Ingress"
 

@@ -199,12 +199,11 @@ _host_kinds := {
 	"TLSRoute": "gateway.networking.k8s.io",
 }
 
-_served_hosts("Ingress", obj) := {lower(host) |
-	some host in array.concat(
-		[rule.host | some rule in object.get(obj, ["spec", "rules"], []); is_string(rule.host)],
-		[host | some tls in object.get(obj, ["spec", "tls"], []); some host in object.get(tls, "hosts", [])],
-	)
-	host != ""
+# An Ingress routes its rules' hosts; its TLS hosts name its certificate.
+_served_hosts("Ingress", obj) := {lower(rule.host) |
+	some rule in object.get(obj, ["spec", "rules"], [])
+	is_string(rule.host)
+	rule.host != ""
 }
 
 _served_hosts(kind, obj) := {lower(host) |

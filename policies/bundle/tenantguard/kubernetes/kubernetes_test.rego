@@ -179,11 +179,12 @@ test_warn_and_dryrun_modes_answer_as_the_server_does if {
 
 _edge_registry := json.patch(f.registry, [{"op": "add", "path": "/tenants/oil/ingress", "value": {"hostnameCollision": "cluster"}}])
 
-# gas-apps (tenant gas) serves shop.oil.example.com by an Ingress's TLS
-# hosts; oil-dev serves its own web host by an HTTPRoute
+# gas-apps (tenant gas) serves shop.oil.example.com by an Ingress's rule,
+# whose TLS hosts (its certificate's names, free.oil.example.com among
+# them) serve nothing; oil-dev serves its own web host by an HTTPRoute
 _edge_cluster := object.union(_cluster, {
 	"namespaces": {"gas-apps": _ns("gas-apps", "gas")},
-	"ingresses": {"gas-apps": {"shop": {"metadata": {"name": "shop"}, "spec": {"rules": [{"host": "other.gas.example.com"}], "tls": [{"hosts": ["SHOP.oil.example.com"]}]}}}},
+	"ingresses": {"gas-apps": {"shop": {"metadata": {"name": "shop"}, "spec": {"rules": [{"host": "other.gas.example.com"}, {"host": "SHOP.oil.example.com"}], "tls": [{"hosts": ["free.oil.example.com", "*.oil.example.com"]}]}}}},
 	"httproutes": {"oil-dev": {"web": {"metadata": {"name": "web"}, "spec": {"hostnames": ["web.oil.example.com"]}}}},
 })
 

@@ -56,7 +56,8 @@ _milli(key) if endswith(key, ".cpu")
 #   containers (with native sidecars) and of every init container beside
 #   the sidecars started before it, plus overhead; pod-level resources
 #   replace the containers' for cpu, memory and hugepages; a resize counts as soon as
-#   asked for, a shrink once done (the larger of spec and status).
+#   asked for, a shrink once done (the largest of the spec's sum and the
+#   status's, as the quota evaluator takes it).
 pod(p) := {} if {
 	not charged(p)
 } else := object.union(_named("requests.", _pod_side(p, "requests")), _limits(p))
@@ -113,7 +114,8 @@ _pod_side(p, side) := {r: n |
 _resources(p, side) := ({r |
 	some field in ["containers", "initContainers"]
 	some c in object.get(p, ["spec", field], [])
-	some r, _ in _container(p, c, side)
+	some view in _views(p, side)
+	some r, _ in _container(p, c, side, view)
 } | {r | some r, _ in object.get(p, ["spec", "resources", side], {})}) | _overhead_resources(p, side)
 
 # The overhead is added to every request, named by a container or not (and
@@ -126,7 +128,10 @@ _pod_amount(p, side, r) := n + _overhead(p, r) if {
 	_pod_level(r)
 	q := p.spec.resources[side][r]
 	n := amount(r, q)
-} else := max([_main(p, side, r), _init(p, side, r)]) + _overhead(p, r)
+} else := max([n |
+	some view in _views(p, side)
+	n := max([_main(p, side, r, view), _init(p, side, r, view)])
+]) + _overhead(p, r)
 
 # The resources pod-level resources set for the whole pod, in place of its
 # containers' (IsSupportedPodLevelResource).
@@ -138,11 +143,31 @@ _overhead(p, r) := amount(r, q) if {
 	q := p.spec.overhead[r]
 } else := 0
 
+# What the quota evaluator sums over the containers, each view apart, to
+# take the largest of: what the spec asks, what the kubelet has allocated
+# (requests only) and what it has actuated; so a resize counts as soon as it
+# is asked for and a shrink once it is done. A resize found infeasible
+# leaves the spec out.
+_views(p, "requests") := ["allocated", "actuated"] if {
+	_infeasible(p)
+} else := ["spec", "allocated", "actuated"]
+
+_views(p, "limits") := ["actuated"] if {
+	_infeasible(p)
+} else := ["spec", "actuated"]
+
+# The first PodResizePending condition says Infeasible
+# (IsPodResizeInfeasible).
+_infeasible(p) if {
+	conditions := [c | some c in object.get(p, ["status", "conditions"], []); c.type == "PodResizePending"]
+	conditions[0].reason == "Infeasible"
+}
+
 # The containers and the native sidecars (init containers that always
 # restart), which run beside them.
-_main(p, side, r) := sum([n |
+_main(p, side, r, view) := sum([n |
 	some c in _running(p)
-	n := _get(p, c, side, r)
+	n := _get(p, c, side, r, view)
 ])
 
 _running(p) := array.concat(object.get(p, ["spec", "containers"], []), [c |
@@ -153,46 +178,50 @@ _running(p) := array.concat(object.get(p, ["spec", "containers"], []), [c |
 _sidecar(c) if c.restartPolicy == "Always"
 
 # Each init container beside the sidecars started before it: the largest.
-_init(p, side, r) := max({0} | {n |
+_init(p, side, r, view) := max({0} | {n |
 	inits := object.get(p, ["spec", "initContainers"], [])
 	some i, c in inits
-	before := sum([_get(p, s, side, r) | some s in array.slice(inits, 0, i); _sidecar(s)])
-	n := before + _get(p, c, side, r)
+	before := sum([_get(p, s, side, r, view) | some s in array.slice(inits, 0, i); _sidecar(s)])
+	n := before + _get(p, c, side, r, view)
 })
 
-_get(p, c, side, r) := amount(r, q) if {
-	q := _container(p, c, side)[r]
+_get(p, c, side, r, view) := amount(r, q) if {
+	q := _container(p, c, side, view)[r]
 } else := 0
 
-# A container's requests or limits as the API server stores them (a
-# request left out takes the limit) and, for what a resize has allocated
-# or actuated already, the larger of spec and status.
-_container(p, c, "limits") := _larger(object.get(c, ["resources", "limits"], {}), _status(p, c, "limits"))
+# A container's requests or limits in one view. The spec's as the API
+# server stores them (a request left out takes the limit); the status's
+# when the kubelet reports them, else the next the evaluator falls back to,
+# the spec last, but for a resize found infeasible.
+_container(_, c, side, "spec") := _spec(c, side)
 
-_container(p, c, "requests") := _larger(
-	object.union(object.get(c, ["resources", "limits"], {}), object.get(c, ["resources", "requests"], {})),
-	_status(p, c, "requests"),
-)
+_container(p, c, "requests", "allocated") := q if {
+	q := _container_status(p, c.name).allocatedResources
+} else := _fallback(p, c, "requests")
 
-_status(p, c, "requests") := object.get(_container_status(p, c.name), "allocatedResources", {})
+_container(p, c, "requests", "actuated") := q if {
+	q := _container_status(p, c.name).resources.requests
+} else := q if {
+	q := _container_status(p, c.name).allocatedResources
+} else := _fallback(p, c, "requests")
 
-_status(p, c, "limits") := object.get(_container_status(p, c.name), ["resources", "limits"], {})
+_container(p, c, "limits", "actuated") := q if {
+	q := _container_status(p, c.name).resources.limits
+} else := _fallback(p, c, "limits")
+
+_fallback(p, c, side) := {} if {
+	_infeasible(p)
+} else := _spec(c, side)
+
+_spec(c, "limits") := object.get(c, ["resources", "limits"], {})
+
+_spec(c, "requests") := object.union(object.get(c, ["resources", "limits"], {}), object.get(c, ["resources", "requests"], {}))
 
 _container_status(p, name) := s if {
 	some field in ["containerStatuses", "initContainerStatuses"]
 	some s in object.get(p, ["status", field], [])
 	s.name == name
 } else := {}
-
-# Of two resource lists, each resource's larger quantity.
-_larger(a, b) := {r: q |
-	some r in ({r | some r, _ in a} | {r | some r, _ in b})
-	q := _max_quantity(r, object.get(a, r, "0"), object.get(b, r, "0"))
-}
-
-_max_quantity(r, x, y) := x if amount(r, x) >= amount(r, y)
-
-_max_quantity(r, x, y) := y if amount(r, x) < amount(r, y)
 
 # METADATA
 # description: |

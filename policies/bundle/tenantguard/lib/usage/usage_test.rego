@@ -77,6 +77,26 @@ test_a_resize_counts_as_soon_as_asked_and_a_shrink_once_done if {
 	}) == {"requests.cpu": 2000}
 }
 
+test_a_resize_in_flight_counts_the_larger_sum_of_spec_and_status_not_of_each_container if {
+	usage.pod({
+		"spec": {"containers": [_ctr("a", {"cpu": "1"}, {"cpu": "4"}), _ctr("b", {"cpu": "3"}, {"cpu": "3"})]},
+		"status": {"containerStatuses": [
+			{"name": "a", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}},
+			{"name": "b", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "5"}}},
+		]},
+	}) == {"requests.cpu": 4000, "limits.cpu": 7000}
+}
+
+test_a_resize_found_infeasible_counts_what_the_status_holds if {
+	usage.pod({
+		"spec": {"containers": [_ctr("a", {"cpu": "8"}, {"cpu": "8"}), _ctr("b", {"cpu": "1"}, {})]},
+		"status": {
+			"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}],
+			"containerStatuses": [{"name": "a", "allocatedResources": {"cpu": "1"}, "resources": {"limits": {"cpu": "1"}}}],
+		},
+	}) == {"requests.cpu": 1000, "limits.cpu": 1000}
+}
+
 test_pod_level_resources_replace_the_containers if {
 	usage.pod({"spec": {"resources": {"requests": {"cpu": "3"}}, "containers": [_ctr("app", {"cpu": "1"}, {})]}}) == {"requests.cpu": 3000}
 }
