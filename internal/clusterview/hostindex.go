@@ -236,9 +236,8 @@ func (x *hostIndex) lookup(self holder, hosts []string) map[string][]match {
 		}
 		if hostname.Wildcard(host) {
 			x.hostsUnder(host, self, &listed)
-		} else {
-			x.wildcardsOver(host, self, &listed)
 		}
+		x.wildcardsOver(host, self, &listed)
 		if ms := listed.list; len(ms) > 0 {
 			if found == nil {
 				found = make(map[string][]match, len(hosts))

@@ -79,6 +79,16 @@ func TestTheHostIndexFollowsTheObjectsThatServeHosts(t *testing.T) {
 			v.UpdateHosts(nil, ingress("oil-a", "web", "shop.oil.example.com"))
 			v.UpdateHosts(nil, ingress("oil-b", "deep", "a.shop.oil.example.com"))
 		}, ingress("gas-a", "any", "*.oil.example.com"), []string{"*.oil.example.com=Ingress/oil-a/web@oil"}},
+		{"a wildcard under a route's wildcard is held by it, not under an Ingress's", func(v *View) {
+			v.UpdateHosts(nil, ingress("oil-a", "any", "*.oil.example.com"))
+			v.UpdateHosts(nil, route("oil-b", "mesh", "*.mesh.example.com"))
+		}, route("gas-a", "r", "*.a.oil.example.com", "*.a.mesh.example.com"), []string{"*.a.mesh.example.com=HTTPRoute/oil-b/mesh@oil"}},
+		{"a route's wildcard asked about is held by the narrower wildcards under it", func(v *View) {
+			v.UpdateHosts(nil, ingress("oil-a", "deep", "*.shop.oil.example.com"))
+		}, route("gas-a", "r", "*.oil.example.com"), []string{"*.oil.example.com=Ingress/oil-a/deep@oil"}},
+		{"an Ingress's wildcard asked about is not", func(v *View) {
+			v.UpdateHosts(nil, ingress("oil-a", "deep", "*.shop.oil.example.com"))
+		}, ingress("gas-a", "any", "*.oil.example.com"), nil},
 		{"objects read from files are indexed by Upsert and Delete", func(v *View) {
 			v.Upsert(*web)
 			v.Upsert(*route("oil-b", "gone", "shop.oil.example.com"))

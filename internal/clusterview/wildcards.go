@@ -7,9 +7,9 @@ import (
 	"github.com/tenantguard/tenantguard/internal/hostname"
 )
 
-// Wildcard hosts collide with the names under them: an exact host taken
-// under another object's wildcard would take that name's traffic, as
-// controllers prefer an exact host to a wildcard. An Ingress's *.example.com
+// Wildcard hosts collide with the names under them: an exact host (or a
+// narrower wildcard) taken under another object's wildcard would take
+// those names' traffic, as controllers prefer the more specific host. An Ingress's *.example.com
 // covers one label (shop.example.com, not a.shop.example.com); a Gateway
 // API route's covers any number of them (its hostnames are suffix matches).
 
@@ -26,13 +26,15 @@ type match struct {
 func (h holder) anyDepth() bool { return hostname.AnyDepth(hostKinds[h.kind].Group) }
 
 // wildcardsOver appends the holders, other than self, of the wildcards that
-// cover the exact host e; the caller holds x.mu.
+// cover the host e, an exact one or a narrower wildcard; the caller holds
+// x.mu.
 func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
-		w := "*" + e[i:]
-		for _, h := range x.holders(w, self) {
-			if hostname.Covers(w, h.anyDepth(), e) {
-				listed.add(h, w)
+		if w := "*" + e[i:]; w != e {
+			for _, h := range x.holders(w, self) {
+				if hostname.Covers(w, h.anyDepth(), e) {
+					listed.add(h, w)
+				}
 			}
 		}
 		next := strings.IndexByte(e[i+1:], '.')
@@ -43,13 +45,14 @@ func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 	}
 }
 
-// hostsUnder appends the holders, other than self, of the exact hosts the
-// wildcard w asked about by self covers: a pass over every host, which only
+// hostsUnder appends the holders, other than self, of the hosts the
+// wildcard w asked about by self covers (exact ones, and narrower wildcards
+// when self's kind reads w at any depth): a pass over every host, which only
 // requests for wildcard hosts make; the caller holds x.mu.
 func (x *hostIndex) hostsUnder(w string, self holder, listed *matches) {
 	anyDepth := self.anyDepth()
 	under := func(e string) {
-		if !hostname.Wildcard(e) && hostname.Covers(w, anyDepth, e) {
+		if e != w && hostname.Covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
 				listed.add(h, e)
 			}

@@ -16,7 +16,8 @@ func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
 func AnyDepth(group string) bool { return group == GatewayGroup }
 
 // Covers reports whether the wildcard host w, read with AnyDepth's
-// semantics, covers the exact host e.
+// semantics, covers the host e: an exact name under it, or a narrower
+// wildcard (with any depth only: "*.shop" is a label of its own).
 func Covers(w string, anyDepth bool, e string) bool {
 	suffix := w[1:] // ".example.com"
 	if len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
@@ -28,15 +29,9 @@ func Covers(w string, anyDepth bool, e string) bool {
 // Collide reports whether host a, served by a kind of group aGroup, and
 // host b, of a kind of group bGroup, collide: they are the same name, or
 // one is a wildcard covering the other as its own kind reads wildcards.
-// Two different wildcards do not collide.
+// The other may be a wildcard too: a route's *.example.com covers
+// *.shop.example.com, whose holder would take those names' traffic; an
+// Ingress's covers no other wildcard (one label).
 func Collide(a, aGroup, b, bGroup string) bool {
-	switch {
-	case a == b:
-		return true
-	case Wildcard(a) && !Wildcard(b):
-		return Covers(a, AnyDepth(aGroup), b)
-	case Wildcard(b) && !Wildcard(a):
-		return Covers(b, AnyDepth(bGroup), a)
-	}
-	return false
+	return a == b || Wildcard(a) && Covers(a, AnyDepth(aGroup), b) || Wildcard(b) && Covers(b, AnyDepth(bGroup), a)
 }

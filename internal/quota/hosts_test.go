@@ -101,7 +101,8 @@ func TestAClaimOnAHostHoldsItUntilTheViewSeesItsObject(t *testing.T) {
 // TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes holds a claim in the
 // ledger and asks for hosts that collide with it, or do not, as the view's
 // index of hosts reads wildcards: an Ingress's covers one label, a route's
-// any number; two different wildcards do not collide.
+// any number, narrower wildcards included; an Ingress's covers no other
+// wildcard, and two side by side do not collide.
 func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 	const ingress, route = "networking.k8s.io/Ingress", "gateway.networking.k8s.io/HTTPRoute"
 	claim := func(kind, ns, host string) quota.HostClaim {
@@ -144,9 +145,26 @@ func TestTheLedgerOfHostsFindsWildcardsAsTheViewDoes(t *testing.T) {
 			asks: []string{"*.apps.example.com"},
 		},
 		{
-			name: "two different wildcards do not collide",
-			held: claim(route, "a", "*.apps.example.com"), asker: claim(route, "b", ""),
+			name: "a wildcard under a route's wildcard collides with it",
+			held: claim(route, "a", "*.apps.example.com"), asker: claim(ingress, "b", ""),
 			asks: []string{"*.shop.apps.example.com"},
+			want: []quota.HostConflict{{Asked: "*.shop.apps.example.com", HostClaim: claim(route, "a", "*.apps.example.com")}},
+		},
+		{
+			name: "a route's wildcard asked for collides with a narrower wildcard claimed under it",
+			held: claim(ingress, "a", "*.shop.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"*.apps.example.com"},
+			want: []quota.HostConflict{{Asked: "*.apps.example.com", HostClaim: claim(ingress, "a", "*.shop.apps.example.com")}},
+		},
+		{
+			name: "an Ingress's wildcard covers no other wildcard",
+			held: claim(ingress, "a", "*.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"*.shop.apps.example.com"},
+		},
+		{
+			name: "two wildcards side by side do not collide",
+			held: claim(route, "a", "*.apps.example.com"), asker: claim(route, "b", ""),
+			asks: []string{"*.other.example.com"},
 		},
 		{
 			name: "a name that only ends like the wildcard's domain does not",

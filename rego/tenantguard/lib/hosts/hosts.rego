@@ -82,21 +82,29 @@ wildcard(host) if startswith(host, "*.")
 # METADATA
 # description: |
 #   Two hosts served by objects of two kinds collide: the same host, or a
-#   wildcard and an exact name it covers (an Ingress's *.x covers one label,
-#   a route's any number: the Gateway API reads its hostnames as suffixes).
-#   Two different wildcards do not.
+#   wildcard and a name it covers (an Ingress's *.x covers one label, a
+#   route's any number: the Gateway API reads its hostnames as suffixes), a
+#   narrower wildcard included (a route's *.x covers *.shop.x).
 related(host, _, host, _)
 
 related(host, _, served, served_kind) if {
+	host != served
 	wildcard(served)
-	not wildcard(host)
 	_covers(served, served_kind, host)
 }
 
 related(host, host_kind, served, _) if {
+	host != served
 	wildcard(host)
-	not wildcard(served)
 	_covers(host, host_kind, served)
+}
+
+# METADATA
+# description: A host is under the wildcard w, which is broader.
+under(host, w) if {
+	wildcard(w)
+	host != w
+	endswith(host, substring(w, 1, -1))
 }
 
 # METADATA

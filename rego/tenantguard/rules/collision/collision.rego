@@ -73,6 +73,6 @@ violations contains {"id": "hostname-collision", "msg": msg} if {
 
 _collision_text(host, holder) := sprintf("host %q of %s is already served by %s; choose another host", [host, tenancy.object_text, _holder_text(holder)]) if {
 	not holder.host
-} else := sprintf("wildcard host %q of %s covers host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)]) if {
-	hosts.wildcard(host)
-} else := sprintf("host %q of %s falls under wildcard host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)])
+} else := sprintf("host %q of %s falls under wildcard host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)]) if {
+	hosts.under(host, holder.host)
+} else := sprintf("wildcard host %q of %s covers host %q, already served by %s; choose another host", [host, tenancy.object_text, holder.host, _holder_text(holder)])

@@ -70,6 +70,13 @@ test_administrators_deletes_subresources_and_other_namespaces_are_left_alone if 
 	count(_msgs("cluster", f.outside(_request("CREATE", [_gas])))) == 0
 }
 
+test_a_wildcard_under_another_and_one_over_another_say_which_way if {
+	under := object.union(_request("CREATE", []), {"cluster": {"hosts": {"*.a.oil.example.com": [object.union(_gas, {"host": "*.oil.example.com"})]}}})
+	_msgs("cluster", under) == {`host "*.a.oil.example.com" of Ingress "web" falls under wildcard host "*.oil.example.com", already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+	over := object.union(_request("CREATE", []), {"cluster": {"hosts": {"*.oil.example.com": [object.union(_gas, {"host": "*.a.oil.example.com"})]}}})
+	_msgs("cluster", over) == {`wildcard host "*.oil.example.com" of Ingress "web" covers host "*.a.oil.example.com", already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+}
+
 test_an_update_is_judged_on_the_hosts_it_adds if {
 	kept := object.union(_request("UPDATE", [_gas]), {"request": {"oldObject": _ingress}})
 	count(_msgs("cluster", kept)) == 0
