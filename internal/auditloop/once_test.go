@@ -282,8 +282,8 @@ func TestAKindNotListedFailsTheAuditWithoutTheReportCRDToo(t *testing.T) {
 
 // TestAnAuditThatFindsWhatTheLastOneFoundWritesNothing: the reports of a
 // second audit of the same cluster say what the first ones say, so none is
-// written again (their resource versions stay); a report changed by
-// another manager, or one that would say something else, is.
+// written again (their resource versions stay); a report whose results
+// another manager changed is, and one another manager labelled is not.
 func TestAnAuditThatFindsWhatTheLastOneFoundWritesNothing(t *testing.T) {
 	l, _, _ := auditOfFixture(t)
 	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
@@ -341,6 +341,22 @@ func TestAnAuditThatFindsWhatTheLastOneFoundWritesNothing(t *testing.T) {
 	}
 	if results, _, _ := unstructured.NestedSlice(edited.Object, "results"); len(results) != 1 {
 		t.Errorf("oil-dev's report lists %v after the audit, want its row back", results)
+	}
+
+	// Someone labels it: a field the audit does not write, left as it is.
+	labels := edited.GetLabels()
+	labels["team"] = "oil"
+	edited.SetLabels(labels)
+	if err := writer.Update(t.Context(), edited, client.FieldOwner("kubectl-label")); err != nil {
+		t.Fatal(err)
+	}
+	labelled := versions()
+	fourth, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fourth.Reports != 0 || fourth.Unchanged != 4 || !maps.Equal(labelled, versions()) {
+		t.Errorf("after a label: %d written, %d unchanged, want none written: a label is not the audit's to undo", fourth.Reports, fourth.Unchanged)
 	}
 }
 

@@ -2,6 +2,7 @@ package auditloop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -107,18 +108,55 @@ func (l *Loop) ours(ctx context.Context, cluster bool, existing map[string]*meta
 }
 
 // current is true when r, the report there is, says what report would:
-// the same digest, and no manager but the instance's has changed it since
-// (kubectl edit, say).
+// the same digest, and no other manager owns any of its fields but labels
+// and annotations of its own (kubectl edit of its results, say, is undone;
+// a label someone added is left, and costs no write each audit).
 func (l *Loop) current(r *metav1.PartialObjectMetadata, report *unstructured.Unstructured) bool {
 	if r == nil || r.Annotations[reports.DigestAnnotation] != report.GetAnnotations()[reports.DigestAnnotation] {
 		return false
 	}
 	for _, f := range r.ManagedFields {
-		if f.Manager != reconcile.FieldManager(l.opts.Instance) || f.Operation != metav1.ManagedFieldsOperationApply {
+		ours := f.Manager == reconcile.FieldManager(l.opts.Instance) && f.Operation == metav1.ManagedFieldsOperationApply
+		if !ours && !metadataOnly(f.FieldsV1) {
 			return false
 		}
 	}
 	return true
+}
+
+// metadataOnly is true when fields, a manager's, are labels or annotations
+// of a report but its digest: what the audit does not write.
+func metadataOnly(fields *metav1.FieldsV1) bool {
+	if fields == nil {
+		return true
+	}
+	var top, meta, annotations map[string]json.RawMessage
+	if json.Unmarshal(fields.GetRawBytes(), &top) != nil {
+		return false
+	}
+	for key, raw := range top {
+		switch {
+		case key == "f:metadata":
+			if json.Unmarshal(raw, &meta) != nil {
+				return false
+			}
+		case key != ".":
+			return false
+		}
+	}
+	for key, raw := range meta {
+		switch key {
+		case "f:annotations":
+			if json.Unmarshal(raw, &annotations) != nil {
+				return false
+			}
+		case "f:labels":
+		default:
+			return false
+		}
+	}
+	_, digest := annotations["f:"+reports.DigestAnnotation]
+	return !digest
 }
 
 // appliedByUs is true when the instance's field manager applied the report.

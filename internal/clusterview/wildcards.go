@@ -14,8 +14,9 @@ import (
 // API route's covers any number of them (its hostnames are suffix matches).
 
 // match is a holder of a host that collides with the one asked about: via
-// is the host it serves or holds when not that one (a wildcard covering an
-// exact host asked about, or an exact host under a wildcard asked about).
+// is the host it serves or holds when not that one (a wildcard covering the
+// host asked about, or a host under a wildcard asked about; either may be a
+// narrower wildcard).
 type match struct {
 	holder
 	via string

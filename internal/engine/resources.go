@@ -56,7 +56,13 @@ func (e *Engine) resourced(req *admission.Request, view *clusterview.View) *reso
 	if !known || tenant.ResourceQuota == nil || len(tenant.ResourceQuota.Hard) == 0 {
 		return nil
 	}
-	now, err := e.usageOf(kind, req.Object)
+	var now usage.List
+	var err error
+	if req.SubResource == "resize" {
+		now, err = resizedUsage(req.Object)
+	} else {
+		now, err = e.usageOf(kind, req.Object)
+	}
 	if err != nil {
 		return nil // the API server stores no such object
 	}
@@ -132,6 +138,21 @@ func (e *Engine) usageOf(kind summed, obj ast.Object) (usage.List, error) {
 		return nil, err
 	}
 	return clusterview.ClaimUsage(c), nil
+}
+
+// resizedUsage is the usage of a pod's resize as it asks: the
+// PodResizePending condition the request carries over from the pod's
+// status is the previous resize's, which this one supersedes. Read as an
+// infeasible resize, the pod would count its status alone and the resize
+// nothing, however much it asks for (as the quota evaluator of Kubernetes
+// 1.37 reads it).
+func resizedUsage(obj ast.Object) (usage.List, error) {
+	p, err := podOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	p.Status.Conditions = nil
+	return clusterview.PodUsage(p), nil
 }
 
 // limited keeps the amounts of the resources q limits, under any of their

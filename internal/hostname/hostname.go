@@ -17,10 +17,11 @@ func AnyDepth(group string) bool { return group == GatewayGroup }
 
 // Covers reports whether the wildcard host w, read with AnyDepth's
 // semantics, covers the host e: an exact name under it, or a narrower
-// wildcard (with any depth only: "*.shop" is a label of its own).
+// wildcard (with any depth only: "*.shop" is a label of its own); not w
+// itself.
 func Covers(w string, anyDepth bool, e string) bool {
 	suffix := w[1:] // ".example.com"
-	if len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
+	if e == w || len(e) <= len(suffix) || !strings.HasSuffix(e, suffix) {
 		return false
 	}
 	return anyDepth || !strings.Contains(e[:len(e)-len(suffix)], ".")

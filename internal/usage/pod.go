@@ -11,9 +11,10 @@ import (
 )
 
 // podOptions read a pod as the quota evaluator does with in-place resize
-// (GA): the larger of what its spec asks and what its status holds
-// allocated, so that a resize counts as soon as it is asked for and a
-// shrink only once it is done. As the evaluator (Kubernetes 1.37), they
+// (GA): the largest of what its spec asks and what its containers' statuses
+// hold allocated and actuated, each summed, so that a resize counts as soon
+// as it is asked for and a shrink only once it is done; the statuses alone
+// once a resize is found infeasible. As the evaluator (Kubernetes 1.37), they
 // aggregate the containers' statuses and leave the pod-level ones out:
 // those include the pod's overhead, which PodRequests adds again.
 var podOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true}

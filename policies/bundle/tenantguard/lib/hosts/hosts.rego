@@ -76,6 +76,26 @@ _names_host(_, host) if host != ""
 _names_host(listener, "") if listener.protocol in _host_protocols
 
 # METADATA
+# description: |
+#   The hosts obj (of the request's kind) serves, lower-cased, as
+#   hostname-collision reads them: an Ingress's rules' hosts (its TLS hosts
+#   name its certificate), a route's hostnames.
+served(obj) := {lower(host) |
+	some rule in object.get(obj, ["spec", "rules"], [])
+	host := object.get(rule, "host", "")
+	is_string(host)
+	host != ""
+} if {
+	tenancy.kind_key == "networking.k8s.io/Ingress"
+} else := {lower(host) |
+	some host in object.get(obj, ["spec", "hostnames"], [])
+	is_string(host)
+	host != ""
+} if {
+	tenancy.kind_key in route_kinds
+} else := set()
+
+# METADATA
 # description: A host is a wildcard ("*.example.com").
 wildcard(host) if startswith(host, "*.")
 

@@ -302,13 +302,19 @@ _mode(x) := m if {
 #   created, a pod's resize, a claim's update; the amounts that grow, by how
 #   much. Empty for any other request.
 adds(request, hard) := {key: n |
-	now := _of(request, request.object)
+	now := _now(request)
 	before := _before(request)
 	some key, _ in hard
 	c := canonical(key)
 	n := object.get(now, c, 0) - object.get(before, c, 0)
 	n > 0
 }
+
+# A resize as it asks: the PodResizePending condition the request carries
+# over is the previous resize's, which it supersedes.
+_now(request) := pod(json.remove(request.object, ["status/conditions"])) if {
+	object.get(request, "subResource", "") == "resize"
+} else := _of(request, request.object)
 
 _of(request, obj) := pod(obj) if request.kind.kind == "Pod"
 

@@ -169,6 +169,17 @@ test_adds_are_the_amounts_that_grow_by_the_quota_names if {
 	usage.adds(request, {"cpu": "2", "requests.memory": "4Gi"}) == {"cpu": 300}
 }
 
+test_a_resize_after_one_found_infeasible_adds_what_it_asks if {
+	status := {
+		"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}],
+		"containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "500m"}}],
+	}
+	old := {"spec": {"containers": [_ctr("app", {"cpu": "64"}, {})]}, "status": status}
+	new := {"spec": {"containers": [_ctr("app", {"cpu": "2"}, {})]}, "status": status}
+	request := {"kind": {"kind": "Pod"}, "operation": "UPDATE", "subResource": "resize", "object": new, "oldObject": old}
+	usage.adds(request, {"requests.cpu": "4"}) == {"requests.cpu": 1500}
+}
+
 test_facts_sum_the_tenants_pods_and_claims if {
 	request := {"kind": {"kind": "Pod"}, "operation": "CREATE", "object": {"spec": {"containers": [_ctr("app", {"cpu": "600m"}, {})]}}}
 	pods := [

@@ -6,11 +6,12 @@
 #   scope its tenant's ingress.hostnameCollision gives: cluster (an object in
 #   another namespace), tenant (an object in a namespace of another tenant, or
 #   of none), namespace (any other object, the same namespace's too) or off
-#   (the default). The hosts an object serves are its Ingress rules' and TLS
-#   hosts, or its route's hostnames, compared lower-cased; a wildcard
-#   collides with the names under it too (an Ingress's *.x covers one label,
-#   a route's any number), as an exact host under another's wildcard takes
-#   its traffic; two different wildcards do not collide. A Gateway binds
+#   (the default). The hosts an object serves are its Ingress rules' hosts
+#   (its TLS hosts name its certificate and serve nothing), or its route's
+#   hostnames, compared lower-cased; a wildcard collides with the names under
+#   it too (an Ingress's *.x covers one label, a route's any number, a
+#   narrower wildcard included), as a more specific host under another's
+#   wildcard takes its traffic; two wildcards side by side do not. A Gateway binds
 #   hosts and serves none. An object never collides with itself, and an update is judged on
 #   the hosts it adds only, so that an object whose host came to be served
 #   twice (a tenant without collision scope took it, say) can still be
@@ -29,10 +30,11 @@ import data.tenantguard.lib.identity
 import data.tenantguard.lib.tenancy
 
 # The hosts the object served before an update, which it keeps unjudged.
-_kept contains lower(entry.host) if {
+# The hosts the old object served (an Ingress's TLS hosts serve nothing: one
+# moved into a rule is judged)
+_kept := hosts.served(tenancy.old_object) if {
 	input.request.operation == "UPDATE"
-	some entry in hosts.named(tenancy.old_object)
-}
+} else := set()
 
 _scope := object.get(tenancy.tenant, ["ingress", "hostnameCollision"], "off")
 
