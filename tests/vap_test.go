@@ -106,11 +106,12 @@ func vapJudge(cluster *sharedCluster, cat *catalog.Catalog) judge {
 		notTaken: []string{
 			deleteWithoutOld,
 			"CONNECT requests carry no object and are allowed",
-			"dot-dot escape from a granted hostPath is denied",                             // a path with "..", which API validation refuses
-			"a custom resource kind named Deployment is not a pod carrier",                 // no such CRD here
-			"resizing a claim is not re-judged",                                            // a claim's spec is immutable
-			"a claim's expansion past its tenant's storage is refused",                     // likewise, unless bound
-			"a resource claim sent as resource.k8s.io/v1beta1 counts its devices as in v1", // v1beta1 is not served by default
+			"dot-dot escape from a granted hostPath is denied",                                            // a path with "..", which API validation refuses
+			"a custom resource kind named Deployment is not a pod carrier",                                // no such CRD here
+			"resizing a claim is not re-judged",                                                           // a claim's spec is immutable
+			"a claim's expansion past its tenant's storage is refused",                                    // likewise, unless bound
+			"a resource claim sent as resource.k8s.io/v1beta1 counts its devices as in v1",                // v1beta1 is not served by default
+			"a cordoned tenant's storage controller removes its finalizer from a namespace being deleted", // a namespace terminating, which the replay does not set up
 		},
 		refuses: func(c *corpusCase) string {
 			if why := refusesDeleteWithoutOld(c); why != "" {

@@ -43,6 +43,15 @@ _finalizer_removed if {
 	not finalizer in object.get(tenancy.new_object, ["metadata", "finalizers"], [])
 }
 
+# A namespace being deleted loses its own finalizers (spec.finalizers,
+# through namespaces/finalize) the same way, by the controllers that hold
+# them, which need not be the control plane's.
+_finalizer_removed if {
+	tenancy.old_object.metadata.deletionTimestamp
+	some finalizer in object.get(tenancy.old_object, ["spec", "finalizers"], [])
+	not finalizer in object.get(tenancy.new_object, ["spec", "finalizers"], [])
+}
+
 _verb := "created" if input.request.operation == "CREATE"
 
 _verb := "changed" if input.request.operation == "UPDATE"

@@ -39,6 +39,14 @@ test_an_object_being_deleted_loses_its_finalizers if {
 	count(_eval(finalized, _cordoned)) == 0
 }
 
+test_a_namespace_being_deleted_loses_its_own_finalizers if {
+	ns := object.union(_namespace("oil-dev", "oil"), {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z"}, "spec": {"finalizers": ["kubernetes", "example.io/storage"]}})
+	finalized := object.union(_namespace_request("UPDATE", object.union(ns, {"spec": {"finalizers": ["kubernetes"]}})), {"request": {"oldObject": ns, "subResource": "finalize"}})
+	count(_eval(finalized, _cordoned)) == 0
+	added := object.union(_namespace_request("UPDATE", object.union(ns, {"spec": {"finalizers": ["kubernetes", "example.io/storage", "example.io/more"]}})), {"request": {"oldObject": ns, "subResource": "finalize"}})
+	{v.id | some v in _eval(added, _cordoned)} == {"tenant-cordoned"}
+}
+
 test_an_object_being_deleted_is_not_otherwise_changed if {
 	going := object.union(_config_map, {"metadata": {"deletionTimestamp": "2026-11-27T12:00:00Z", "finalizers": ["example.io/cleanup"]}})
 	rewritten := object.union(going, {"data": {"a": "c"}})
