@@ -118,8 +118,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	if err := failed.err(); err != nil {
 		result.Problems = append(result.Problems, err)
 	}
-	c, err := l.write(ctx, result.Rows, result.Problems, failed.namespaces)
-	result.Reports, result.Unchanged, result.Pruned = c.written, c.unchanged, c.pruned
+	err := l.write(ctx, result, failed.namespaces)
 	// The rows stand even when the reports could not be written.
 	return result, errors.Join(append(slices.Clone(result.Problems), err)...)
 }

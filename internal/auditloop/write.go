@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/reports"
 )
@@ -22,50 +21,51 @@ import (
 // does not serve: its rows stand (metrics, logs), no report is written.
 var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report is written")
 
-// write applies the reports of rows, the cluster's saying what could not be
-// checked (problems: kinds not listed, objects the rules could not
-// decide), and deletes the instance's reports of namespaces without rows
-// but those in kept, where objects could not be checked: how many it wrote,
-// left as they were and pruned. A report is rewritten only when it would
+// write applies the reports of the result's rows, the cluster's saying what
+// could not be checked (its problems: kinds not listed, objects the rules
+// could not decide), and deletes the instance's reports of namespaces
+// without rows but those in kept, where objects could not be checked; it
+// counts in the result the reports written, left as they were and pruned.
+// A report is rewritten only when it would
 // say something else than it does (its digest, timestamps left out) or
 // another manager changed it: an audit that finds what the one before it
 // found writes nothing. Without the report CRD in the cluster it writes
 // nothing and says so.
-func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, kept map[string]bool) (c counts, err error) {
+func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool) error {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
-	for _, err := range problems {
+	for _, err := range result.Problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
 	}
 	// The reports there are, by namespace ("" the cluster's): a list
 	// that fails leaves every report written and none pruned.
 	existing, errs := map[string]*metav1.PartialObjectMetadata{}, []error(nil)
-	listed := true
 	for _, cluster := range []bool{false, true} {
 		if err := l.ours(ctx, cluster, existing); err != nil {
-			errs, listed = append(errs, err), false
+			errs = append(errs, err)
 		}
 	}
+	listed := len(errs) == 0
 	// One report built at a time, written, then dropped: a tightened
 	// registry can flag every pod of the cluster.
 	desired := map[string]bool{}
-	for namespace, report := range reports.Reports(rows, opts) {
+	for namespace, report := range reports.Reports(result.Rows, opts) {
 		desired[namespace] = true
 		if l.current(existing[namespace], report) {
-			c.unchanged++
+			result.Unchanged++
 			continue
 		}
 		err := l.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(report), client.FieldOwner(reconcile.FieldManager(l.opts.Instance)), client.ForceOwnership)
 		if meta.IsNoMatchError(err) {
-			return counts{}, fmt.Errorf("%w: %s (install it, or choose another --audit-report-format): %w", ErrNoReportCRD, report.GetKind(), err)
+			return fmt.Errorf("%w: %s (install it, or choose another --audit-report-format): %w", ErrNoReportCRD, report.GetKind(), err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("writing the report of namespace %q: %w", namespace, err))
 			continue
 		}
-		c.written++
+		result.Reports++
 	}
 	if !listed {
-		return c, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
 	for namespace, r := range existing {
 		if desired[namespace] || kept[namespace] {
@@ -75,13 +75,10 @@ func (l *Loop) write(ctx context.Context, rows []audit.Row, problems []error, ke
 			errs = append(errs, fmt.Errorf("pruning the report of namespace %q: %w", namespace, err))
 			continue
 		}
-		c.pruned++
+		result.Pruned++
 	}
-	return c, errors.Join(errs...)
+	return errors.Join(errs...)
 }
-
-// counts are what write did: reports written, left as they were, pruned.
-type counts struct{ written, unchanged, pruned int }
 
 // ours adds to existing, by namespace, the metadata of the instance's
 // reports (by its labels, name and field manager), namespaced or the

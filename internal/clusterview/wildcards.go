@@ -31,11 +31,10 @@ func (h holder) anyDepth() bool { return hostname.AnyDepth(hostKinds[h.kind].Gro
 // x.mu.
 func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 	for i := strings.IndexByte(e, '.'); i >= 0 && i < len(e)-1; {
-		if w := "*" + e[i:]; w != e {
-			for _, h := range x.holders(w, self) {
-				if hostname.Covers(w, h.anyDepth(), e) {
-					listed.add(h, w)
-				}
+		w := "*" + e[i:]
+		for _, h := range x.holders(w, self) {
+			if hostname.Covers(w, h.anyDepth(), e) {
+				listed.add(h, w)
 			}
 		}
 		next := strings.IndexByte(e[i+1:], '.')
@@ -53,7 +52,7 @@ func (x *hostIndex) wildcardsOver(e string, self holder, listed *matches) {
 func (x *hostIndex) hostsUnder(w string, self holder, listed *matches) {
 	anyDepth := self.anyDepth()
 	under := func(e string) {
-		if e != w && hostname.Covers(w, anyDepth, e) {
+		if hostname.Covers(w, anyDepth, e) {
 			for _, h := range x.holders(e, self) {
 				listed.add(h, e)
 			}

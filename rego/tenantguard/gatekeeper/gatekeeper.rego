@@ -199,18 +199,6 @@ _host_kinds := {
 	"TLSRoute": "gateway.networking.k8s.io",
 }
 
-# An Ingress routes its rules' hosts; its TLS hosts name its certificate.
-_served_hosts("Ingress", obj) := {lower(rule.host) |
-	some rule in object.get(obj, ["spec", "rules"], [])
-	is_string(rule.host)
-	rule.host != ""
-}
-
-_served_hosts(kind, obj) := {lower(host) |
-	some host in object.get(obj, ["spec", "hostnames"], [])
-	host != ""
-} if kind != "Ingress"
-
 _is_self(kind, namespace, name) if {
 	kind == _request.kind.kind
 	_host_kinds[kind] == _group
@@ -227,7 +215,7 @@ _holders(host) := [holder |
 		some kind, group in _host_kinds
 		_group_of(gv) == group
 		some name, obj in object.get(kinds, kind, {})
-		some served in _served_hosts(kind, obj)
+		some served in hosts.served(kind, obj)
 		hosts.related(host, _request.kind.kind, served, kind)
 		not _is_self(kind, namespace, name)
 	}
@@ -239,7 +227,7 @@ _holders(host) := [holder |
 ]
 
 _host_facts := {"hosts": {host: holders |
-	some host in _served_hosts(_request.kind.kind, _request.object)
+	some host in hosts.served(_request.kind.kind, _request.object)
 	holders := _holders(host)
 	count(holders) > 0
 }} if {

@@ -139,17 +139,6 @@ _host_kinds := {
 	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
 }
 
-# An Ingress routes its rules' hosts; its TLS hosts name its certificate.
-_raw_hosts("Ingress", obj) := [rule.host | some rule in object.get(obj, ["spec", "rules"], [])]
-
-_raw_hosts(kind, obj) := object.get(obj, ["spec", "hostnames"], []) if kind != "Ingress"
-
-_served_hosts(kind, obj) := {lower(host) |
-	some host in _raw_hosts(kind, obj)
-	is_string(host)
-	host != ""
-}
-
 # the same kinds as tenancy.kind_key names them
 _host_kind_keys := {
 	"networking.k8s.io/Ingress",
@@ -167,7 +156,7 @@ _is_self(k, namespace, name) if {
 	name == _request.name
 }
 
-_request_hosts := _served_hosts(_request.kind.kind, _request.object)
+_request_hosts := hosts.served(_request.kind.kind, _request.object)
 
 # The replicated objects serving a host that collides with one of the
 # request's (hosts.related: the same, or a wildcard and a name under it), but
@@ -179,9 +168,7 @@ _serving contains [namespace, name, k.kind, k.group, host, served] if {
 	replicated := data.kubernetes[resource]
 	some namespace, objects in replicated
 	some name, obj in objects
-	some raw in _raw_hosts(k.kind, obj)
-	is_string(raw)
-	served := lower(raw)
+	some served in hosts.served(k.kind, obj)
 	some host in _request_hosts
 	hosts.related(host, _request.kind.kind, served, k.kind)
 	not _is_self(k, namespace, name)

@@ -32,7 +32,7 @@ import data.tenantguard.lib.tenancy
 # The hosts the object served before an update, which it keeps unjudged.
 # The hosts the old object served (an Ingress's TLS hosts serve nothing: one
 # moved into a rule is judged)
-_kept := hosts.served(tenancy.old_object) if {
+_kept := hosts.served(input.request.kind.kind, tenancy.old_object) if {
 	input.request.operation == "UPDATE"
 } else := set()
 

@@ -77,23 +77,18 @@ _names_host(listener, "") if listener.protocol in _host_protocols
 
 # METADATA
 # description: |
-#   The hosts obj (of the request's kind) serves, lower-cased, as
-#   hostname-collision reads them: an Ingress's rules' hosts (its TLS hosts
-#   name its certificate), a route's hostnames.
-served(obj) := {lower(host) |
-	some rule in object.get(obj, ["spec", "rules"], [])
-	host := object.get(rule, "host", "")
+#   The hosts obj, an Ingress or a route (kind, as "Ingress"), serves,
+#   lower-cased, as hostname-collision reads them: an Ingress's rules' hosts
+#   (its TLS hosts name its certificate), a route's hostnames.
+served(kind, obj) := {lower(host) |
+	some host in _served(kind, obj)
 	is_string(host)
 	host != ""
-} if {
-	tenancy.kind_key == "networking.k8s.io/Ingress"
-} else := {lower(host) |
-	some host in object.get(obj, ["spec", "hostnames"], [])
-	is_string(host)
-	host != ""
-} if {
-	tenancy.kind_key in route_kinds
-} else := set()
+}
+
+_served("Ingress", obj) := [object.get(rule, "host", "") | some rule in object.get(obj, ["spec", "rules"], [])]
+
+_served(kind, obj) := object.get(obj, ["spec", "hostnames"], []) if kind != "Ingress"
 
 # METADATA
 # description: A host is a wildcard ("*.example.com").
@@ -108,13 +103,11 @@ wildcard(host) if startswith(host, "*.")
 related(host, _, host, _)
 
 related(host, _, served, served_kind) if {
-	host != served
 	wildcard(served)
 	_covers(served, served_kind, host)
 }
 
 related(host, host_kind, served, _) if {
-	host != served
 	wildcard(host)
 	_covers(host, host_kind, served)
 }
@@ -134,7 +127,10 @@ under(host, w) if {
 #   order.
 via(host, served) := min(served) if not host in served
 
+# A wildcard covers a host under it, an exact one or a narrower wildcard
+# (at any depth only: "*.shop" is a label of its own), not itself.
 _covers(wildcard_host, kind, exact) if {
+	exact != wildcard_host
 	suffix := substring(wildcard_host, 1, -1)
 	count(exact) > count(suffix)
 	endswith(exact, suffix)
