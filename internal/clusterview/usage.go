@@ -89,7 +89,8 @@ func (v *View) ReserveUsage(c quota.Claim, tenant string, adds, expect usage.Lis
 	r := v.reservations.PrepareUsage(c, tenant, adds, expect, ttl)
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return r.TakeUsage(v.seenCount), r
+	own, _ := v.seenUsage(quota.CountClaim(c))
+	return r.TakeUsage(v.seenCount, own), r
 }
 
 // SeenUsage returns the usage of the object a claim names (c.Key is its
@@ -100,9 +101,9 @@ func (v *View) SeenUsage(c quota.Claim) (usage.List, bool) {
 	return v.seenUsage(c)
 }
 
-// UsedUnseen is Used of each key plus what each pending entry adds, unless
-// the view has seen its object with the usage it expects (or seen it come
-// and go), in one read (quota.Counter).
+// UsedUnseen is Used of each key plus, for each pending entry, the usage
+// its object is expected to have over the usage the view has of it, unless
+// the view has seen the object come and go, in one read (quota.Counter).
 func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingUsage) map[string]int64 {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -111,14 +112,25 @@ func (v *View) UsedUnseen(tenant string, keys []string, pending []quota.PendingU
 		used[k] = int64(v.count(tenant, k))
 	}
 	for _, p := range pending {
-		if seen, ok := v.seenUsage(p.Claim); ok && seen.Covers(p.Expect) || v.cameAndWent(quota.Pending{Claim: p.Claim, UID: p.UID}) {
+		if v.cameAndWent(quota.Pending{Claim: p.Claim, UID: p.UID}) {
 			continue
 		}
+		seen, _ := v.seenUsage(p.Claim)
+		held := p.Expect.Increase(seen)
 		for _, k := range keys {
-			used[k] += p.Adds.Get(k)
+			used[k] += held.Get(k)
 		}
 	}
 	return used
+}
+
+// Reached reports whether the view has seen a pending entry's object with
+// the usage the entry expects, or seen it come and go (quota.Counter).
+func (v *View) Reached(p quota.PendingUsage) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	seen, ok := v.seenUsage(p.Claim)
+	return ok && seen.Covers(p.Expect) || v.cameAndWent(quota.Pending{Claim: p.Claim, UID: p.UID})
 }
 
 // seenUsage is SeenUsage; the caller holds v.mu.

@@ -167,9 +167,7 @@ func (v *View) Upsert(o Object) {
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
 		v.reservations.TakeOver(k)
-		if o.Usage != nil {
-			v.reservations.TakeOverUsage(quota.UsageClaim(k), o.Usage)
-		}
+		v.reservations.TakeOverUsage(quota.UsageClaim(k), o.Usage)
 		id := v.id(k)
 		ref := v.usages.intern(o.Usage)
 		before, seen := v.objects[id]
@@ -218,6 +216,7 @@ func (v *View) delete(o *Object) {
 			return
 		}
 		delete(v.objects, id)
+		v.reservations.TakeOverUsage(quota.UsageClaim(k), nil)
 		v.left(id)
 		v.add(o.Namespace, k.Key, -1)
 		v.addUsage(o.Namespace, v.usages.lists[ref], -1)

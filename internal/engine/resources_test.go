@@ -88,6 +88,7 @@ func update(t *testing.T, kind, resource, sub, old, new string) *admission.Reque
 
 func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
 	e, view := cpuQuota(t)
+	view.Upsert(clusterview.Object{Kind: "Pod", Resource: "pods", Namespace: "t0-ns3", Name: "web", Usage: usage.List{{Key: "requests.cpu", N: 500}}})
 	pod := func(cpu string) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"t0-ns3"},"spec":{"containers":[{"name":"web","image":"nginx","resources":{"requests":{"cpu":%q,"memory":"64Mi"}}}]}}`, cpu)
 	}
@@ -100,8 +101,9 @@ func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
 		want string // "" admitted
 	}{
 		{"a resize within the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("1")), ""},
+		// decided before the view sees the resize before, whose 1 it counts
 		{"a resize past the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("2")),
-			`tenant "t0" would use requests.cpu 2500m of its 2; Pod "web" asks for 1500m more and 1 is in use across 10 namespaces; it may ask for at most 1, or the tenant's quota must be raised`},
+			`tenant "t0" would use requests.cpu 3 of its 2; Pod "web" asks for 1500m more and 1500m is in use across 10 namespaces; it may ask for at most 500m, or the tenant's quota must be raised`},
 		{"a resize down", update(t, "Pod", "pods", "resize", pod("2"), pod("100m")), ""},
 		{"an expansion of a claim under an unlimited key", update(t, "PersistentVolumeClaim", "persistentvolumeclaims", "", claim("1Gi"), claim("1Ti")), ""},
 	}
@@ -119,8 +121,8 @@ func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
 			}
 		})
 	}
-	if got := view.Used("t0", "requests.cpu"); got != 1500 {
-		t.Fatalf("t0 uses %dm with the admitted resize held, want 1000m seen and 500m held", got)
+	if got := view.Used("t0", "requests.cpu"); got != 2000 {
+		t.Fatalf("t0 uses %dm with the admitted resize held, want 1500m seen and 500m held", got)
 	}
 }
 

@@ -66,6 +66,17 @@
 // counts against a quota, and of one tenant's creates being decided one at
 // a time in each replica.
 //
+// # Sums of resources
+//
+// A pod or claim created, a pod resized or a claim expanded holds what it
+// adds to its tenant's sums the same way (Table.PrepareUsage, the
+// StrictLedger's ReserveUsage, its ledger named with ".usage"). A hold
+// names the usage the object will have once stored and counts it over the
+// usage the view has of the object, until the view sees the object with
+// it: an object counts at the most it may hold. Two updates of one object,
+// the second decided before the view sees the first, hold the larger of
+// what each expects, so the second is decided against the first's increase.
+//
 // # Hosts
 //
 // The hosts of Ingresses and routes (the hostname-collision rule) are held

@@ -35,7 +35,7 @@ func prunedCluster(t *testing.T, start time.Time) (*quotatest.APIServer, *Strict
 			c := Claim{Key: "pods", Namespace: tenant + "-a", Name: "web"}
 			_, hold, err := l.Reserve(t.Context(), c, []string{tenant})
 			keep(t, hold, err)
-			_, hold, err = l.ReserveUsage(t.Context(), UsageClaim(c), tenant, usage.List{{Key: "requests.cpu", N: 100}}, nil)
+			_, hold, err = l.ReserveUsage(t.Context(), UsageClaim(c), tenant, usage.List{{Key: "requests.cpu", N: 100}}, usage.List{{Key: "requests.cpu", N: 100}})
 			keep(t, hold, err)
 		}
 	}
@@ -53,11 +53,13 @@ func (emptyView) UsedUnseen(_ string, keys []string, pending []PendingUsage) map
 	used := map[string]int64{}
 	for _, p := range pending {
 		for _, k := range keys {
-			used[k] += p.Adds.Get(k)
+			used[k] += p.Expect.Get(k)
 		}
 	}
 	return used
 }
+
+func (emptyView) Reached(PendingUsage) bool { return false }
 
 func keep(t *testing.T, hold Hold, err error) {
 	t.Helper()

@@ -21,9 +21,14 @@ type Counter interface {
 	// whose objects are not seen (nor seen come after the claim's
 	// admission and go).
 	CountUnseen(tenant, key string, claims []Pending) int
-	// UsedUnseen is a tenant's sum of each key plus what each pending
-	// entry adds, unless its object is seen with the usage it expects.
+	// UsedUnseen is a tenant's sum of each key plus, for each pending
+	// entry, the usage its object is expected to have over the usage it is
+	// seen with (all of it when unseen), unless the object was seen to
+	// come and go.
 	UsedUnseen(tenant string, keys []string, pending []PendingUsage) map[string]int64
+	// Reached reports whether a pending entry's object is seen with the
+	// usage it expects, or was seen to come and go: the entry is done.
+	Reached(p PendingUsage) bool
 }
 
 // Pending is a ledger's admitted create not seen yet: the object it names,
@@ -34,11 +39,10 @@ type Pending struct {
 }
 
 // PendingUsage is a ledger's admitted create or update not seen yet: the
-// object it names, what it adds, the usage its object is expected to have
-// once stored, and its uid ("" when unknown).
+// object it names, the usage its object is expected to have once stored,
+// and its uid ("" when unknown).
 type PendingUsage struct {
 	Claim  Claim
-	Adds   usage.List
 	Expect usage.List
 	UID    string
 }
@@ -163,10 +167,14 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 
 // ReserveUsage implements the strict mode for sums of resources: it reads
 // the tenant's ledger of usage (its ledger's name with usageSuffix) and
-// returns the tenant's sum of each key of adds: the objects seen plus the
-// requests admitted (by any replica) whose objects are not seen yet with
-// the usage they expect. c names the object under a UsageClaim key. Keep
-// writes the request into the ledger, conditional on it being unchanged.
+// returns the tenant's sum of each key of adds, before adds: the objects
+// seen plus the requests admitted (by any replica) whose objects are not
+// seen yet with the usage they expect, this request's object at the most
+// it may hold (as Reservation.TakeUsage counts it). c names the object
+// under a UsageClaim key. Keep writes the request into the ledger,
+// conditional on it being unchanged, in place of an earlier entry of the
+// object; one not done yet (an update admitted and not seen) leaves its
+// expected usage in the new entry's where larger.
 func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
 	m := l.lock(tenant + usageSuffix)
 	m.Lock()
@@ -184,11 +192,19 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 	p.entries = slices.DeleteFunc(p.entries, func(e entry) bool { return now.After(e.Expires) })
 	var pending []PendingUsage
 	for _, e := range p.entries {
-		if x := e.claim(); x != c {
-			pending = append(pending, PendingUsage{Claim: CountClaim(x), Adds: e.Adds, Expect: e.Expect, UID: e.UID})
+		pu := PendingUsage{Claim: CountClaim(e.claim()), Expect: e.Expect, UID: e.UID}
+		switch {
+		case e.claim() != c:
+			pending = append(pending, pu)
+		case !l.view.Reached(pu):
+			h.entry.Expect = h.entry.Expect.Max(e.Expect)
 		}
 	}
+	pending = append(pending, PendingUsage{Claim: CountClaim(c), Expect: h.entry.Expect, UID: h.entry.UID})
 	used := l.view.UsedUnseen(tenant, keys, pending)
+	for _, a := range adds {
+		used[a.Key] -= a.N
+	}
 	h.pages = []*page{p}
 	return used, h, nil
 }

@@ -42,11 +42,13 @@ type place struct {
 	// kept is set once a decision admitted the create.
 	kept    bool
 	expires time.Time
-	// adds, set for a hold on resources (PrepareUsage), is what the
-	// object adds to its tenant's sums; a place without it counts one
-	// object under its claim's key. expect is the usage the object is seen
-	// with once stored, which ends the hold.
-	adds, expect usage.List
+	// sums is set for a hold on resources (PrepareUsage); a place without
+	// it counts one object under its claim's key. expect is the usage the
+	// object is seen with once stored, which ends the hold; adds is what
+	// the place adds to its tenant's sums meanwhile: expect over seen, the
+	// usage the view has of the object (usageHeld).
+	sums               bool
+	adds, expect, seen usage.List
 }
 
 // NewTable returns an empty table.
@@ -64,6 +66,14 @@ type Reservation struct {
 	// and counts the map it fills in: both made by Prepare.
 	fresh  *place
 	counts map[string]int
+	// asks is what the request adds by its own account (PrepareUsage):
+	// its object's usage over the usage of the object as the request
+	// found it.
+	asks usage.List
+	// grown is the expected usage this request gave a place an earlier
+	// request of its object holds, and was what it expected before:
+	// Release gives it back.
+	grown, was usage.List
 }
 
 // Prepare makes a hold on c's place in tenants' counts of c.Key, not taken
@@ -144,16 +154,22 @@ func (r *Reservation) Keep() {
 }
 
 // Release gives the place back: the create was refused, or not decided.
-// A claim an earlier decision admitted keeps its place.
+// A claim an earlier decision admitted keeps its place, as it expected it
+// unless a later request changed it again.
 func (r *Reservation) Release() {
 	t := r.table
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.held[r.claim]; p != nil {
-		p.deciding--
-		if p.deciding <= 0 && !p.kept {
-			t.drop(r.claim)
-		}
+	p := t.held[r.claim]
+	if p == nil {
+		return
+	}
+	p.deciding--
+	switch {
+	case p.deciding <= 0 && !p.kept:
+		t.drop(r.claim)
+	case r.grown != nil && p.expect.Key() == r.grown.Key():
+		t.reshape(p, r.was, p.seen)
 	}
 }
 
@@ -206,7 +222,7 @@ func (t *Table) drop(c Claim) {
 // (n = -1): one object under its claim's key, or what it adds to each
 // resource's sum; the caller holds the table's lock.
 func addPlace(counts map[tenantKey]int, key string, p *place, n int) {
-	if p.adds == nil {
+	if !p.sums {
 		count(counts, key, p.tenants, n)
 		return
 	}
@@ -245,48 +261,90 @@ func (t *Table) expire(now time.Time) {
 }
 
 // PrepareUsage makes a hold on what a create or update adds to its tenant's
-// sums of quota resources (adds, by key), not taken yet, as Prepare does
-// for counts; c names the object under UsageKey. expect is the usage the
-// object will be seen with once stored: the hold lasts until the view sees
-// it so (TakeOverUsage) or the hold expires.
+// sums of quota resources, not taken yet, as Prepare does for counts; c
+// names the object under UsageKey. adds is what the request adds by its
+// own account (its object's usage over the object's usage as the request
+// found it, by key); expect is the usage the object will be seen with once
+// stored: the hold lasts until the view sees it so (TakeOverUsage) or the
+// hold expires.
 func (t *Table) PrepareUsage(c Claim, tenant string, adds, expect usage.List, ttl time.Duration) *Reservation {
 	r := t.Prepare(c, []string{tenant}, ttl)
-	r.fresh.adds, r.fresh.expect = slices.Clip(adds), expect
-	if r.fresh.adds == nil {
-		r.fresh.adds = usage.List{}
-	}
+	r.fresh.sums, r.fresh.expect, r.asks = true, expect, adds
 	return r
 }
 
 // TakeUsage counts a hold made by PrepareUsage in its tenant's sums and
-// returns the tenant's sum of each key the hold adds to, as the decision
-// must see it: the objects seen (seen's sums) plus the holds of the
-// requests being decided or admitted and not seen yet, this one left out.
-// The caller keeps seen's sums from changing until it returns.
-func (r *Reservation) TakeUsage(seen func(tenant, key string) int) map[string]int64 {
-	adds := r.fresh.adds
+// returns the tenant's sum of each key the request adds to, as the decision
+// must see it, before what the request adds by its own account: the
+// objects seen (seen's sums) plus the holds of the requests being decided
+// or admitted and not seen yet. own is the object's usage as the view has
+// it (nil when unseen). The object counts at the most it may hold once
+// stored: its usage seen or expected by this request or by an earlier one
+// not seen yet (two updates of one object, the second decided before the
+// view saw the first), so a sum never misses an earlier update's increase.
+// The caller keeps seen's sums and own from changing until it returns.
+func (r *Reservation) TakeUsage(seen func(tenant, key string) int, own usage.List) map[string]int64 {
+	asks, fresh := r.asks, r.fresh
 	r.counts = nil
-	used := make(map[string]int64, len(adds))
+	fresh.adds, fresh.seen = usageHeld(fresh.expect, own), own
+	used := make(map[string]int64, len(asks))
 	t := r.table
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tenants, p := r.hold()
-	for _, a := range adds {
-		// this request's own place left out
-		used[a.Key] = int64(seen(tenants[0], a.Key)+t.pending[tenantKey{tenants[0], a.Key}]) - p.adds.Get(a.Key)
+	if p != fresh {
+		// A place of the object held before: a retry of this request,
+		// or an earlier update admitted and not seen yet.
+		r.was, r.grown = p.expect, p.expect.Max(fresh.expect)
+		t.reshape(p, r.grown, own)
+	}
+	for _, a := range asks {
+		used[a.Key] = int64(seen(tenants[0], a.Key)+t.pending[tenantKey{tenants[0], a.Key}]) - a.N
 	}
 	return used
 }
 
-// TakeOverUsage drops the resources hold of an object seen with usage
-// seen, once seen reaches what the hold expects: the view's sums now hold
-// it. An older version of the object (an informer event from before the
-// request) leaves the hold in place. The caller holds the view's writer's
+// usageHeld is what a hold expecting expect adds to its tenant's sums while
+// the view has the object with usage seen: expect over seen, key by key.
+// It is never nil: a place's adds are only nil for counts.
+func usageHeld(expect, seen usage.List) usage.List {
+	if held := expect.Increase(seen); held != nil {
+		return held
+	}
+	return usage.List{}
+}
+
+// reshape makes a place of resources expect expect, over the usage seen of
+// its object, in its tenant's sums; the caller holds t.mu.
+func (t *Table) reshape(p *place, expect, seen usage.List) {
+	addPlace(t.pending, "", p, -1)
+	if p.kept {
+		addPlace(t.admitted, "", p, -1)
+	}
+	p.expect, p.adds, p.seen = expect, usageHeld(expect, seen), seen
+	addPlace(t.pending, "", p, 1)
+	if p.kept {
+		addPlace(t.admitted, "", p, 1)
+	}
+}
+
+// TakeOverUsage follows the object of a resources hold as the view sees
+// it, with usage seen (nil when it has none, or is gone): the hold ends
+// once seen reaches what it expects, as the view's sums then hold it;
+// until then it adds what it expects over seen. An older version of the
+// object (an informer event from before the request) leaves the hold in
+// place; a delete makes the hold count all it expects (the object may be
+// created again under its name). The caller holds the view's writer's
 // lock, as for TakeOver.
 func (t *Table) TakeOverUsage(c Claim, seen usage.List) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p, ok := t.held[c]; ok && seen.Covers(p.expect) {
+	p, ok := t.held[c]
+	switch {
+	case !ok:
+	case seen.Covers(p.expect):
 		t.drop(c)
+	default:
+		t.reshape(p, p.expect, seen)
 	}
 }

@@ -107,9 +107,38 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 			take(tb, pod2)
 		}, 2, 1},
 		{"what a resources hold adds counts by resource", func(tb *Table, _ func(time.Duration)) {
-			r := tb.PrepareUsage(UsageClaim(pod), "oil", usage.List{{Key: "pods", N: 3}}, nil, time.Minute)
-			r.TakeUsage(func(string, string) int { return 0 })
-			r.Keep()
+			takeUsage(tb, pod, nil, 3, 3).Keep()
+		}, 3, 3},
+		{"a resources hold adds what it expects over the object's usage seen", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+		}, 2, 2},
+		{"a second update decided before the first is seen counts both increases", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			takeUsage(tb, pod, pods(1), 2, 5)
+		}, 4, 4},
+		{"a second update refused leaves the first's hold as it was", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			takeUsage(tb, pod, pods(1), 2, 5).Release()
+		}, 2, 2},
+		{"a second update refused after the first was seen in part leaves what the first expects over it", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 4).Keep()
+			second := takeUsage(tb, pod, pods(1), 2, 6)
+			tb.TakeOverUsage(UsageClaim(pod), pods(3))
+			second.Release()
+		}, 1, 1},
+		{"once the first update is seen the hold adds the second's increase", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			takeUsage(tb, pod, pods(1), 2, 5).Keep()
+			tb.TakeOverUsage(UsageClaim(pod), pods(3))
+		}, 2, 2},
+		{"once the last update is seen the hold ends", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			takeUsage(tb, pod, pods(1), 2, 5).Keep()
+			tb.TakeOverUsage(UsageClaim(pod), pods(5))
+		}, 0, 0},
+		{"an object deleted while its update is held makes the hold count all it expects", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			tb.TakeOverUsage(UsageClaim(pod), nil)
 		}, 3, 3},
 	}
 	for _, tt := range tests {
@@ -140,4 +169,16 @@ func TestAHoldPastItsTTLCountsNoMoreWithoutAnotherReservation(t *testing.T) {
 	if reserved, admitted := table.Reserved("oil", "pods"), table.Admitted("oil", "pods"); reserved != 0 || admitted != 0 {
 		t.Fatalf("past the TTL: reserved %d, admitted %d, want 0 and 0", reserved, admitted)
 	}
+}
+
+// pods is a usage of n under the key "pods", which the table's cases read.
+func pods(n int64) usage.List { return usage.List{{Key: "pods", N: n}} }
+
+// takeUsage takes a resources hold of c's object, seen with usage own, for
+// a request that adds adds by its own account and expects the object to
+// hold expect, all under the key "pods".
+func takeUsage(tb *Table, c Claim, own usage.List, adds, expect int64) *Reservation {
+	r := tb.PrepareUsage(UsageClaim(c), "oil", pods(adds), pods(expect), time.Minute)
+	r.TakeUsage(func(string, string) int { return 0 }, own)
+	return r
 }

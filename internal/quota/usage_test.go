@@ -102,14 +102,16 @@ func TestAHoldOnASumEndsWhenTheObjectIsSeenWithWhatItExpects(t *testing.T) {
 	view := busyView(0)
 	c := quota.Claim{Key: "pods", Namespace: "a", Name: "web"}
 	used, hold, err := quota.LocalLedger{View: view}.ReserveUsage(t.Context(), quota.UsageClaim(c), "oil", cpu(300), cpu(500))
-	if err != nil || used["requests.cpu"] != 0 {
-		t.Fatalf("ReserveUsage = %v, %v; want nothing in use", used, err)
+	// The view has not seen the pod yet: it counts at the 500m it will
+	// hold, of which the request asks 300m.
+	if err != nil || used["requests.cpu"] != 200 {
+		t.Fatalf("ReserveUsage = %v, %v; want 200m in use before the request", used, err)
 	}
 	if err := hold.Keep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := view.Used("oil", "requests.cpu"); got != 300 {
-		t.Fatalf("sum %dm with the hold, want 300m", got)
+	if got := view.Used("oil", "requests.cpu"); got != 500 {
+		t.Fatalf("sum %dm with the hold, want the 500m it expects", got)
 	}
 	older := pod("web")
 	older.Usage = cpu(200) // an informer event from before the resize
@@ -163,5 +165,65 @@ func TestAPodSeenWhileAPodIsDecidedCountsOnceInTheSums(t *testing.T) {
 	}, 300)
 	if len(wrong) > 0 {
 		t.Errorf("of 5000 pods, these saw a sum other than 300m (two pods and web, seen or in the ledger): %v", wrong)
+	}
+}
+
+// TestTwoUpdatesOfOnePodCountBothIncreasesBeforeTheFirstIsSeen: a pod of
+// 200m resized to 500m, then to 700m before the view sees the first
+// resize. The second is decided against the first's 500m, not the 200m
+// the view still has, and the holds count 700m until the view sees it.
+func TestTwoUpdatesOfOnePodCountBothIncreasesBeforeTheFirstIsSeen(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		ledger func(*clusterview.View) usageLedger
+	}{
+		{"one replica", func(v *clusterview.View) usageLedger { return quota.LocalLedger{View: v} }},
+		{"strict", func(v *clusterview.View) usageLedger {
+			return quota.NewStrictLedger(quotatest.NewAPIServer(), v, time.Minute)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			view := busyView(0)
+			web := pod("web")
+			web.Usage = cpu(200)
+			view.Upsert(web)
+			ledger := tt.ledger(view)
+			c := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: "web"})
+			reserve := func(adds, expect int64) int64 {
+				t.Helper()
+				used, hold, err := ledger.ReserveUsage(t.Context(), c, "oil", cpu(adds), cpu(expect))
+				if err == nil {
+					err = hold.Keep(t.Context())
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return used["requests.cpu"]
+			}
+			if got := reserve(300, 500); got != 200 {
+				t.Fatalf("the first resize sees %dm in use, want the pod's 200m", got)
+			}
+			if got := reserve(200, 700); got != 500 {
+				t.Fatalf("the second resize sees %dm in use, want the first resize's 500m", got)
+			}
+			// A pod created beside them sees the 700m the resized pod will hold.
+			other := quota.UsageClaim(quota.Claim{Key: "pods", Namespace: "a", Name: "other"})
+			steps := []struct {
+				seen int64
+				want int64
+			}{{200, 700}, {500, 700}, {700, 700}}
+			for _, step := range steps {
+				web.Usage = cpu(step.seen)
+				view.Upsert(web)
+				used, hold, err := ledger.ReserveUsage(t.Context(), other, "oil", cpu(100), cpu(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				hold.Release()
+				if got := used["requests.cpu"]; got != step.want {
+					t.Errorf("with the pod seen at %dm, a create sees %dm in use, want %dm", step.seen, got, step.want)
+				}
+			}
+		})
 	}
 }

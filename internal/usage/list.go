@@ -70,6 +70,27 @@ func (l List) Increase(before List) List {
 	return out
 }
 
+// Max is the larger of l's and other's amount of each key: what an object
+// holds once stored when either of two requests changing it is.
+func (l List) Max(other List) List {
+	out := make(List, 0, max(len(l), len(other)))
+	i, j := 0, 0
+	for i < len(l) || j < len(other) {
+		switch {
+		case j == len(other) || i < len(l) && l[i].Key < other[j].Key:
+			out = append(out, l[i])
+			i++
+		case i == len(l) || other[j].Key < l[i].Key:
+			out = append(out, other[j])
+			j++
+		default:
+			out = append(out, Amount{Key: l[i].Key, N: max(l[i].N, other[j].N)})
+			i, j = i+1, j+1
+		}
+	}
+	return out
+}
+
 // Covers reports whether l holds at least every amount of other: an object
 // seen with l has reached what a hold of other expected of it.
 func (l List) Covers(other List) bool {

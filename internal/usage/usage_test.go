@@ -267,6 +267,12 @@ func TestListsAddUp(t *testing.T) {
 	if l.Covers(grown) || !grown.Covers(Of(list("requests.cpu", "2"))) {
 		t.Error("Covers must compare every amount of the other list")
 	}
+	if got := l.Max(grown).Key(); got != "requests.cpu=2000;requests.memory=1073741824;" {
+		t.Errorf("Max = %q, want the larger amount of each key", got)
+	}
+	if got := l.Max(Of(list("limits.cpu", "3"))).Key(); got != "limits.cpu=3000;requests.cpu=1500;requests.memory=1073741824;" {
+		t.Errorf("Max = %q, want the keys of both lists, sorted", got)
+	}
 	for _, tt := range []struct {
 		key  string
 		n    int64
