@@ -80,11 +80,13 @@ func (v *View) UsedAdmitted(tenant, key string) int64 {
 }
 
 // ReserveUsage holds what a create or update of the object c names adds to
-// its tenant's sums (adds) while it is decided, as Reserve holds a create's
-// place in the counts, and returns the tenant's sum of each key of adds as
-// the decision must see it: the objects seen plus the holds, this one left
-// out. c is a quota.UsageClaim. The hold lasts until the view sees the object
-// with expect (its usage once stored) or it expires after ttl.
+// its tenant's sums while it is decided, as Reserve holds a create's place
+// in the counts, and returns the tenant's sum of each key of adds (what the
+// request adds by its own account) as the decision must see it, before
+// adds: the objects seen plus the holds, the object at the most it may hold
+// (quota.Reservation.TakeUsage). c is a quota.UsageClaim. The hold counts
+// expect (the object's usage once stored) over the object's usage seen, and
+// lasts until the view sees the object with expect or it expires after ttl.
 func (v *View) ReserveUsage(c quota.Claim, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *quota.Reservation) {
 	r := v.reservations.PrepareUsage(c, tenant, adds, expect, ttl)
 	v.mu.RLock()

@@ -101,9 +101,10 @@ func TestResizesAndExpansionsCountWhatTheyAdd(t *testing.T) {
 		want string // "" admitted
 	}{
 		{"a resize within the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("1")), ""},
-		// decided before the view sees the resize before, whose 1 it counts
-		{"a resize past the room", update(t, "Pod", "pods", "resize", pod("500m"), pod("2")),
-			`tenant "t0" would use requests.cpu 3 of its 2; Pod "web" asks for 1500m more and 1500m is in use across 10 namespaces; it may ask for at most 500m, or the tenant's quota must be raised`},
+		// from the resize before, which the view has not seen: the pod
+		// counts at its 1, not the 500m the view has
+		{"a resize past the room", update(t, "Pod", "pods", "resize", pod("1"), pod("2")),
+			`tenant "t0" would use requests.cpu 3 of its 2; Pod "web" asks for 1 more and 2 is in use across 10 namespaces; nothing is left: free some or ask for a higher quota`},
 		{"a resize down", update(t, "Pod", "pods", "resize", pod("2"), pod("100m")), ""},
 		{"an expansion of a claim under an unlimited key", update(t, "PersistentVolumeClaim", "persistentvolumeclaims", "", claim("1Gi"), claim("1Ti")), ""},
 	}

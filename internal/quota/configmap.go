@@ -51,9 +51,9 @@ type entry struct {
 	// UID is the uid of the object the request creates or changes
 	// (WithObjectUID), "" when unknown: a ledger written before the field.
 	UID string `json:"uid,omitempty"`
-	// Adds is what the request added by its own account; replicas of
-	// earlier versions count it, this one counts Expect over the usage
-	// the object is seen with.
+	// Adds is for replicas of earlier versions, which count it (this
+	// one writes Expect there); this one counts Expect over the usage the
+	// object is seen with.
 	Adds   usage.List `json:"adds,omitempty"`
 	Expect usage.List `json:"expect,omitempty"`
 }

@@ -174,7 +174,10 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 // under a UsageClaim key. Keep writes the request into the ledger,
 // conditional on it being unchanged, in place of an earlier entry of the
 // object; one not done yet (an update admitted and not seen) leaves its
-// expected usage in the new entry's where larger.
+// expected usage in the new entry's where larger. Withdraw then takes
+// both away; it only follows a hold of counts that failed, which a resize
+// or expansion never takes, so the earlier entry was a create of the
+// same name, never stored.
 func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
 	m := l.lock(tenant + usageSuffix)
 	m.Lock()
@@ -200,6 +203,10 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 			h.entry.Expect = h.entry.Expect.Max(e.Expect)
 		}
 	}
+	// Replicas of earlier versions count an entry's Adds unless they see
+	// its object with Expect: all of Expect, they count too much, never
+	// too little.
+	h.entry.Adds = h.entry.Expect
 	pending = append(pending, PendingUsage{Claim: CountClaim(c), Expect: h.entry.Expect, UID: h.entry.UID})
 	used := l.view.UsedUnseen(tenant, keys, pending)
 	for _, a := range adds {

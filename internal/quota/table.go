@@ -49,6 +49,9 @@ type place struct {
 	// usage the view has of the object (usageHeld).
 	sums               bool
 	adds, expect, seen usage.List
+	// merges counts the requests that found the place held and merged
+	// what they expect into it (TakeUsage).
+	merges int
 }
 
 // NewTable returns an empty table.
@@ -70,10 +73,13 @@ type Reservation struct {
 	// its object's usage over the usage of the object as the request
 	// found it.
 	asks usage.List
-	// grown is the expected usage this request gave a place an earlier
-	// request of its object holds, and was what it expected before:
-	// Release gives it back.
-	grown, was usage.List
+	// into is the place of an earlier request of the object this one
+	// merged what it expects into, was what that place expected before,
+	// and merge the place's merges after it: Release gives was back when
+	// no request merged into the place since.
+	into  *place
+	was   usage.List
+	merge int
 }
 
 // Prepare makes a hold on c's place in tenants' counts of c.Key, not taken
@@ -155,7 +161,9 @@ func (r *Reservation) Keep() {
 
 // Release gives the place back: the create was refused, or not decided.
 // A claim an earlier decision admitted keeps its place, as it expected it
-// unless a later request changed it again.
+// unless another request merged into it since (a retry of this one, or a
+// third update), which leaves it as large as both: never less than a
+// request kept expects.
 func (r *Reservation) Release() {
 	t := r.table
 	t.mu.Lock()
@@ -168,7 +176,7 @@ func (r *Reservation) Release() {
 	switch {
 	case p.deciding <= 0 && !p.kept:
 		t.drop(r.claim)
-	case r.grown != nil && p.expect.Key() == r.grown.Key():
+	case r.into == p && p.merges == r.merge:
 		t.reshape(p, r.was, p.seen)
 	}
 }
@@ -295,8 +303,9 @@ func (r *Reservation) TakeUsage(seen func(tenant, key string) int, own usage.Lis
 	if p != fresh {
 		// A place of the object held before: a retry of this request,
 		// or an earlier update admitted and not seen yet.
-		r.was, r.grown = p.expect, p.expect.Max(fresh.expect)
-		t.reshape(p, r.grown, own)
+		p.merges++
+		r.into, r.was, r.merge = p, p.expect, p.merges
+		t.reshape(p, p.expect.Max(fresh.expect), own)
 	}
 	for _, a := range asks {
 		used[a.Key] = int64(seen(tenants[0], a.Key)+t.pending[tenantKey{tenants[0], a.Key}]) - a.N

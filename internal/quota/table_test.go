@@ -126,6 +126,20 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 			tb.TakeOverUsage(UsageClaim(pod), pods(3))
 			second.Release()
 		}, 1, 1},
+		{"a second update retried, the first try refused, keeps both increases", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			first := takeUsage(tb, pod, pods(1), 2, 5)
+			retry := takeUsage(tb, pod, pods(1), 2, 5)
+			first.Release()
+			retry.Keep()
+		}, 4, 4},
+		{"of three updates decided at once, the largest refused leaves the hold as large as it", func(tb *Table, _ func(time.Duration)) {
+			takeUsage(tb, pod, pods(1), 2, 3).Keep()
+			largest := takeUsage(tb, pod, pods(1), 4, 5)
+			third := takeUsage(tb, pod, pods(1), 3, 4)
+			largest.Release()
+			third.Keep()
+		}, 4, 4},
 		{"once the first update is seen the hold adds the second's increase", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
 			takeUsage(tb, pod, pods(1), 2, 5).Keep()
