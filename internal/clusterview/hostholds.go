@@ -47,18 +47,23 @@ func (v *View) ReserveHosts(h Holder, hosts []string, ttl time.Duration) (map[st
 		own[i] = strings.Clone(host)
 	}
 	hold := &hostHold{holder: self, hosts: own}
-	x := v.hosts
+	return v.withTenants(v.hosts.hold(hold, hosts, ttl)), &HostHold{view: v, hold: hold, ttl: ttl}
+}
+
+// hold finds the holders of hosts other than hold's and puts hold in the
+// index, in one step.
+func (x *hostIndex) hold(hold *hostHold, hosts []string, ttl time.Duration) map[string][]match {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	now := x.now()
 	x.expire(now)
-	found := x.lookup(self, hosts)
+	found := x.lookup(hold.holder, hosts)
 	hold.expires = now.Add(ttl)
-	x.byHolder[self] = append(x.byHolder[self], hold)
-	for _, host := range own {
+	x.byHolder[hold.holder] = append(x.byHolder[hold.holder], hold)
+	for _, host := range hold.hosts {
 		x.held[host] = append(x.held[host], hold)
 	}
-	x.mu.Unlock()
-	return v.withTenants(found), &HostHold{view: v, hold: hold, ttl: ttl}
+	return found
 }
 
 // Keep marks the request admitted: its hosts stay held until the informer

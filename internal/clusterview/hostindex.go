@@ -209,12 +209,15 @@ func (v *View) HostHolders(h Holder, hosts []string) map[string][]HostHolder {
 	if !ok {
 		return nil
 	}
-	x := v.hosts
+	return v.withTenants(v.hosts.holdersOf(self, hosts))
+}
+
+// holdersOf is lookup, expired holds dropped first, under the index's lock.
+func (x *hostIndex) holdersOf(self holder, hosts []string) map[string][]match {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.expire(x.now())
-	found := x.lookup(self, hosts)
-	x.mu.Unlock()
-	return v.withTenants(found)
+	return x.lookup(self, hosts)
 }
 
 // toHolder is h as the index keeps it, for comparisons only (its strings

@@ -74,9 +74,12 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 			continue
 		}
 		// Refused: the holds kept meanwhile are taken back once the
-		// refusal is sent. A request that failed keeps them: under the
-		// failure policy Ignore its object is created.
-		if kept != nil && err == nil && !d.Allowed && len(*kept) > 0 {
+		// refusal is sent. A request that failed is refused too (the
+		// handler answers [internal]), unless the API server stopped
+		// waiting (its context ended): the failure policy then decides,
+		// and under Ignore its object is created, so it keeps them.
+		refused := err == nil && !d.Allowed || err != nil && ctx.Err() == nil
+		if kept != nil && refused && len(*kept) > 0 {
 			go withdrawer.WithdrawHolds(context.WithoutCancel(ctx), *kept)
 		}
 		return d, err

@@ -2,15 +2,22 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/quota/quotatest"
+	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/tests/scale"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -235,4 +242,93 @@ func TestAPodRefusedAfterItsSumsWereKeptWithdrawsThem(t *testing.T) {
 		}
 	}
 	t.Fatalf("the ledger of usage holds %s 5 s after the pod was refused, want nothing", claims)
+}
+
+// failingUpdates is an API server whose updates of one ConfigMap fail.
+type failingUpdates struct {
+	*quotatest.APIServer
+	name string
+}
+
+func (s failingUpdates) Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	if cm.Name == s.name {
+		return nil, apierrors.NewInternalError(errors.New("etcd is away"))
+	}
+	return s.APIServer.Update(ctx, cm, opts)
+}
+
+// TestAPodWhoseCountsCannotBeKeptWithdrawsItsSums: a pod whose place in the
+// sums was kept but whose place in the counts could not be written is
+// answered [internal], a refusal: what it would have added leaves the
+// ledger of usage once answered.
+func TestAPodWhoseCountsCannotBeKeptWithdrawsItsSums(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := roomForTen()
+	server := quotatest.NewAPIServer()
+	// another replica's create makes the ledger of counts, which is then updated
+	_, hold, err := quota.NewStrictLedger(server, view, time.Minute).Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "t0-ns1", Name: "elsewhere"}, []string{"t0"})
+	if err == nil {
+		err = hold.Keep(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := quota.NewStrictLedger(failingUpdates{server, quota.NamePrefix + "t0"}, view, time.Minute)
+	if _, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger); err == nil {
+		t.Fatal("the pod was decided though its place in the counts could not be written")
+	}
+	claims := ""
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		cm := server.Stored(quota.NamePrefix + "t0.usage")
+		if cm == nil {
+			t.Fatal("the pod's sums were never kept: the test does not reach the case")
+		}
+		if claims = cm.Data["claims"]; claims == "[]" {
+			return
+		}
+	}
+	t.Fatalf("the ledger of usage holds %s 5 s after the pod failed, want nothing", claims)
+}
+
+// reserving is a ledger that records the tenants each create holds a place
+// in.
+type reserving struct {
+	quota.LocalLedger
+	mu      sync.Mutex
+	tenants [][]string
+}
+
+func (l *reserving) Reserve(ctx context.Context, c quota.Claim, tenants []string) (map[string]int, quota.Hold, error) {
+	l.mu.Lock()
+	l.tenants = append(l.tenants, tenants)
+	l.mu.Unlock()
+	return l.LocalLedger.Reserve(ctx, c, tenants)
+}
+
+// TestANamespaceCreateHoldsPlacesInRegisteredTenantsOnly: the tenant label
+// of a namespace create is anyone's text, dots included, which the strict
+// ledger's names give a meaning ("t0.usage" is t0's ledger of sums): only
+// tenants of the registry, which have quotas, are held in.
+func TestANamespaceCreateHoldsPlacesInRegisteredTenantsOnly(t *testing.T) {
+	e, err := New(t.Context(), scaleRegistry(t, 2), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"t0.usage", "hosts.edge", "t1"} {
+		view := roomForTen()
+		ledger := &reserving{LocalLedger: quota.LocalLedger{View: view}}
+		if _, err := e.Admit(t.Context(), namespaceCreate(t, "t0-new", `{"`+registry.DefaultTenantLabel+`":"`+label+`"}`), view, ledger); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"t0"}
+		if label == "t1" {
+			want = []string{"t0", "t1"}
+		}
+		if len(ledger.tenants) != 1 || !slices.Equal(ledger.tenants[0], want) {
+			t.Errorf("labelled %q: places held in %v, want one create in %v", label, ledger.tenants, want)
+		}
+	}
 }

@@ -194,10 +194,15 @@ func (e *Engine) counted(req *admission.Request, view *clusterview.View) (key st
 		candidates := e.registry.OwnedBy(req.UserInfo.Username, req.UserInfo.Groups)
 		if req.Object != nil {
 			if t, err := req.Object.Find(ast.Ref{ast.InternedTerm("metadata"), ast.InternedTerm("labels"), ast.InternedTerm(e.registry.TenantLabel())}); err == nil {
+				// A tenant of the registry: only those have quotas, and
+				// their names are DNS labels (a label value may hold
+				// dots, which the strict ledger's names give a meaning).
 				if s, ok := t.(ast.String); ok {
-					// A copy: the view may keep it, and the decoded
-					// string shares the whole request body's memory.
-					candidates = append(candidates, strings.Clone(string(s)))
+					if _, registered := e.registry.Tenant(string(s)); registered {
+						// A copy: the view may keep it, and the decoded
+						// string shares the whole request body's memory.
+						candidates = append(candidates, strings.Clone(string(s)))
+					}
 				}
 			}
 		}

@@ -80,6 +80,7 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 	m := l.lock(hostsLedger)
 	m.Lock()
 	h := &strictHostHold{ledger: l, self: self, hosts: hosts, kept: kept, locked: m}
+	defer releaseOnPanic(h)
 	p, err := l.readHosts(ctx)
 	if err != nil {
 		h.Release()

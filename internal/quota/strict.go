@@ -139,6 +139,7 @@ func (l *StrictLedger) lock(tenant string) *sync.Mutex {
 func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
 	tenants = slices.Sorted(slices.Values(tenants))
 	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx)}}
+	defer releaseOnPanic(h)
 	for _, t := range tenants {
 		m := l.lock(t)
 		m.Lock()
@@ -182,6 +183,7 @@ func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string,
 	m := l.lock(tenant + usageSuffix)
 	m.Lock()
 	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx), Adds: adds, Expect: expect}, locked: []*sync.Mutex{m}}
+	defer releaseOnPanic(h)
 	p, err := l.read(ctx, tenant, usageSuffix)
 	if err != nil {
 		h.Release()
@@ -268,3 +270,14 @@ func (h *strictHold) Release() {
 
 // ReservationTTL is how long an admitted create holds its place unseen.
 func (l *StrictLedger) ReservationTTL() time.Duration { return l.ttl }
+
+// releaseOnPanic, deferred once a hold is made, releases it when the
+// reservation panics (a bug in the view, say), which the handler recovers
+// from: the hold's locks would otherwise stop every later request of its
+// tenants, or of every host.
+func releaseOnPanic(h Hold) {
+	if r := recover(); r != nil {
+		h.Release()
+		panic(r)
+	}
+}
