@@ -119,6 +119,34 @@ func TestTheAuditActsAsTheTenantsFirstOwner(t *testing.T) {
 	}
 }
 
+// TestTheAuditActsAsAnOwnerWhoIsNoAdministrator: acting as an owner who is
+// also an administrator, the audit would pass every rule administrators
+// pass (protected namespaces, hostname collisions) and miss their rows.
+func TestTheAuditActsAsAnOwnerWhoIsNoAdministrator(t *testing.T) {
+	for _, tt := range []struct {
+		name, owners, want string
+	}{
+		{"the first owner who is no administrator", "[{kind: Group, name: platform-admins}, {kind: User, name: root}, {kind: User, name: alice}]", "alice"},
+		{"the first owner when all are administrators", "[{kind: Group, name: platform-admins}, {kind: User, name: root}]", GroupMember},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, err := registry.Parse("r.yaml", []byte("apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  administrators: [{kind: Group, name: platform-admins}, {kind: User, name: root}]\ntenants:\n  - name: oil\n    owners: "+tt.owners+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.New(t.Context(), reg, engine.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			view := clusterview.New(reg.TenantLabel())
+			view.Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: "oil-dev", Labels: map[string]string{reg.TenantLabel(): "oil"}})
+			if user, _ := New(e, view, nil).Requester(object(t, "Pod", "oil-dev", "web", nil)); user != tt.want {
+				t.Errorf("acts as %q, want %q", user, tt.want)
+			}
+		})
+	}
+}
+
 func TestTheAuditChecksNamespacesAndWhatTheRulesJudgeInTenantNamespaces(t *testing.T) {
 	a := auditor(t)
 	deleting := object(t, "Pod", "oil-dev", "going", nil, func(_, metadata map[string]any) { metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z" })

@@ -17,14 +17,21 @@ func (a *Auditor) Requester(o *Object) (user string, groups []string) {
 // requester is who the audit creates the object as: tenantguard itself for
 // its companions (labelled managed-by tenantguard), which it writes; else
 // the first owner of the tenant the object's namespace (or the Namespace)
-// is labelled for; else, for a namespace of no known tenant, the first
-// administrator. A Group is a user GroupMember in that group.
+// is labelled for who is not an administrator (the rules an administrator
+// passes would find nothing), the first owner when all are; else, for a
+// namespace of no known tenant, the first administrator. A Group is a user
+// GroupMember in that group.
 func (a *Auditor) requester(o *Object, tenant string) (user string, groups []string) {
 	if o.label(managedBy) == "tenantguard" && !o.isNamespace() {
 		return a.manager, nil
 	}
 	reg := a.engine.Registry()
 	if t, ok := reg.Tenant(tenant); ok && len(t.Owners) > 0 {
+		for _, owner := range t.Owners {
+			if !reg.Administrator(owner) {
+				return acting(owner)
+			}
+		}
 		return acting(t.Owners[0])
 	}
 	if admins := reg.Registry().Settings.Administrators; len(admins) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) 
 	l.reader, l.writer = lister, lister
 	rows := []audit.Row{{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: "debug", Rule: "host-path", Mode: "deny", Message: "[host-path] no"}}
 	c := &Result{Rows: rows}
-	err := l.write(t.Context(), c, map[string]bool{"gas-web": true})
+	err := l.write(t.Context(), c, map[string]bool{"gas-web": true}, true)
 	if err != nil || c.Pruned != 1 || c.Reports != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
 		t.Errorf("wrote %d, pruned %d (%v), deleted %v: want oil-dev's written, steel-apps's alone pruned, gas-web's kept", c.Reports, c.Pruned, err, deleted)
 	}
@@ -189,5 +190,37 @@ func TestTheFirstAuditWaitsForTheViewToBeSynced(t *testing.T) {
 	case <-audited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no audit once the view was synced")
+	}
+}
+
+// TestAChangeBeforeTheFirstAuditIsInIt: a registry loaded before the audit
+// starts (before the view synced, or this replica led) signalled a change
+// the first audit covers: it does not start a second one.
+func TestAChangeBeforeTheFirstAuditIsInIt(t *testing.T) {
+	l, _, _ := auditOfFixture(t)
+	changes := make(chan struct{}, 1)
+	changes <- struct{}{}
+	l.changes = changes
+	l.opts.Interval, l.opts.Debounce = time.Hour, 50*time.Millisecond
+	var mu sync.Mutex
+	audits := 0
+	l.opts.Observer = observerFunc(func() {
+		mu.Lock()
+		audits++
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		_ = l.Start(ctx)
+		close(done)
+	}()
+	time.Sleep(2 * time.Second)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if audits != 1 {
+		t.Fatalf("%d audits, want 1", audits)
 	}
 }

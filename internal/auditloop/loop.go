@@ -175,6 +175,11 @@ func (l *Loop) Start(ctx context.Context) error {
 	tick := time.NewTicker(l.opts.Interval)
 	defer tick.Stop()
 	for {
+		// Changes signalled before the audit starts are in it (it takes
+		// the policy and registry in force then): without this, a
+		// registry loaded before the view synced, or before this replica
+		// led, would have the whole cluster audited twice in a row.
+		drain(l.changes)
 		l.auditLogged(ctx)
 		select {
 		case <-ctx.Done():
@@ -185,6 +190,17 @@ func (l *Loop) Start(ctx context.Context) error {
 				return nil
 			}
 			tick.Reset(l.opts.Interval)
+		}
+	}
+}
+
+// drain takes the signals waiting in changes, if any.
+func drain(changes <-chan struct{}) {
+	for {
+		select {
+		case <-changes:
+		default:
+			return
 		}
 	}
 }

@@ -90,27 +90,40 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	}
 	// unlisted are the resources tenantguard may not list: a kind of a rule
 	// family of one's own that its RBAC does not grant. They do not keep
-	// the other kinds' reports from being written; the cluster's report
-	// says what was left out. Any other failure fails the audit, as one
-	// that would heal: it leaves the reports as they were.
+	// the other kinds' reports from being written, but keep every report
+	// from being pruned (a namespace whose rows were all of such a kind
+	// keeps its report); the cluster's report says what was left out. Any
+	// other failure fails the audit, as one that would heal: it leaves the
+	// reports as they were.
 	var unlisted []error
 	for _, gr := range a.Resources() {
 		gvr, err := l.mapper.ResourceFor(gr.WithVersion(""))
 		if meta.IsNoMatchError(err) {
 			continue // not served by this cluster (the Gateway API, say)
 		}
-		var gvk schema.GroupVersionKind
+		var mapping *meta.RESTMapping
 		if err == nil {
-			gvk, err = l.mapper.KindFor(gvr)
+			var gvk schema.GroupVersionKind
+			if gvk, err = l.mapper.KindFor(gvr); err == nil {
+				mapping, err = l.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finding the kind of %s: %w", gr, err)
 		}
-		if err := l.list(ctx, gvr, gvk, check); err != nil {
-			if ctx.Err() != nil || !apierrors.IsForbidden(err) {
+		if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+			continue // cluster-scoped: in no tenant namespace
+		}
+		if err := l.list(ctx, gvr, mapping.GroupVersionKind, check); err != nil {
+			switch {
+			case ctx.Err() == nil && apierrors.IsNotFound(err):
+				// no longer served: a CRD deleted since the mapper
+				// found it, which keeps what it found
+			case ctx.Err() == nil && apierrors.IsForbidden(err):
+				unlisted = append(unlisted, err)
+			default:
 				return nil, err
 			}
-			unlisted = append(unlisted, err)
 		}
 	}
 	audit.Sort(result.Rows)
@@ -118,7 +131,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	if err := failed.err(); err != nil {
 		result.Problems = append(result.Problems, err)
 	}
-	err := l.write(ctx, result, failed.namespaces)
+	err := l.write(ctx, result, failed.namespaces, len(unlisted) == 0)
 	// The rows stand even when the reports could not be written.
 	return result, errors.Join(append(slices.Clone(result.Problems), err)...)
 }

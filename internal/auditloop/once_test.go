@@ -44,8 +44,10 @@ type pagedReader struct {
 	client.Reader
 	mapper  meta.RESTMapper
 	objects map[string][]map[string]any // by kind
-	// forbidden is a kind the audit may not list.
-	forbidden string
+	// forbidden is a kind the audit may not list; gone one the API
+	// server no longer serves (its CRD deleted), which the mapper still
+	// maps.
+	forbidden, gone string
 	// expireOnce are kinds whose first continue token is refused, as
 	// expired (410), with a token to go on with; expired counts them.
 	expireOnce map[string]bool
@@ -74,6 +76,9 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 	}
 	if gvk.Kind == r.forbidden {
 		return nil, apierrors.NewForbidden(gvr.GroupResource(), "", errors.New(`User "system:serviceaccount:tenantguard-system:tenantguard" cannot list resource`))
+	}
+	if gvk.Kind == r.gone {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
 	}
 	if token != "" && r.expireOnce[gvk.Kind] {
 		delete(r.expireOnce, gvk.Kind)
@@ -233,6 +238,48 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 	r := results[0].(map[string]any)
 	if r["result"] != "error" || r["policy"] != reports.ErrorPolicy || !strings.Contains(r["message"].(string), "services is forbidden") {
 		t.Fatalf("the cluster's report says %v, want the forbidden services", r)
+	}
+}
+
+// TestAKindNotListedPrunesNoReport: a namespace whose rows were all of a
+// kind the audit may no longer list (RBAC changed) keeps its report, as
+// one whose objects could not be decided does: the audit did not find it
+// clean.
+func TestAKindNotListedPrunesNoReport(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+	l.reader, l.writer = metadataLister{writer}, writer
+	if _, err := l.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reader.forbidden = "Service" // gas-web's only row is of its Service
+	result, err := l.Once(t.Context())
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("error %v, want the forbidden list", err)
+	}
+	if result.Pruned != 0 {
+		t.Errorf("%d reports pruned, want none", result.Pruned)
+	}
+	report := &unstructured.Unstructured{}
+	report.SetGroupVersionKind(reports.OpenReports.GVK(false))
+	if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "gas-web", Name: l.opts.Instance.Name()}, report); err != nil {
+		t.Fatalf("gas-web's report: %v", err)
+	}
+}
+
+// TestAKindNoLongerServedIsLeftOut: a kind whose CRD was deleted while
+// serve ran (the mapper still maps it, its list is NotFound) is left out
+// as one the cluster never served, not a failed audit every interval.
+func TestAKindNoLongerServedIsLeftOut(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	reader.gone = "Service"
+	result, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"oil-dev/Pod/debug/host-path", "oil-prod/Deployment/edge/host-network", "oil-prod/PersistentVolumeClaim/data/storage-class", "steel-apps/Pod/app/image-registry"}
+	if got := rowNames(result.Rows); !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
 	}
 }
 

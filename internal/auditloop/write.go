@@ -23,15 +23,16 @@ var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report i
 
 // write applies the reports of the result's rows, the cluster's saying what
 // could not be checked (its problems: kinds not listed, objects the rules
-// could not decide), and deletes the instance's reports of namespaces
-// without rows but those in kept, where objects could not be checked; it
+// could not decide), and, when prune, deletes the instance's reports of
+// namespaces without rows but those in kept, where objects could not be
+// checked (an audit that could not list a kind prunes none); it
 // counts in the result the reports written, left as they were and pruned.
 // A report is rewritten only when it would
 // say something else than it does (its digest, timestamps left out) or
 // another manager changed it: an audit that finds what the one before it
 // found writes nothing. Without the report CRD in the cluster it writes
 // nothing and says so.
-func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool) error {
+func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool, prune bool) error {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
 	for _, err := range result.Problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
@@ -64,7 +65,7 @@ func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool) 
 		}
 		result.Reports++
 	}
-	if !listed {
+	if !listed || !prune {
 		return errors.Join(errs...)
 	}
 	for namespace, r := range existing {

@@ -44,10 +44,14 @@ func newAuditCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "audit --registry FILE --objects FILE... [-o table|json|yaml]",
 		Example: `  tenantguard audit --registry examples/registry.yaml --objects examples/cluster.yaml
-  # what the registry in force says of the cluster as it is
-  kubectl get namespaces,pods,deployments,services,persistentvolumeclaims,ingresses,resourceclaims -A -o yaml > cluster.yaml
+  # what the registry in force says of the cluster as it is: every kind the
+  # rules judge (leave out the lines of kinds the cluster does not serve,
+  # add the resources the registry's quotas count)
+  kubectl get namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses -A -o yaml > cluster.yaml
+  kubectl get gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io -A -o yaml > gateway-api.yaml
+  kubectl get resourceclaims.resource.k8s.io -A -o yaml > claims.yaml
   kubectl get configmap -n tenantguard-system tenantguard-registry -o yaml > registry.yaml
-  tenantguard audit --registry registry.yaml --objects cluster.yaml
+  tenantguard audit --registry registry.yaml --objects cluster.yaml --objects gateway-api.yaml --objects claims.yaml
   # what a proposed registry would refuse of it
   tenantguard audit --registry proposed.yaml --objects cluster.yaml -o json | jq '.violations[] | select(.mode == "deny")'`,
 		Short: "Check existing objects against a registry: what would this registry refuse of the cluster?",
@@ -61,7 +65,8 @@ does not count against itself (a tenant exactly at its quota is not refused
 what it holds).
 
 The requester is the first owner of the tenant the object's namespace (or the
-Namespace) is labelled for: a User by its name, a ServiceAccount by its user
+Namespace) is labelled for who is not an administrator (the first owner when
+all are): a User by its name, a ServiceAccount by its user
 name, a Group as a user "` + audit.GroupMember + `" in it; the first administrator for a
 namespace of no known tenant; tenantguard itself (--manager) for the
 companions it writes (labelled app.kubernetes.io/managed-by=tenantguard).

@@ -164,3 +164,26 @@ func TestAuditTheDocumentedExampleIsTheOutput(t *testing.T) {
 		t.Errorf("docs/cli.md lacks the audit's output:\n%s", r.stdout)
 	}
 }
+
+// TestTheAuditsExampleGetsWhatTheDocumentedRecipeGets: the command's help
+// gives docs/cli.md's recipe, which a test holds to the kinds the audit
+// checks (internal/audit), line for line.
+func TestTheAuditsExampleGetsWhatTheDocumentedRecipeGets(t *testing.T) {
+	doc := mustRead(t, filepath.Join("..", "..", "docs", "cli.md"))
+	_, recipes, _ := strings.Cut(doc, "### Recipes")
+	recipes, _, _ = strings.Cut(recipes, "\n### ")
+	example := newAuditCommand().Example
+	gets := 0
+	for line := range strings.SplitSeq(recipes, "\n") {
+		if !strings.HasPrefix(line, "kubectl get ") || strings.Contains(line, "configmap") {
+			continue
+		}
+		gets++
+		if !strings.Contains(example, "  "+line+"\n") {
+			t.Errorf("the audit command's example lacks the recipe's\n%s", line)
+		}
+	}
+	if gets == 0 {
+		t.Fatal("docs/cli.md's recipes have no kubectl get")
+	}
+}

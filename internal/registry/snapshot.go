@@ -184,6 +184,10 @@ func userOrGroup(s Subject) Subject {
 	return s
 }
 
+// Administrator reports whether a subject is one of settings.administrators
+// (a ServiceAccount as the user it authenticates as).
+func (s *Snapshot) Administrator(subject Subject) bool { return s.admins[userOrGroup(subject)] }
+
 // Registry returns the registry with defaults applied. Callers must not modify it.
 func (s *Snapshot) Registry() *Registry { return &s.registry }
 
