@@ -19,7 +19,7 @@ func TestReadsDoNotWaitForAHoldBeingWritten(t *testing.T) {
 	v.Upsert(ns("a", "oil"))
 	v.Upsert(pod("a", "A"))
 	holding, release, taken := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	r := v.reservations.Prepare(quota.Claim{Key: "pods", Namespace: "a", Name: "web"}, []string{"oil"}, time.Minute)
+	r := v.reservations.Prepare(quota.Claim{Key: "pods", Namespace: "a", Name: "web"}, "", []string{"oil"}, time.Minute)
 	go func() {
 		defer close(taken)
 		r.Take(func(string, string) int {

@@ -87,8 +87,8 @@ func (v *View) UsedAdmitted(tenant, key string) int64 {
 // (quota.Reservation.TakeUsage). c is a quota.UsageClaim. The hold counts
 // expect (the object's usage once stored) over the object's usage seen, and
 // lasts until the view sees the object with expect or it expires after ttl.
-func (v *View) ReserveUsage(c quota.Claim, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *quota.Reservation) {
-	r := v.reservations.PrepareUsage(c, tenant, adds, expect, ttl)
+func (v *View) ReserveUsage(c quota.Claim, uid, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *quota.Reservation) {
+	r := v.reservations.PrepareUsage(c, uid, tenant, adds, expect, ttl)
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	own, _ := v.seenUsage(quota.CountClaim(c))

@@ -158,7 +158,7 @@ func (v *View) Upsert(o Object) {
 			v.arrived(v.id(claim), o.UID)
 		}
 		v.upsertNamespace(o.Name, o.Labels)
-		v.reservations.TakeOver(claim)
+		v.reservations.TakeOver(claim, o.UID)
 	case o.PriorityClass != nil:
 		v.priorityClasses[o.Name] = *o.PriorityClass
 	case o.Namespace != "":
@@ -166,8 +166,8 @@ func (v *View) Upsert(o Object) {
 			v.updateHosts(nil, &o)
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
-		v.reservations.TakeOver(k)
-		v.reservations.TakeOverUsage(quota.UsageClaim(k), o.Usage)
+		v.reservations.TakeOver(k, o.UID)
+		v.reservations.TakeOverUsage(quota.UsageClaim(k), o.UID, o.Usage)
 		id := v.id(k)
 		ref := v.usages.intern(o.Usage)
 		before, seen := v.objects[id]
@@ -216,7 +216,7 @@ func (v *View) delete(o *Object) {
 			return
 		}
 		delete(v.objects, id)
-		v.reservations.TakeOverUsage(quota.UsageClaim(k), nil)
+		v.reservations.UsageGone(quota.UsageClaim(k), o.UID)
 		v.left(id)
 		v.add(o.Namespace, k.Key, -1)
 		v.addUsage(o.Namespace, v.usages.lists[ref], -1)
@@ -390,8 +390,8 @@ func (v *View) seenCount(tenant, key string) int {
 // allocated before either lock (quota.Table.Prepare), so that other
 // requests seldom wait on an allocation (or the garbage collector's assist
 // it may run).
-func (v *View) Reserve(c quota.Claim, tenants []string, ttl time.Duration) (map[string]int, *quota.Reservation) {
-	r := v.reservations.Prepare(c, tenants, ttl)
+func (v *View) Reserve(c quota.Claim, uid string, tenants []string, ttl time.Duration) (map[string]int, *quota.Reservation) {
+	r := v.reservations.Prepare(c, uid, tenants, ttl)
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return r.Take(v.seenCount), r

@@ -50,10 +50,10 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		return e.Validate(ctx, req, view)
 	}
 	hosts, resources := e.served(req, view), e.resourced(req, view)
-	if _, local := ledger.(quota.LocalLedger); !local {
-		// the strict ledger writes the object's uid with its entry
-		ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
-	}
+	// The holds name the object's uid: the strict ledger writes it with its
+	// entry, the local one tells the view's events of another object of
+	// the name (one being deleted) from the held object's.
+	ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
 	// kept collects the holds kept, for a ledger that withdraws them; nil,
 	// nothing is collected.
 	var kept *[]quota.Hold

@@ -55,7 +55,7 @@ func TestAnExistingObjectIsNotCountedAgainstItself(t *testing.T) {
 			view := clusterview.New(registry.DefaultTenantLabel)
 			scale.Fill(view, 1, 10, 20)
 			if tt.held != nil {
-				_, hold := view.Reserve(*tt.held, []string{"t0"}, time.Minute)
+				_, hold := view.Reserve(*tt.held, "", []string{"t0"}, time.Minute)
 				if tt.admitted {
 					hold.Keep()
 				} else {

@@ -12,8 +12,8 @@ import (
 // counts of the objects seen are read, so that no object is counted both as
 // seen and as held, nor left out of both.
 type Reserver interface {
-	Reserve(c Claim, tenants []string, ttl time.Duration) (map[string]int, *Reservation)
-	ReserveUsage(c Claim, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *Reservation)
+	Reserve(c Claim, uid string, tenants []string, ttl time.Duration) (map[string]int, *Reservation)
+	ReserveUsage(c Claim, uid, tenant string, adds, expect usage.List, ttl time.Duration) (map[string]int64, *Reservation)
 }
 
 // LocalLedger reserves in the view's Table: exact within one replica, with
@@ -26,15 +26,15 @@ type LocalLedger struct {
 }
 
 // Reserve implements Ledger.
-func (l LocalLedger) Reserve(_ context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
-	counts, r := l.View.Reserve(c, tenants, ttlOr(l.TTL))
+func (l LocalLedger) Reserve(ctx context.Context, c Claim, tenants []string) (map[string]int, Hold, error) {
+	counts, r := l.View.Reserve(c, uidOf(ctx), tenants, ttlOr(l.TTL))
 	return counts, localHold{r}, nil
 }
 
 // ReserveUsage holds what a request adds to its tenant's sums in the view's
 // Table, as Reserve holds a create's place in the counts.
-func (l LocalLedger) ReserveUsage(_ context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
-	used, r := l.View.ReserveUsage(c, tenant, adds, expect, ttlOr(l.TTL))
+func (l LocalLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
+	used, r := l.View.ReserveUsage(c, uidOf(ctx), tenant, adds, expect, ttlOr(l.TTL))
 	return used, localHold{r}, nil
 }
 

@@ -89,52 +89,52 @@ func TestReservationsHoldPlacesInTheCounts(t *testing.T) {
 		want, pods int
 	}{
 		{"a reservation sees the objects but not itself", func(v *clusterview.View) int {
-			counts, _ := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, _ := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			return counts["oil"]
 		}, 2, 3},
 		{"a second create sees the first one's place", func(v *clusterview.View) int {
-			v.Reserve(podClaim, []string{"oil"}, ttl)
-			counts, _ := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "other"}, []string{"oil"}, ttl)
+			v.Reserve(podClaim, "", []string{"oil"}, ttl)
+			counts, _ := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "other"}, "", []string{"oil"}, ttl)
 			return counts["oil"]
 		}, 3, 4},
 		{"a refused create gives its place back", func(v *clusterview.View) int {
-			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, r := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			r.Release()
 			return counts["oil"]
 		}, 2, 2},
 		{"an admitted create keeps its place until it is seen", func(v *clusterview.View) int {
-			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, r := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			r.Keep()
 			return counts["oil"]
 		}, 2, 3},
 		{"the object seen takes over its place and counts once", func(v *clusterview.View) int {
-			counts, r := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, r := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			r.Keep()
 			v.Upsert(pod("web"))
 			v.Upsert(pod("web"))
 			return counts["oil"]
 		}, 2, 3},
 		{"a retried create is one place, and seeing itself leaves it out", func(v *clusterview.View) int {
-			_, first := v.Reserve(podClaim, []string{"oil"}, ttl)
-			counts, again := v.Reserve(podClaim, []string{"oil"}, ttl)
+			_, first := v.Reserve(podClaim, "", []string{"oil"}, ttl)
+			counts, again := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			first.Keep()
 			again.Release()
 			return counts["oil"]
 		}, 2, 3},
 		{"a refused retry leaves the admitted first call's place", func(v *clusterview.View) int {
-			_, first := v.Reserve(podClaim, []string{"oil"}, ttl)
+			_, first := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			first.Keep()
-			counts, again := v.Reserve(podClaim, []string{"oil"}, ttl)
+			counts, again := v.Reserve(podClaim, "", []string{"oil"}, ttl)
 			again.Release()
 			return counts["oil"]
 		}, 2, 3},
 		{"a namespace create holds a place with every tenant it could be for", func(v *clusterview.View) int {
-			counts, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, []string{"gas", "oil"}, ttl)
+			counts, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, "", []string{"gas", "oil"}, ttl)
 			r.Keep()
 			return counts["oil"] + 10*v.Count("gas", clusterview.NamespacesKey)
 		}, 1 + 10, 2},
 		{"the namespace seen takes over every tenant's place", func(v *clusterview.View) int {
-			_, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, []string{"gas", "oil"}, ttl)
+			_, r := v.Reserve(quota.Claim{Key: clusterview.NamespacesKey, Name: "new"}, "", []string{"gas", "oil"}, ttl)
 			r.Keep()
 			v.Upsert(namespace("new", "oil"))
 			return v.Count("oil", clusterview.NamespacesKey) + 10*v.Count("gas", clusterview.NamespacesKey)
@@ -164,7 +164,7 @@ func TestABurstAgainstRoomForTenIsDecidedAgainstEveryEarlierCreate(t *testing.T)
 	admitted := 0
 	for i := range burst {
 		wg.Go(func() {
-			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "burst-" + string(rune('a'+i))}, []string{"oil"}, time.Minute)
+			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: "burst-" + string(rune('a'+i))}, "", []string{"oil"}, time.Minute)
 			if counts["oil"]+1 > limit {
 				r.Release()
 				return
@@ -198,7 +198,7 @@ func TestCreatesAndTheInformerCountEachObjectOnce(t *testing.T) {
 	for i := range creates {
 		name := fmt.Sprintf("p-%d", i)
 		wg.Go(func() {
-			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			counts, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, "", []string{"oil"}, time.Minute)
 			if n := counts["oil"]; n < existing || n > existing+creates-1 {
 				t.Errorf("a create saw a count of %d, want %d to %d: the others' objects and holds, each once", n, existing, existing+creates-1)
 			}
@@ -226,8 +226,57 @@ func BenchmarkCreateRequests(b *testing.B) {
 		for pb.Next() {
 			name := "p-" + strconv.FormatInt(next.Add(1), 10)
 			v.NamespaceLabels("a")
-			_, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, []string{"oil"}, time.Minute)
+			_, r := v.Reserve(quota.Claim{Key: "pods", Namespace: "a", Name: name}, "", []string{"oil"}, time.Minute)
 			r.Release()
 		}
 	})
+}
+
+// TestAPodCreatedUnderTheNameOfOneBeingDeletedHoldsItsPlace: a StatefulSet
+// pod deleted and created again under its name. The view still has the old
+// pod when the new one is admitted, and the old one's late events (its
+// status as it stops, then its delete) must not end the new one's hold:
+// until the view sees the new pod, the tenant counts it once, and its usage.
+func TestAPodCreatedUnderTheNameOfOneBeingDeletedHoldsItsPlace(t *testing.T) {
+	view := clusterview.New(label)
+	view.Upsert(namespace("a", "oil"))
+	old := pod("web-0")
+	old.UID, old.Usage = "old", cpu(100)
+	view.Upsert(old)
+	ctx := quota.WithObjectUID(t.Context(), "new")
+	ledger := quota.LocalLedger{View: view}
+	c := quota.Claim{Key: "pods", Namespace: "a", Name: "web-0"}
+	_, hold, err := ledger.Reserve(ctx, c, []string{"oil"})
+	if err == nil {
+		err = hold.Keep(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hold, err = ledger.ReserveUsage(ctx, quota.UsageClaim(c), "oil", cpu(100), cpu(100))
+	if err == nil {
+		err = hold.Keep(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name       string
+		event      func()
+		pods, used int64
+	}{
+		{"the old pod's late update", func() { view.Upsert(old) }, 2, 200},
+		{"the old pod's delete", func() { view.Delete(old) }, 1, 100},
+		{"the new pod seen", func() {
+			created := pod("web-0")
+			created.UID, created.Usage = "new", cpu(100)
+			view.Upsert(created)
+		}, 1, 100},
+	}
+	for _, step := range steps {
+		step.event()
+		if pods, used := view.Count("oil", "pods"), view.Used("oil", "requests.cpu"); int64(pods) != step.pods || used != step.used {
+			t.Errorf("after %s: %d pods and %dm counted, want %d and %dm", step.name, pods, used, step.pods, step.used)
+		}
+	}
 }

@@ -52,6 +52,11 @@ type place struct {
 	// merges counts the requests that found the place held and merged
 	// what they expect into it (TakeUsage).
 	merges int
+	// uid is the uid of the object the requests holding the place create
+	// or change, "" when unknown or when they name several (a create of
+	// a name whose object is being deleted): the view's events of another
+	// object of the claim's name do not end the hold.
+	uid string
 }
 
 // NewTable returns an empty table.
@@ -69,6 +74,9 @@ type Reservation struct {
 	// and counts the map it fills in: both made by Prepare.
 	fresh  *place
 	counts map[string]int
+	// at is the place the reservation holds, once taken: Keep and Release
+	// leave the claim's place alone when it is another by then.
+	at *place
 	// asks is what the request adds by its own account (PrepareUsage):
 	// its object's usage over the usage of the object as the request
 	// found it.
@@ -87,7 +95,7 @@ type Reservation struct {
 // other requests seldom wait on an allocation (or the garbage collector's
 // assist it may run). ttl bounds how long an admitted create holds its
 // place without being seen.
-func (t *Table) Prepare(c Claim, tenants []string, ttl time.Duration) *Reservation {
+func (t *Table) Prepare(c Claim, uid string, tenants []string, ttl time.Duration) *Reservation {
 	// The table keeps copies: a claim's strings may share a whole request
 	// body, and the hold outlives the request. Made here, they are dropped
 	// when the claim is held already (the API server retried the create).
@@ -95,7 +103,7 @@ func (t *Table) Prepare(c Claim, tenants []string, ttl time.Duration) *Reservati
 		table:  t,
 		claim:  Claim{strings.Clone(c.Key), strings.Clone(c.Namespace), strings.Clone(c.Name)},
 		ttl:    ttl,
-		fresh:  &place{tenants: slices.Clone(tenants)},
+		fresh:  &place{tenants: slices.Clone(tenants), uid: strings.Clone(uid)},
 		counts: make(map[string]int, len(tenants)),
 	}
 }
@@ -133,13 +141,17 @@ func (r *Reservation) hold() ([]string, *place) {
 	now := t.now()
 	t.expire(now)
 	p := t.held[r.claim]
-	if p == nil {
+	switch {
+	case p == nil:
 		p = fresh
 		t.held[r.claim] = p
 		addPlace(t.pending, r.claim.Key, p, 1)
+	case p.uid != fresh.uid:
+		p.uid = "" // requests of two objects of one name
 	}
 	p.deciding++
 	p.expires = now.Add(r.ttl)
+	r.at = p
 	return fresh.tenants, p
 }
 
@@ -149,7 +161,7 @@ func (r *Reservation) Keep() {
 	t := r.table
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.held[r.claim]; p != nil {
+	if p := t.held[r.claim]; p != nil && p == r.at {
 		p.deciding--
 		if !p.kept {
 			p.kept = true
@@ -169,8 +181,8 @@ func (r *Reservation) Release() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.held[r.claim]
-	if p == nil {
-		return
+	if p == nil || p != r.at {
+		return // taken over, or expired, since: another request's now
 	}
 	p.deciding--
 	switch {
@@ -203,15 +215,23 @@ func (t *Table) Admitted(tenant, key string) int {
 	return t.admitted[tenantKey{tenant, key}]
 }
 
-// TakeOver drops the hold of an object seen, whose count now includes it.
-// The caller holds the lock that keeps Take's seen counts still, for
-// writing, and counts the object under it: no Take sees the object both as
-// seen and as held, or as neither.
-func (t *Table) TakeOver(c Claim) {
+// TakeOver drops the hold of an object seen, whose count now includes it,
+// unless the hold is another object's of the same name (uid, "" when
+// unknown, tells them apart): an event of an object being deleted leaves
+// the hold of a create of its name. The caller holds the lock that keeps
+// Take's seen counts still, for writing, and counts the object under it:
+// no Take sees the object both as seen and as held, or as neither.
+func (t *Table) TakeOver(c Claim, uid string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.drop(c)
+	if p, ok := t.held[c]; ok && !p.another(uid) {
+		t.drop(c)
+	}
 }
+
+// another reports whether the view's object of uid is another than the one
+// the place is held for; both uids must be known.
+func (p *place) another(uid string) bool { return p.uid != "" && uid != "" && p.uid != uid }
 
 // drop drops a claim's hold; the caller holds t.mu.
 func (t *Table) drop(c Claim) {
@@ -275,8 +295,8 @@ func (t *Table) expire(now time.Time) {
 // found it, by key); expect is the usage the object will be seen with once
 // stored: the hold lasts until the view sees it so (TakeOverUsage) or the
 // hold expires.
-func (t *Table) PrepareUsage(c Claim, tenant string, adds, expect usage.List, ttl time.Duration) *Reservation {
-	r := t.Prepare(c, []string{tenant}, ttl)
+func (t *Table) PrepareUsage(c Claim, uid, tenant string, adds, expect usage.List, ttl time.Duration) *Reservation {
+	r := t.Prepare(c, uid, []string{tenant}, ttl)
 	r.fresh.sums, r.fresh.expect, r.asks = true, expect, adds
 	return r
 }
@@ -338,22 +358,42 @@ func (t *Table) reshape(p *place, expect, seen usage.List) {
 }
 
 // TakeOverUsage follows the object of a resources hold as the view sees
-// it, with usage seen (nil when it has none, or is gone): the hold ends
-// once seen reaches what it expects, as the view's sums then hold it;
-// until then it adds what it expects over seen. An older version of the
-// object (an informer event from before the request) leaves the hold in
-// place; a delete makes the hold count all it expects (the object may be
-// created again under its name). The caller holds the view's writer's
-// lock, as for TakeOver.
-func (t *Table) TakeOverUsage(c Claim, seen usage.List) {
+// it (uid, "" when unknown), with usage seen (nil when it has none): the
+// hold ends once seen reaches what it expects, as the view's sums then
+// hold it; until then it adds what it expects over seen. An older version
+// of the object (an informer event from before the request) leaves the
+// hold in place. Another object of the name (one being deleted, whose name
+// a create holds) is not the hold's: the hold then counts all it expects.
+// The caller holds the view's writer's lock, as for TakeOver.
+func (t *Table) TakeOverUsage(c Claim, uid string, seen usage.List) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.held[c]
 	switch {
 	case !ok:
+	case p.another(uid):
+		t.reshape(p, p.expect, nil)
 	case seen.Covers(p.expect):
 		t.drop(c)
 	default:
 		t.reshape(p, p.expect, seen)
+	}
+}
+
+// UsageGone follows the object of a resources hold out of the view (uid,
+// "" when unknown): the hold of that object ends, as its request cannot be
+// stored any more; one of another object of the name, or of an unknown
+// one, counts all it expects, the object gone no longer counting. The
+// caller holds the view's writer's lock, as for TakeOver.
+func (t *Table) UsageGone(c Claim, uid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.held[c]
+	switch {
+	case !ok:
+	case p.uid != "" && p.uid == uid:
+		t.drop(c)
+	default:
+		t.reshape(p, p.expect, nil)
 	}
 }

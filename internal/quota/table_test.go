@@ -13,7 +13,7 @@ import (
 
 // reserve takes a hold in t as the view does, with no object seen.
 func reserve(t *Table, c Claim, tenants []string, ttl time.Duration) (map[string]int, *Reservation) {
-	r := t.Prepare(c, tenants, ttl)
+	r := t.Prepare(c, "", tenants, ttl)
 	return r.Take(func(string, string) int { return 0 }), r
 }
 
@@ -87,7 +87,7 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		}, 0, 0},
 		{"a create admitted then seen is neither", func(tb *Table, _ func(time.Duration)) {
 			take(tb, pod).Keep()
-			tb.TakeOver(pod)
+			tb.TakeOver(pod, "")
 		}, 0, 0},
 		{"a create admitted whose hold expired is neither", func(tb *Table, pass func(time.Duration)) {
 			take(tb, pod).Keep()
@@ -123,7 +123,7 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		{"a second update refused after the first was seen in part leaves what the first expects over it", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 4).Keep()
 			second := takeUsage(tb, pod, pods(1), 2, 6)
-			tb.TakeOverUsage(UsageClaim(pod), pods(3))
+			tb.TakeOverUsage(UsageClaim(pod), "", pods(3))
 			second.Release()
 		}, 1, 1},
 		{"a second update retried, the first try refused, keeps both increases", func(tb *Table, _ func(time.Duration)) {
@@ -140,19 +140,54 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 			largest.Release()
 			third.Keep()
 		}, 4, 4},
+		{"a release after the place was taken over leaves the next request's place", func(tb *Table, _ func(time.Duration)) {
+			first := take(tb, pod)
+			tb.TakeOver(pod, "") // its object seen: a retried create stored meanwhile
+			take(tb, pod)        // another create of the name, being decided
+			first.Release()
+		}, 1, 0},
+		{"a create's place outlives the events of another object of its name", func(tb *Table, _ func(time.Duration)) {
+			r := tb.Prepare(pod, "new", []string{"oil"}, time.Minute)
+			r.Take(func(string, string) int { return 0 })
+			r.Keep()
+			tb.TakeOver(pod, "old") // the object of the name being deleted
+		}, 1, 1},
+		{"a create's place ends when its object is seen", func(tb *Table, _ func(time.Duration)) {
+			r := tb.Prepare(pod, "new", []string{"oil"}, time.Minute)
+			r.Take(func(string, string) int { return 0 })
+			r.Keep()
+			tb.TakeOver(pod, "new")
+		}, 0, 0},
+		{"an event of another object of its name makes a resources hold count all it expects", func(tb *Table, _ func(time.Duration)) {
+			takeUsageOf(tb, pod, "new", pods(1), 3, 3).Keep()
+			tb.TakeOverUsage(UsageClaim(pod), "old", pods(3))
+		}, 3, 3},
+		{"another object of its name gone makes a resources hold count all it expects", func(tb *Table, _ func(time.Duration)) {
+			takeUsageOf(tb, pod, "new", pods(1), 3, 3).Keep()
+			tb.UsageGone(UsageClaim(pod), "old")
+		}, 3, 3},
+		{"the object of a resources hold gone ends it", func(tb *Table, _ func(time.Duration)) {
+			takeUsageOf(tb, pod, "web", pods(1), 2, 3).Keep()
+			tb.UsageGone(UsageClaim(pod), "web")
+		}, 0, 0},
+		{"a place held for two objects of one name knows neither", func(tb *Table, _ func(time.Duration)) {
+			takeUsageOf(tb, pod, "old", pods(1), 2, 3).Keep()
+			takeUsageOf(tb, pod, "new", pods(1), 2, 3).Keep()
+			tb.TakeOverUsage(UsageClaim(pod), "old", pods(3))
+		}, 0, 0},
 		{"once the first update is seen the hold adds the second's increase", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
 			takeUsage(tb, pod, pods(1), 2, 5).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), pods(3))
+			tb.TakeOverUsage(UsageClaim(pod), "", pods(3))
 		}, 2, 2},
 		{"once the last update is seen the hold ends", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
 			takeUsage(tb, pod, pods(1), 2, 5).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), pods(5))
+			tb.TakeOverUsage(UsageClaim(pod), "", pods(5))
 		}, 0, 0},
 		{"an object deleted while its update is held makes the hold count all it expects", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), nil)
+			tb.UsageGone(UsageClaim(pod), "")
 		}, 3, 3},
 	}
 	for _, tt := range tests {
@@ -192,7 +227,12 @@ func pods(n int64) usage.List { return usage.List{{Key: "pods", N: n}} }
 // a request that adds adds by its own account and expects the object to
 // hold expect, all under the key "pods".
 func takeUsage(tb *Table, c Claim, own usage.List, adds, expect int64) *Reservation {
-	r := tb.PrepareUsage(UsageClaim(c), "oil", pods(adds), pods(expect), time.Minute)
+	return takeUsageOf(tb, c, "", own, adds, expect)
+}
+
+// takeUsageOf is takeUsage for the object of uid.
+func takeUsageOf(tb *Table, c Claim, uid string, own usage.List, adds, expect int64) *Reservation {
+	r := tb.PrepareUsage(UsageClaim(c), uid, "oil", pods(adds), pods(expect), time.Minute)
 	r.TakeUsage(func(string, string) int { return 0 }, own)
 	return r
 }
