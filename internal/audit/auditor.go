@@ -97,7 +97,7 @@ func (a *Auditor) Audits(o *Object) bool {
 	case a.anyKind || a.kinds[o.GVK.GroupKind()]:
 		return true
 	}
-	return slices.Contains(a.resources, schema.GroupResource{Group: o.GVK.Group, Resource: clusterview.Resource(o.GVK)})
+	return slices.Contains(a.resources, schema.GroupResource{Group: o.GVK.Group, Resource: o.resource()})
 }
 
 // tenantOf is the tenant label of the object's namespace, or of the
@@ -119,7 +119,7 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 	}
 	tenant := a.tenantOf(o)
 	user, groups := a.requester(o, tenant)
-	req, err := request.DecodeCreate(request.Spec{GVK: o.GVK, Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups)}, o.createObject())
+	req, err := request.DecodeCreate(request.Spec{GVK: o.GVK, Resource: o.resource(), Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups)}, o.createObject())
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", o.GVK.Kind, o.Name, err)
 	}

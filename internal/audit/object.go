@@ -7,12 +7,18 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/jsonast"
 )
 
 // Object is an existing object to audit.
 type Object struct {
 	GVK schema.GroupVersionKind
+	// Resource is the resource the object was listed from, "" when
+	// unknown (an object of a file): its kind's name then gives it
+	// (clusterview.Resource), which a CRD's irregular plural (Cactus,
+	// cacti) does not follow.
+	Resource string
 	// Namespace is "" for a cluster-scoped object.
 	Namespace, Name string
 	// Value is the object as stored, decoded into OPA's values (jsonast),
@@ -26,6 +32,15 @@ type Object struct {
 func ObjectOf(gvk schema.GroupVersionKind, value ast.Object) Object {
 	metadata := jsonast.ObjectAt(value, keyMetadata)
 	return Object{GVK: gvk, Namespace: jsonast.StringAt(metadata, keyNamespace), Name: jsonast.StringAt(metadata, keyName), Value: value}
+}
+
+// resource is the object's resource: the one it was listed from, else the
+// one its kind's name gives.
+func (o *Object) resource() string {
+	if o.Resource != "" {
+		return o.Resource
+	}
+	return clusterview.Resource(o.GVK)
 }
 
 // FromMap is the Object of content, an object of kind gvk as decoded JSON

@@ -207,6 +207,7 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 		}
 		for _, item := range items {
 			o := audit.ObjectOf(gvk, item)
+			o.Resource = gvr.Resource
 			if err := each(&o); err != nil {
 				return err
 			}

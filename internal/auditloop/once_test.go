@@ -434,3 +434,33 @@ func (m metadataLister) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	return nil
 }
+
+// TestACountedKindOfAnIrregularPluralIsAudited: a quota on a CRD whose
+// plural its kind's name does not give (Cactus, served as cacti) audits the
+// objects listed from that resource: the audit takes the resource it
+// listed, not a guess from the kind.
+func TestACountedKindOfAnIrregularPluralIsAudited(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	doc, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steel := "      - name: steel\n        owners:\n          - {kind: User, name: sam}\n"
+	if !strings.Contains(string(doc), steel) {
+		t.Fatal("the fixture registry's tenant steel is not as this test expects")
+	}
+	doc = []byte(strings.Replace(string(doc), steel, steel+"        quotas: {count/cacti.example.com: 0}\n", 1))
+	if err := l.store.LoadRegistry(t.Context(), "test", doc); err != nil {
+		t.Fatal(err)
+	}
+	cactus := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Cactus"}
+	reader.mapper.(*meta.DefaultRESTMapper).AddSpecific(cactus, cactus.GroupVersion().WithResource("cacti"), cactus.GroupVersion().WithResource("cactus"), meta.RESTScopeNamespace)
+	reader.objects["Cactus"] = []map[string]any{{"apiVersion": "example.com/v1", "kind": "Cactus", "metadata": map[string]any{"name": "prickly", "namespace": "steel-apps"}}}
+	result, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowNames(result.Rows); !slices.Contains(got, "steel-apps/Cactus/prickly/tenant-quota") {
+		t.Fatalf("rows %v, want the cactus over steel's quota of none", got)
+	}
+}

@@ -27,8 +27,10 @@ const (
 
 // Spec is what a request is built from.
 type Spec struct {
-	// GVK is the object's group, version and kind.
-	GVK schema.GroupVersionKind
+	// GVK is the object's group, version and kind; Resource its resource,
+	// "" for the one the kind's name gives (clusterview.Resource).
+	GVK      schema.GroupVersionKind
+	Resource string
 	// Name and Namespace are the object's; Namespace is "" for a
 	// cluster-scoped kind.
 	Name, Namespace string
@@ -55,7 +57,11 @@ func Review(s Spec) ([]byte, error) {
 		requestNamespace = s.Name
 	}
 	gvk := metav1.GroupVersionKind(s.GVK)
-	gvr := metav1.GroupVersionResource{Group: s.GVK.Group, Version: s.GVK.Version, Resource: clusterview.Resource(s.GVK)}
+	resource := s.Resource
+	if resource == "" {
+		resource = clusterview.Resource(s.GVK)
+	}
+	gvr := metav1.GroupVersionResource{Group: s.GVK.Group, Version: s.GVK.Version, Resource: resource}
 	dryRun := false
 	req := &admissionv1.AdmissionRequest{
 		UID:             uuid.NewUUID(),
