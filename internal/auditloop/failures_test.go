@@ -130,6 +130,16 @@ func TestAListThatOutlivesItsSnapshotGoesOn(t *testing.T) {
 	if reader.expired != 2 {
 		t.Errorf("%d lists expired, want the Pods' and the Namespaces'", reader.expired)
 	}
+	// A list that goes on from further back sees objects twice: each
+	// row counts once.
+	l, reader, _ = auditOfFixture(t)
+	reader.expireOnce, reader.rewind = map[string]bool{"Pod": true}, true
+	if result, err = l.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(result.Rows) != 5 {
+		t.Errorf("%d rows after a list went on from its start, want every object's once: 5", len(result.Rows))
+	}
 	for _, err := range []error{nil, errors.New("x"), apierrors.NewResourceExpired("too old resource version")} {
 		if _, ok := expiredContinue(err); ok {
 			t.Errorf("%v: a token to go on with, want none", err)

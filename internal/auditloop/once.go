@@ -127,6 +127,9 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		}
 	}
 	audit.Sort(result.Rows)
+	// A list that went on after its snapshot expired may have seen an
+	// object twice.
+	result.Rows = slices.Compact(result.Rows)
 	result.Problems = unlisted
 	if err := failed.err(); err != nil {
 		result.Problems = append(result.Problems, err)

@@ -52,6 +52,9 @@ type pagedReader struct {
 	// expired (410), with a token to go on with; expired counts them.
 	expireOnce map[string]bool
 	expired    int
+	// rewind has an expired list go on from its start, as one whose
+	// objects before the token changed: those are listed again.
+	rewind bool
 	mu         sync.Mutex
 	requests   int
 }
@@ -85,6 +88,9 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 		r.expired++
 		err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
 		err.ErrStatus.Continue = token // where the list was, in the cluster as it is now
+		if r.rewind {
+			err.ErrStatus.Continue = "0"
+		}
 		return nil, err
 	}
 	all := r.objects[gvk.Kind]
