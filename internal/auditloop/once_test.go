@@ -54,9 +54,9 @@ type pagedReader struct {
 	expired    int
 	// rewind has an expired list go on from its start, as one whose
 	// objects before the token changed: those are listed again.
-	rewind bool
-	mu         sync.Mutex
-	requests   int
+	rewind   bool
+	mu       sync.Mutex
+	requests int
 }
 
 // requested is how many requests the reader answered.
