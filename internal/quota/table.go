@@ -46,7 +46,7 @@ type place struct {
 	// it counts one object under its claim's key. expect is the usage the
 	// object is seen with once stored, which ends the hold; adds is what
 	// the place adds to its tenant's sums meanwhile: expect over seen, the
-	// usage the view has of the object (usageHeld).
+	// usage the view has of the object.
 	sums               bool
 	adds, expect, seen usage.List
 	// merges counts the requests that found the place held and merged
@@ -314,7 +314,7 @@ func (t *Table) PrepareUsage(c Claim, uid, tenant string, adds, expect usage.Lis
 func (r *Reservation) TakeUsage(seen func(tenant, key string) int, own usage.List) map[string]int64 {
 	asks, fresh := r.asks, r.fresh
 	r.counts = nil
-	fresh.adds, fresh.seen = usageHeld(fresh.expect, own), own
+	fresh.adds, fresh.seen = fresh.expect.Increase(own), own
 	used := make(map[string]int64, len(asks))
 	t := r.table
 	t.mu.Lock()
@@ -333,16 +333,6 @@ func (r *Reservation) TakeUsage(seen func(tenant, key string) int, own usage.Lis
 	return used
 }
 
-// usageHeld is what a hold expecting expect adds to its tenant's sums while
-// the view has the object with usage seen: expect over seen, key by key.
-// It is never nil: a place's adds are only nil for counts.
-func usageHeld(expect, seen usage.List) usage.List {
-	if held := expect.Increase(seen); held != nil {
-		return held
-	}
-	return usage.List{}
-}
-
 // reshape makes a place of resources expect expect, over the usage seen of
 // its object, in its tenant's sums; the caller holds t.mu.
 func (t *Table) reshape(p *place, expect, seen usage.List) {
@@ -350,7 +340,7 @@ func (t *Table) reshape(p *place, expect, seen usage.List) {
 	if p.kept {
 		addPlace(t.admitted, "", p, -1)
 	}
-	p.expect, p.adds, p.seen = expect, usageHeld(expect, seen), seen
+	p.expect, p.adds, p.seen = expect, expect.Increase(seen), seen
 	addPlace(t.pending, "", p, 1)
 	if p.kept {
 		addPlace(t.admitted, "", p, 1)
