@@ -27,12 +27,14 @@ type Row struct {
 	Message string `json:"message"`
 }
 
-// Sort orders rows by namespace, kind, name, rule and message.
+// Sort orders rows by namespace, kind, name, rule and message, then by
+// every other field, so that equal rows are next to each other.
 func Sort(rows []Row) {
 	slices.SortFunc(rows, func(a, b Row) int {
 		return cmp.Or(
 			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.APIVersion, b.APIVersion),
-			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message),
+			cmp.Compare(a.UID, b.UID), cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Mode, b.Mode))
 	})
 }
 

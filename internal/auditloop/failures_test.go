@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -212,25 +211,28 @@ func TestAChangeBeforeTheFirstAuditIsInIt(t *testing.T) {
 	changes <- struct{}{}
 	l.changes = changes
 	l.opts.Interval, l.opts.Debounce = time.Hour, 50*time.Millisecond
-	var mu sync.Mutex
-	audits := 0
-	l.opts.Observer = observerFunc(func() {
-		mu.Lock()
-		audits++
-		mu.Unlock()
-	})
+	audited := make(chan struct{}, 2)
+	l.opts.Observer = observerFunc(func() { audited <- struct{}{} })
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		_ = l.Start(ctx)
 		close(done)
 	}()
-	time.Sleep(2 * time.Second)
-	cancel()
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if audits != 1 {
-		t.Fatalf("%d audits, want 1", audits)
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case <-audited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no first audit")
+	}
+	// A second audit would start after the debounce (50 ms) and take
+	// about as long as the first.
+	select {
+	case <-audited:
+		t.Fatal("a second audit ran for the change before the first")
+	case <-time.After(2 * time.Second):
 	}
 }

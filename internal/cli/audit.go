@@ -45,7 +45,7 @@ func newAuditCommand() *cobra.Command {
 		Use: "audit --registry FILE --objects FILE... [-o table|json|yaml]",
 		Example: `  tenantguard audit --registry examples/registry.yaml --objects examples/cluster.yaml
   # what the registry in force says of the cluster as it is: every kind the
-  # rules judge (leave out the lines of kinds the cluster does not serve,
+  # rules judge (leave out the kinds the cluster does not serve,
   # add the resources the registry's quotas count)
   kubectl get namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses -A -o yaml > cluster.yaml
   kubectl get gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io -A -o yaml > gateway-api.yaml

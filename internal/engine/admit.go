@@ -78,7 +78,7 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		// handler answers [internal]), unless the API server stopped
 		// waiting (its context ended): the failure policy then decides,
 		// and under Ignore its object is created, so it keeps them.
-		refused := err == nil && !d.Allowed || err != nil && ctx.Err() == nil
+		refused := (err == nil && !d.Allowed) || (err != nil && ctx.Err() == nil)
 		if kept != nil && refused && len(*kept) > 0 {
 			go withdrawer.WithdrawHolds(context.WithoutCancel(ctx), *kept)
 		}

@@ -52,8 +52,10 @@ type objectUID struct{}
 
 // WithObjectUID is ctx carrying the uid of the object a request creates or
 // changes (its metadata.uid, which the API server sets before validating
-// admission), which the strict ledger writes with the request's entry: a
-// replica that has seen that object come and go counts the entry no more.
+// admission), which the strict ledger writes with the request's entry (a
+// replica that has seen that object come and go counts the entry no more)
+// and the local one keeps with its hold (the view's events of another
+// object of the name do not end it).
 func WithObjectUID(ctx context.Context, uid string) context.Context {
 	return context.WithValue(ctx, objectUID{}, uid)
 }
@@ -176,13 +178,14 @@ func (l *StrictLedger) Reserve(ctx context.Context, c Claim, tenants []string) (
 // conditional on it being unchanged, in place of an earlier entry of the
 // object; one not done yet (an update admitted and not seen) leaves its
 // expected usage in the new entry's where larger. Withdraw then takes
-// both away; it only follows a hold of counts that failed, which a resize
-// or expansion never takes, so the earlier entry was a create of the
-// same name, never stored.
+// both away; it only follows a request refused or failed after its later
+// holds (of counts), which a resize or expansion never takes: the earlier
+// entry was a create of the same name, whose object, if stored, counts
+// once the view sees it.
 func (l *StrictLedger) ReserveUsage(ctx context.Context, c Claim, tenant string, adds, expect usage.List) (map[string]int64, Hold, error) {
 	m := l.lock(tenant + usageSuffix)
 	m.Lock()
-	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx), Adds: adds, Expect: expect}, locked: []*sync.Mutex{m}}
+	h := &strictHold{ledger: l, entry: entry{Key: c.Key, Namespace: c.Namespace, Name: c.Name, UID: uidOf(ctx), Expect: expect}, locked: []*sync.Mutex{m}}
 	defer releaseOnPanic(h)
 	p, err := l.read(ctx, tenant, usageSuffix)
 	if err != nil {
