@@ -447,20 +447,7 @@ func (m metadataLister) List(ctx context.Context, list client.ObjectList, opts .
 // listed, not a guess from the kind.
 func TestACountedKindOfAnIrregularPluralIsAudited(t *testing.T) {
 	l, reader, _ := auditOfFixture(t)
-	doc, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	steel := "      - name: steel\n        owners:\n          - {kind: User, name: sam}\n"
-	if !strings.Contains(string(doc), steel) {
-		t.Fatal("the fixture registry's tenant steel is not as this test expects")
-	}
-	doc = []byte(strings.Replace(string(doc), steel, steel+"        quotas: {count/cacti.example.com: 0}\n", 1))
-	if err := l.store.LoadRegistry(t.Context(), "test", doc); err != nil {
-		t.Fatal(err)
-	}
-	cactus := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Cactus"}
-	reader.mapper.(*meta.DefaultRESTMapper).AddSpecific(cactus, cactus.GroupVersion().WithResource("cacti"), cactus.GroupVersion().WithResource("cactus"), meta.RESTScopeNamespace)
+	countedKind(t, l, reader, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Cactus"}, "cacti", meta.RESTScopeNamespace)
 	reader.objects["Cactus"] = []map[string]any{{"apiVersion": "example.com/v1", "kind": "Cactus", "metadata": map[string]any{"name": "prickly", "namespace": "steel-apps"}}}
 	result, err := l.Once(t.Context())
 	if err != nil {
@@ -469,4 +456,35 @@ func TestACountedKindOfAnIrregularPluralIsAudited(t *testing.T) {
 	if got := rowNames(result.Rows); !slices.Contains(got, "steel-apps/Cactus/prickly/tenant-quota") {
 		t.Fatalf("rows %v, want the cactus over steel's quota of none", got)
 	}
+}
+
+// TestACountedClusterScopedKindIsNotListed: a quota names a cluster-scoped
+// kind, whose objects are in no tenant namespace: the audit does not list
+// it, so a list it may not make does not fail it.
+func TestACountedClusterScopedKindIsNotListed(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	countedKind(t, l, reader, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "widgets", meta.RESTScopeRoot)
+	reader.forbidden = "Widget"
+	if _, err := l.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countedKind has the fixture's tenant steel count a kind (a quota of none
+// on count/PLURAL.GROUP) and the cluster serve it as plural, with scope.
+func countedKind(t *testing.T, l *Loop, reader *pagedReader, kind schema.GroupVersionKind, plural string, scope meta.RESTScope) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(fixtures.Dir(), "registry.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steel := "      - name: steel\n        owners:\n          - {kind: User, name: sam}\n"
+	if !strings.Contains(string(doc), steel) {
+		t.Fatal("the fixture registry's tenant steel is not as this test expects")
+	}
+	doc = []byte(strings.Replace(string(doc), steel, steel+"        quotas: {count/"+plural+"."+kind.Group+": 0}\n", 1))
+	if err := l.store.LoadRegistry(t.Context(), "test", doc); err != nil {
+		t.Fatal(err)
+	}
+	reader.mapper.(*meta.DefaultRESTMapper).AddSpecific(kind, kind.GroupVersion().WithResource(plural), kind.GroupVersion().WithResource(strings.ToLower(kind.Kind)), scope)
 }

@@ -166,8 +166,7 @@ func (v *View) Upsert(o Object) {
 			v.updateHosts(nil, &o)
 		}
 		k := quota.Claim{Key: QuotaKey(o.Group, o.Resource), Namespace: o.Namespace, Name: o.Name}
-		v.reservations.TakeOver(k, o.UID)
-		v.reservations.TakeOverUsage(quota.UsageClaim(k), o.UID, o.Usage)
+		v.reservations.TakeOverObject(k, o.UID, o.Usage)
 		id := v.id(k)
 		ref := v.usages.intern(o.Usage)
 		before, seen := v.objects[id]

@@ -52,8 +52,11 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 	hosts, resources := e.served(req, view), e.resourced(req, view)
 	// The holds name the object's uid: the strict ledger writes it with its
 	// entry, the local one tells the view's events of another object of
-	// the name (one being deleted) from the held object's.
-	ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
+	// the name (one being deleted) from the held object's. A request that
+	// serves no host, adds to no sum and creates nothing takes no hold.
+	if hosts != nil || resources != nil || creating(req) {
+		ctx = quota.WithObjectUID(ctx, text(objectAt(req.Object, "metadata"), "uid"))
+	}
 	// kept collects the holds kept, for a ledger that withdraws them; nil,
 	// nothing is collected.
 	var kept *[]quota.Hold

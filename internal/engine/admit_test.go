@@ -201,15 +201,7 @@ func TestAPodRefusedAfterItsSumsWereKeptWithdrawsThem(t *testing.T) {
 	server := quotatest.NewAPIServer()
 	ledger := quota.NewStrictLedger(server, view, time.Minute)
 	other := quota.NewStrictLedger(server, view, time.Minute)
-	admitElsewhere := func(i int) {
-		_, hold, err := other.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "t0-ns1", Name: fmt.Sprintf("elsewhere-%d", i)}, []string{"t0"})
-		if err == nil {
-			err = hold.Keep(t.Context())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	admitElsewhere := func(i int) { admitElsewhere(t, other, fmt.Sprintf("elsewhere-%d", i)) }
 	for i := range 9 {
 		admitElsewhere(i)
 	}
@@ -250,6 +242,18 @@ func waitForNoSums(t *testing.T, server *quotatest.APIServer) {
 	t.Fatalf("the ledger of usage holds %s 5 s after the pod was refused, want nothing", claims)
 }
 
+// admitElsewhere is another replica admitting a pod named name in t0-ns1.
+func admitElsewhere(t *testing.T, other quota.Ledger, name string) {
+	t.Helper()
+	_, hold, err := other.Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "t0-ns1", Name: name}, []string{"t0"})
+	if err == nil {
+		err = hold.Keep(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // failingUpdates is an API server whose updates of one ConfigMap fail.
 type failingUpdates struct {
 	*quotatest.APIServer
@@ -275,13 +279,7 @@ func TestAPodWhoseCountsCannotBeKeptWithdrawsItsSums(t *testing.T) {
 	view := roomForTen()
 	server := quotatest.NewAPIServer()
 	// another replica's create makes the ledger of counts, which is then updated
-	_, hold, err := quota.NewStrictLedger(server, view, time.Minute).Reserve(t.Context(), quota.Claim{Key: "pods", Namespace: "t0-ns1", Name: "elsewhere"}, []string{"t0"})
-	if err == nil {
-		err = hold.Keep(t.Context())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	admitElsewhere(t, quota.NewStrictLedger(server, view, time.Minute), "elsewhere")
 	ledger := quota.NewStrictLedger(failingUpdates{server, quota.NamePrefix + "t0"}, view, time.Minute)
 	if _, err := e.Admit(t.Context(), podCreate(t, 0, podSpec), view, ledger); err == nil {
 		t.Fatal("the pod was decided though its place in the counts could not be written")

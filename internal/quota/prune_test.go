@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,70 @@ func TestABrokenLedgerHoldsNothingInForce(t *testing.T) {
 			t.Fatalf("deleted %v, next %v, error %v; want oil's two ledgers deleted, nothing to prune later", deleted, next, err)
 		}
 	})
+}
+
+// panicking is a view whose counts panic while panics is set: a bug.
+type panicking struct {
+	emptyView
+	panics atomic.Bool
+}
+
+func (v *panicking) CountUnseen(tenant, key string, claims []Pending) int {
+	if v.panics.Load() {
+		panic("a bug in the view")
+	}
+	return v.emptyView.CountUnseen(tenant, key, claims)
+}
+
+func (v *panicking) UsedUnseen(tenant string, keys []string, pending []PendingUsage) map[string]int64 {
+	if v.panics.Load() {
+		panic("a bug in the view")
+	}
+	return v.emptyView.UsedUnseen(tenant, keys, pending)
+}
+
+// TestAReservationThatPanicsReleasesItsLocks: the handler recovers a panic
+// of a decision, and the next requests of the tenant must not wait for
+// ever on the locks the panicking reservation took.
+func TestAReservationThatPanicsReleasesItsLocks(t *testing.T) {
+	view := &panicking{}
+	ledger := NewStrictLedger(quotatest.NewAPIServer(), view, time.Minute)
+	c := Claim{Key: "pods", Namespace: "oil-a", Name: "web"}
+	cpu := usage.List{{Key: "requests.cpu", N: 100}}
+	reservations := []func(){
+		func() {
+			if _, hold, err := ledger.Reserve(t.Context(), c, []string{"oil"}); err == nil {
+				hold.Release()
+			}
+		},
+		func() {
+			if _, hold, err := ledger.ReserveUsage(t.Context(), UsageClaim(c), "oil", cpu, cpu); err == nil {
+				hold.Release()
+			}
+		},
+	}
+	view.panics.Store(true)
+	for _, reserve := range reservations {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the view did not panic: the test does not reach the case")
+				}
+			}()
+			reserve()
+		}()
+	}
+	view.panics.Store(false)
+	done := make(chan struct{})
+	go func() {
+		for _, reserve := range reservations {
+			reserve()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tenant's next reservations still wait on the locks of one that panicked")
+	}
 }

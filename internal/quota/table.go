@@ -224,6 +224,11 @@ func (t *Table) Admitted(tenant, key string) int {
 func (t *Table) TakeOver(c Claim, uid string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.takeOver(c, uid)
+}
+
+// takeOver is TakeOver; the caller holds t.mu.
+func (t *Table) takeOver(c Claim, uid string) {
 	if p, ok := t.held[c]; ok && !p.another(uid) {
 		t.drop(c)
 	}
@@ -240,9 +245,16 @@ func (t *Table) drop(c Claim) {
 		return
 	}
 	delete(t.held, c)
-	addPlace(t.pending, c.Key, p, -1)
+	t.account(c.Key, p, -1)
+}
+
+// account counts a place in the sums of the holds (n = 1), and of the
+// admitted ones when it is kept, or takes it out of them (n = -1); the
+// caller holds t.mu.
+func (t *Table) account(key string, p *place, n int) {
+	addPlace(t.pending, key, p, n)
 	if p.kept {
-		addPlace(t.admitted, c.Key, p, -1)
+		addPlace(t.admitted, key, p, n)
 	}
 }
 
@@ -293,7 +305,7 @@ func (t *Table) expire(now time.Time) {
 // names the object under UsageKey. adds is what the request adds by its
 // own account (its object's usage over the object's usage as the request
 // found it, by key); expect is the usage the object will be seen with once
-// stored: the hold lasts until the view sees it so (TakeOverUsage) or the
+// stored: the hold lasts until the view sees it so (TakeOverObject) or the
 // hold expires.
 func (t *Table) PrepareUsage(c Claim, uid, tenant string, adds, expect usage.List, ttl time.Duration) *Reservation {
 	r := t.Prepare(c, uid, []string{tenant}, ttl)
@@ -336,35 +348,32 @@ func (r *Reservation) TakeUsage(seen func(tenant, key string) int, own usage.Lis
 // reshape makes a place of resources expect expect, over the usage seen of
 // its object, in its tenant's sums; the caller holds t.mu.
 func (t *Table) reshape(p *place, expect, seen usage.List) {
-	addPlace(t.pending, "", p, -1)
-	if p.kept {
-		addPlace(t.admitted, "", p, -1)
-	}
+	t.account("", p, -1)
 	p.expect, p.adds, p.seen = expect, expect.Increase(seen), seen
-	addPlace(t.pending, "", p, 1)
-	if p.kept {
-		addPlace(t.admitted, "", p, 1)
-	}
+	t.account("", p, 1)
 }
 
-// TakeOverUsage follows the object of a resources hold as the view sees
-// it (uid, "" when unknown), with usage seen (nil when it has none): the
-// hold ends once seen reaches what it expects, as the view's sums then
-// hold it; until then it adds what it expects over seen. An older version
-// of the object (an informer event from before the request) leaves the
-// hold in place. Another object of the name (one being deleted, whose name
-// a create holds) is not the hold's: the hold then counts all it expects.
-// The caller holds the view's writer's lock, as for TakeOver.
-func (t *Table) TakeOverUsage(c Claim, uid string, seen usage.List) {
+// TakeOverObject is the view seeing the object c names (uid, "" when
+// unknown) with usage seen (nil when it has none), in one step: TakeOver
+// of its create's place, and its resources hold followed. That hold ends
+// once seen reaches what it expects, as the view's sums then hold it; until
+// then it adds what it expects over seen. An older version of the object
+// (an informer event from before the request) leaves the hold in place.
+// Another object of the name (one being deleted, whose name a create
+// holds) is not the hold's: the hold then counts all it expects. The
+// caller holds the view's writer's lock, as for TakeOver.
+func (t *Table) TakeOverObject(c Claim, uid string, seen usage.List) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p, ok := t.held[c]
+	t.takeOver(c, uid)
+	uc := UsageClaim(c)
+	p, ok := t.held[uc]
 	switch {
 	case !ok:
 	case p.another(uid):
 		t.reshape(p, p.expect, nil)
 	case seen.Covers(p.expect):
-		t.drop(c)
+		t.drop(uc)
 	default:
 		t.reshape(p, p.expect, seen)
 	}

@@ -123,7 +123,7 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		{"a second update refused after the first was seen in part leaves what the first expects over it", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 4).Keep()
 			second := takeUsage(tb, pod, pods(1), 2, 6)
-			tb.TakeOverUsage(UsageClaim(pod), "", pods(3))
+			tb.TakeOverObject(pod, "", pods(3))
 			second.Release()
 		}, 1, 1},
 		{"a second update retried, the first try refused, keeps both increases", func(tb *Table, _ func(time.Duration)) {
@@ -146,6 +146,12 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 			take(tb, pod)        // another create of the name, being decided
 			first.Release()
 		}, 1, 0},
+		{"a keep after the place was taken over leaves the next request's place being decided", func(tb *Table, _ func(time.Duration)) {
+			first := take(tb, pod)
+			tb.TakeOver(pod, "")
+			take(tb, pod)
+			first.Keep()
+		}, 1, 0},
 		{"a create's place outlives the events of another object of its name", func(tb *Table, _ func(time.Duration)) {
 			r := tb.Prepare(pod, "new", []string{"oil"}, time.Minute)
 			r.Take(func(string, string) int { return 0 })
@@ -160,7 +166,7 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		}, 0, 0},
 		{"an event of another object of its name makes a resources hold count all it expects", func(tb *Table, _ func(time.Duration)) {
 			takeUsageOf(tb, pod, "new", pods(1), 3, 3).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), "old", pods(3))
+			tb.TakeOverObject(pod, "old", pods(3))
 		}, 3, 3},
 		{"another object of its name gone makes a resources hold count all it expects", func(tb *Table, _ func(time.Duration)) {
 			takeUsageOf(tb, pod, "new", pods(1), 3, 3).Keep()
@@ -173,17 +179,17 @@ func TestAdmittedCountsOnlyTheCreatesAdmitted(t *testing.T) {
 		{"a place held for two objects of one name knows neither", func(tb *Table, _ func(time.Duration)) {
 			takeUsageOf(tb, pod, "old", pods(1), 2, 3).Keep()
 			takeUsageOf(tb, pod, "new", pods(1), 2, 3).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), "old", pods(3))
+			tb.TakeOverObject(pod, "old", pods(3))
 		}, 0, 0},
 		{"once the first update is seen the hold adds the second's increase", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
 			takeUsage(tb, pod, pods(1), 2, 5).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), "", pods(3))
+			tb.TakeOverObject(pod, "", pods(3))
 		}, 2, 2},
 		{"once the last update is seen the hold ends", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
 			takeUsage(tb, pod, pods(1), 2, 5).Keep()
-			tb.TakeOverUsage(UsageClaim(pod), "", pods(5))
+			tb.TakeOverObject(pod, "", pods(5))
 		}, 0, 0},
 		{"an object deleted while its update is held makes the hold count all it expects", func(tb *Table, _ func(time.Duration)) {
 			takeUsage(tb, pod, pods(1), 2, 3).Keep()
