@@ -17,6 +17,13 @@ type HostKind struct {
 	// Paths are where an object of the kind keeps the hosts it serves,
 	// field by field; "*" is every item of a list.
 	Paths [][]string
+	// Parent, when set, is where an object of the kind names the
+	// namespace of the Gateway it attaches to: it serves its hosts only
+	// on a Gateway of another namespace (a shared one), as a
+	// ListenerSet's listeners bind hosts that its routes serve there. On
+	// a Gateway of its own namespace it binds them for that Gateway's
+	// address only, as the Gateway does.
+	Parent []string
 }
 
 // gatewayGroup is the Gateway API's group.
@@ -34,12 +41,15 @@ var hostKinds = []HostKind{
 	{Group: gatewayGroup, Kind: "HTTPRoute", Resource: "httproutes", Paths: routeHostnames},
 	{Group: gatewayGroup, Kind: "GRPCRoute", Resource: "grpcroutes", Paths: routeHostnames},
 	{Group: gatewayGroup, Kind: "TLSRoute", Resource: "tlsroutes", Paths: routeHostnames},
+	{Group: gatewayGroup, Kind: "ListenerSet", Resource: "listenersets",
+		Paths:  [][]string{{"spec", "listeners", "*", "hostname"}},
+		Parent: []string{"spec", "parentRef", "namespace"}},
 }
 
 var routeHostnames = [][]string{{"spec", "hostnames", "*"}}
 
-// HostKinds are the kinds that serve hosts: Ingress, HTTPRoute, GRPCRoute
-// and TLSRoute.
+// HostKinds are the kinds that serve hosts: Ingress, HTTPRoute, GRPCRoute,
+// TLSRoute and ListenerSet.
 func HostKinds() []HostKind { return slices.Clone(hostKinds) }
 
 // hostKindIndex is the index of a kind in hostKinds.
@@ -58,13 +68,31 @@ func ServesHosts(group, kind string) bool {
 	return ok
 }
 
-// HostPaths are where objects of a kind keep the hosts they serve; nil for
-// a kind that serves none.
-func HostPaths(group, kind string) [][]string {
+// HostKindOf is the host kind of a group and kind; false for a kind that
+// serves no hosts.
+func HostKindOf(group, kind string) (HostKind, bool) {
 	if i, ok := hostKindIndex(group, kind); ok {
-		return hostKinds[i].Paths
+		return hostKinds[i], true
 	}
-	return nil
+	return HostKind{}, false
+}
+
+// Hosts are the hosts an object of the kind in namespace serves,
+// normalized; read appends the strings at a path of the object (as
+// Paths and Parent name them) to into.
+func (k HostKind) Hosts(namespace string, read func(path []string, into *[]string)) []string {
+	if k.Parent != nil {
+		var parent []string
+		read(k.Parent, &parent)
+		if len(parent) == 0 || parent[0] == "" || parent[0] == namespace {
+			return nil
+		}
+	}
+	var hosts []string
+	for _, path := range k.Paths {
+		read(path, &hosts)
+	}
+	return NormalizeHosts(hosts)
 }
 
 // NormalizeHosts is hosts as the index compares them: lower-cased, empty
@@ -80,19 +108,15 @@ func NormalizeHosts(hosts []string) []string {
 	return slices.Compact(out)
 }
 
-// HostsOf are the hosts an object of a kind serves, normalized, from its
-// decoded JSON (an unstructured object's content, a manifest); nil for a
-// kind that serves none.
-func HostsOf(group, kind string, obj map[string]any) []string {
-	paths := HostPaths(group, kind)
-	if paths == nil {
+// HostsOf are the hosts an object of a kind in namespace serves,
+// normalized, from its decoded JSON (an unstructured object's content, a
+// manifest); nil for a kind that serves none.
+func HostsOf(group, kind, namespace string, obj map[string]any) []string {
+	k, ok := HostKindOf(group, kind)
+	if !ok {
 		return nil
 	}
-	var hosts []string
-	for _, path := range paths {
-		collect(obj, path, &hosts)
-	}
-	return NormalizeHosts(hosts)
+	return k.Hosts(namespace, func(path []string, into *[]string) { collect(obj, path, into) })
 }
 
 // collect appends the strings at path under v.

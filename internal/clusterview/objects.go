@@ -152,7 +152,7 @@ func FromManifest(obj map[string]any) (Object, error) {
 		return Object{}, err
 	}
 	if ServesHosts(o.Group, o.Kind) {
-		o.Hosts = HostsOf(o.Group, o.Kind, obj)
+		o.Hosts = HostsOf(o.Group, o.Kind, o.Namespace, obj)
 	}
 	if o.Group == "scheduling.k8s.io" && o.Kind == "PriorityClass" {
 		pc := PriorityClass{PreemptionPolicy: m.PreemptionPolicy}

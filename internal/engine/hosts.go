@@ -76,14 +76,14 @@ func keptHosts(req *admission.Request, hosts []string) []string {
 }
 
 // objectHosts are the hosts obj, the request's object or old object,
-// serves, normalized: the fields clusterview.HostPaths names, read from
+// serves, normalized: the fields clusterview.HostKindOf names, read from
 // the decoded object.
 func objectHosts(req *admission.Request, obj ast.Value) []string {
-	var hosts []string
-	for _, path := range clusterview.HostPaths(req.Kind.Group, req.Kind.Kind) {
-		collectTerms(obj, path, &hosts)
+	k, ok := clusterview.HostKindOf(req.Kind.Group, req.Kind.Kind)
+	if !ok {
+		return nil
 	}
-	return clusterview.NormalizeHosts(hosts)
+	return k.Hosts(req.Namespace, func(path []string, into *[]string) { collectTerms(obj, path, into) })
 }
 
 // collectTerms appends the strings at path under v.

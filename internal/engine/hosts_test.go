@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/webhook/admission"
@@ -17,9 +18,12 @@ import (
 // comes from the object serving the first host only.
 func edgeRequest(tb testing.TB, operation, kind, ns, name string, tenant int, hosts ...string) *admission.Request {
 	tb.Helper()
-	group, resource := "networking.k8s.io", "ingresses"
-	if kind == "HTTPRoute" {
+	group, resource, reqKind := "networking.k8s.io", "ingresses", kind
+	switch kind {
+	case "HTTPRoute":
 		group, resource = "gateway.networking.k8s.io", "httproutes"
+	case "ListenerSet", sharedListenerSet:
+		group, resource, reqKind = "gateway.networking.k8s.io", "listenersets", "ListenerSet"
 	}
 	object := edgeObject(group, kind, ns, name, hosts)
 	old := ""
@@ -27,26 +31,43 @@ func edgeRequest(tb testing.TB, operation, kind, ns, name string, tenant int, ho
 		old = `,"oldObject":` + edgeObject(group, kind, ns, name, hosts[:1])
 	}
 	req, err := admission.Decode(fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-%[1]s-%[2]s","kind":{"group":%[3]q,"version":"v1","kind":%[4]q},"resource":{"group":%[3]q,"version":"v1","resource":%[5]q},"namespace":%[1]q,"name":%[2]q,"operation":%[6]q,"userInfo":{"username":"u%[7]d"},"object":%[8]s%[9]s}}`,
-		ns, name, group, kind, resource, operation, tenant, object, old))
+		ns, name, group, reqKind, resource, operation, tenant, object, old))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return req
 }
 
-// edgeObject is an Ingress or HTTPRoute serving hosts, as JSON.
+// sharedListenerSet, as edgeRequest's kind, is a ListenerSet attached to
+// the Gateway "shared" of namespace infra; "ListenerSet" is one attached to
+// a Gateway of its own namespace.
+const sharedListenerSet = "ListenerSet@infra"
+
+// edgeObject is an Ingress, HTTPRoute or ListenerSet serving hosts, as
+// JSON.
 func edgeObject(group, kind, ns, name string, hosts []string) string {
 	quoted := make([]string, len(hosts))
 	for i, h := range hosts {
 		quoted[i] = fmt.Sprintf("%q", h)
 	}
 	spec := `{"hostnames":[` + strings.Join(quoted, ",") + `]}`
-	if kind == "Ingress" {
+	switch kind {
+	case "Ingress":
 		rules := make([]string, len(hosts))
 		for i, h := range quoted {
 			rules[i] = `{"host":` + h + `}`
 		}
 		spec = `{"rules":[` + strings.Join(rules, ",") + `]}`
+	case "ListenerSet", sharedListenerSet:
+		listeners := make([]string, len(hosts))
+		for i, h := range quoted {
+			listeners[i] = fmt.Sprintf(`{"name":"l%d","protocol":"HTTP","port":80,"hostname":%s}`, i, h)
+		}
+		parent := `{"name":"own"}`
+		if kind == sharedListenerSet {
+			kind, parent = "ListenerSet", `{"name":"shared","namespace":"infra"}`
+		}
+		spec = `{"parentRef":` + parent + `,"listeners":[` + strings.Join(listeners, ",") + `]}`
 	}
 	return fmt.Sprintf(`{"apiVersion":"%s/v1","kind":%q,"metadata":{"name":%q,"namespace":%q},"spec":%s}`, group, kind, name, ns, spec)
 }
@@ -73,6 +94,9 @@ func TestHostsOtherObjectsServeAreRefusedInTheTenantsScope(t *testing.T) {
 		{"a host of the same namespace passes in scope cluster", edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "shop", 0, "api.ns3.t0.example.com"), ""},
 		{"a new host passes", edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "shop", 0, "shop.t0.example.com"), ""},
 		{"an update keeping its hosts passes", edgeRequest(t, "UPDATE", "Ingress", "t0-ns3", "web", 0, "web.ns3.t0.example.com"), ""},
+		{"a ListenerSet on a shared Gateway binding another namespace's host is refused", edgeRequest(t, "CREATE", sharedListenerSet, "t0-ns1", "edge", 0, "web.ns3.t0.example.com"),
+			`host "web.ns3.t0.example.com" of ListenerSet "edge" is already served by Ingress "web" in namespace "t0-ns3"; choose another host`},
+		{"a ListenerSet on its own namespace's Gateway serves no host", edgeRequest(t, "CREATE", "ListenerSet", "t0-ns1", "edge", 0, "web.ns3.t0.example.com"), ""},
 		{"an update adding another's host is refused", edgeRequest(t, "UPDATE", "Ingress", "t0-ns3", "web", 0, "web.ns3.t0.example.com", "api.ns0.t1.example.com"),
 			`host "api.ns0.t1.example.com" of Ingress "web" is already served by HTTPRoute "api" in namespace "t1-ns0"; choose another host`},
 	}
@@ -159,5 +183,22 @@ func TestAnUpdateKeepsTheHostsItServedBefore(t *testing.T) {
 				t.Fatalf("kept %v, want %v", kept, tt.kept)
 			}
 		})
+	}
+}
+
+func TestTheCollisionRuleJudgesTheKindsTheHostIndexHolds(t *testing.T) {
+	rule, ok := catalog.MustEmbedded().Rule("hostname-collision")
+	if !ok {
+		t.Fatal("no hostname-collision rule")
+	}
+	var indexed []string
+	for _, k := range clusterview.HostKinds() {
+		indexed = append(indexed, k.Group+"/"+k.Kind)
+	}
+	judged := rule.KindKeys()
+	slices.Sort(indexed)
+	slices.Sort(judged)
+	if !slices.Equal(judged, indexed) {
+		t.Errorf("hostname-collision judges %v; the host index holds %v", judged, indexed)
 	}
 }

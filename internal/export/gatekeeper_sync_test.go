@@ -9,7 +9,7 @@ import (
 )
 
 func TestTheSyncSetHasTheKindsThatServeHostsWhenATenantRefusesCollisions(t *testing.T) {
-	hostKinds := []string{"networking.k8s.io/v1/Ingress", "gateway.networking.k8s.io/v1/HTTPRoute", "gateway.networking.k8s.io/v1/GRPCRoute", "gateway.networking.k8s.io/v1/TLSRoute"}
+	hostKinds := []string{"networking.k8s.io/v1/Ingress", "gateway.networking.k8s.io/v1/HTTPRoute", "gateway.networking.k8s.io/v1/GRPCRoute", "gateway.networking.k8s.io/v1/TLSRoute", "gateway.networking.k8s.io/v1/ListenerSet"}
 	tests := []struct {
 		name, scope string
 		synced      bool

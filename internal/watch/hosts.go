@@ -51,7 +51,7 @@ func slimHosts(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
 		},
-		Hosts: clusterview.HostsOf(gvk.Group, gvk.Kind, u.Object),
+		Hosts: clusterview.HostsOf(gvk.Group, gvk.Kind, u.GetNamespace(), u.Object),
 	}, nil
 }
 

@@ -120,6 +120,26 @@ func TestTheHostIndexFollowsIngressesAndRoutesFoundLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the route's host, its CRD installed after the start", serves("api.oil.example.com=HTTPRoute/oil-a/api@oil"))
+	// a ListenerSet serves its listeners' hosts on a shared Gateway only;
+	// the one on its own namespace's Gateway comes first, so it is in the
+	// view when the other is
+	listenerSets := dynamic.NewForConfigOrDie(cp.Admin).Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}).Namespace("oil-a")
+	for _, ls := range []struct {
+		name, host string
+		parent     map[string]any
+	}{
+		{"own", "web.oil.example.com", map[string]any{"name": "own"}},
+		{"shared", "tls.oil.example.com", map[string]any{"name": "shared", "namespace": "infra"}},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet", "metadata": map[string]any{"name": ls.name},
+			"spec": map[string]any{"parentRef": ls.parent, "listeners": []any{map[string]any{"name": "http", "protocol": "HTTP", "port": int64(80), "hostname": ls.host}}},
+		}}
+		if _, err := listenerSets.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the host of the ListenerSet on a shared Gateway", serves("api.oil.example.com=HTTPRoute/oil-a/api@oil", "tls.oil.example.com=ListenerSet/oil-a/shared@oil"))
 	eventually(t, "the view synced with the route informer", w.Synced)
 }
 

@@ -35,10 +35,26 @@ func httpRoute(name string, hosts ...string) *unstructured.Unstructured {
 	}}
 }
 
+var listenerSets = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}
+
+// listenerSet is a ListenerSet named name with one HTTP listener of host,
+// attached to the Gateway "shared" of namespace parent, or to the Gateway
+// "own" of its own namespace when parent is "".
+func listenerSet(name, parent, host string) *unstructured.Unstructured {
+	ref := map[string]any{"name": "own"}
+	if parent != "" {
+		ref = map[string]any{"name": "shared", "namespace": parent}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"parentRef": ref, "listeners": []any{map[string]any{"name": "http", "protocol": "HTTP", "port": int64(80), "hostname": host}}},
+	}}
+}
+
 // TestHostnameCollisions adds tenants zinc (hostnameCollision cluster), iron
 // (tenant) and brass (cluster, 20 namespaces) to the shared cluster's
 // registry, and has their owners publish hosts through the real API server:
-// Ingresses and Gateway API HTTPRoutes (their CRDs are installed), created
+// Ingresses, Gateway API HTTPRoutes and ListenerSets (their CRDs are installed), created
 // and updated, and a burst of parallel creates of one host.
 func TestHostnameCollisions(t *testing.T) {
 	doc := registryDoc(t, cluster)
@@ -119,6 +135,27 @@ func TestHostnameCollisions(t *testing.T) {
 		shop.Labels = map[string]string{"app": "shop"}
 		_, err = zed.NetworkingV1().Ingresses("zinc-a").Update(t.Context(), shop, metav1.UpdateOptions{})
 		wantAllowed(t, err)
+	})
+	t.Run("a ListenerSet on a shared Gateway binds hosts as its routes serve them, one on its own Gateway does not", func(t *testing.T) {
+		zedListenerSets := cluster.DynamicAs("zed").Resource(listenerSets)
+		_, err := zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("steal", "infra", "shop.zinc.example.com"), metav1.CreateOptions{})
+		want := `host "shop.zinc.example.com" of ListenerSet "steal" is already served by HTTPRoute "shop" in namespace "zinc-a"`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v; want a denial saying %s", err, want)
+		}
+		_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("own", "", "shop.zinc.example.com"), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("edge", "infra", "edge.zinc.example.com"), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		eventually(t, "zinc's ListenerSet in the view", func(ctx context.Context) error {
+			_, err := zedRoutes.Namespace("zinc-a").Create(ctx, httpRoute("edge", "edge.zinc.example.com"), dryRun)
+			return denialOf(err, "hostname-collision")
+		})
+		_, err = zedRoutes.Namespace("zinc-a").Create(t.Context(), httpRoute("edge", "edge.zinc.example.com"), metav1.CreateOptions{})
+		want = `host "edge.zinc.example.com" of HTTPRoute "edge" is already served by ListenerSet "edge" in namespace "zinc-b"`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v; want a denial saying %s", err, want)
+		}
 	})
 	t.Run("scope tenant lets a tenant reuse its host in its other namespaces, not take another's", func(t *testing.T) {
 		_, err := ira.NetworkingV1().Ingresses("iron-b").Create(t.Context(), ingress("api", "", "api.iron.example.com"), metav1.CreateOptions{})

@@ -190,13 +190,14 @@ _resource_facts := {"resources": usage.facts(
 	count(added) > 0
 } else := {}
 
-# the kinds that serve hosts, by kind, and their group; a Gateway binds hosts
-# and serves none
+# the kinds that serve hosts (hosts.served), by kind, and their group; a
+# Gateway binds hosts and serves none
 _host_kinds := {
 	"Ingress": "networking.k8s.io",
 	"HTTPRoute": "gateway.networking.k8s.io",
 	"GRPCRoute": "gateway.networking.k8s.io",
 	"TLSRoute": "gateway.networking.k8s.io",
+	"ListenerSet": "gateway.networking.k8s.io",
 }
 
 _is_self(kind, namespace, name) if {
@@ -215,7 +216,7 @@ _holders(host) := [holder |
 		some kind, group in _host_kinds
 		_group_of(gv) == group
 		some name, obj in object.get(kinds, kind, {})
-		some served in hosts.served(kind, obj)
+		some served in hosts.served(kind, namespace, obj)
 		hosts.related(host, _request.kind.kind, served, kind)
 		not _is_self(kind, namespace, name)
 	}
@@ -227,7 +228,7 @@ _holders(host) := [holder |
 ]
 
 _host_facts := {"hosts": {host: holders |
-	some host in hosts.served(_request.kind.kind, _request.object)
+	some host in hosts.served(_request.kind.kind, _request.namespace, _request.object)
 	holders := _holders(host)
 	count(holders) > 0
 }} if {

@@ -129,14 +129,14 @@ _priority_facts := {"priorityClasses": {name: object.union(
 	class := data.kubernetes.priorityclasses[name]
 } else := {}
 
-# the kinds that serve hosts, by the resource kube-mgmt replicates them
-# under, and where they keep their hosts; a Gateway binds hosts and serves
-# none
+# the kinds that serve hosts (hosts.served), by the resource kube-mgmt
+# replicates them under; a Gateway binds hosts and serves none
 _host_kinds := {
 	"ingresses": {"group": "networking.k8s.io", "kind": "Ingress"},
 	"httproutes": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
 	"grpcroutes": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
 	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
+	"listenersets": {"group": "gateway.networking.k8s.io", "kind": "ListenerSet"},
 }
 
 # the same kinds as tenancy.kind_key names them
@@ -145,6 +145,7 @@ _host_kind_keys := {
 	"gateway.networking.k8s.io/HTTPRoute",
 	"gateway.networking.k8s.io/GRPCRoute",
 	"gateway.networking.k8s.io/TLSRoute",
+	"gateway.networking.k8s.io/ListenerSet",
 }
 
 _serves_hosts if tenancy.kind_key in _host_kind_keys
@@ -156,7 +157,7 @@ _is_self(k, namespace, name) if {
 	name == _request.name
 }
 
-_request_hosts := hosts.served(_request.kind.kind, _request.object)
+_request_hosts := hosts.served(_request.kind.kind, _request.namespace, _request.object)
 
 # The replicated objects serving a host that collides with one of the
 # request's (hosts.related: the same, or a wildcard and a name under it), but
@@ -168,7 +169,7 @@ _serving contains [namespace, name, k.kind, k.group, host, served] if {
 	replicated := data.kubernetes[resource]
 	some namespace, objects in replicated
 	some name, obj in objects
-	some served in hosts.served(k.kind, obj)
+	some served in hosts.served(k.kind, namespace, obj)
 	some host in _request_hosts
 	hosts.related(host, _request.kind.kind, served, k.kind)
 	not _is_self(k, namespace, name)

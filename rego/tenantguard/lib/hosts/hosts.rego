@@ -23,6 +23,12 @@ route_kinds := {
 	"gateway.networking.k8s.io/TLSRoute",
 }
 
+# METADATA
+# description: |
+#   The ListenerSet kind, which adds listeners to a Gateway (a shared one, of
+#   another namespace, included).
+listener_set_kind := "gateway.networking.k8s.io/ListenerSet"
+
 # Listener protocols that route by host name.
 _host_protocols := {"HTTP", "HTTPS", "TLS"}
 
@@ -63,7 +69,7 @@ _ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
 }) | {{"host": "", "in": ""} | obj.spec.defaultBackend}
 
 # The kinds whose spec.listeners name hosts.
-_listener_kinds := {"gateway.networking.k8s.io/Gateway", "gateway.networking.k8s.io/ListenerSet"}
+_listener_kinds := {"gateway.networking.k8s.io/Gateway", listener_set_kind}
 
 _listeners(obj) := {{"host": host, "in": sprintf("listener %q of ", [object.get(listener, "name", "")])} |
 	some listener in object.get(obj, ["spec", "listeners"], [])
@@ -77,18 +83,28 @@ _names_host(listener, "") if listener.protocol in _host_protocols
 
 # METADATA
 # description: |
-#   The hosts obj, an Ingress or a route (kind, as "Ingress"), serves,
-#   lower-cased, as hostname-collision reads them: an Ingress's rules' hosts
-#   (its TLS hosts name its certificate), a route's hostnames.
-served(kind, obj) := {lower(host) |
-	some host in _served(kind, obj)
+#   The hosts obj, an Ingress, a route or a ListenerSet (kind, as "Ingress")
+#   of namespace, serves, lower-cased, as hostname-collision reads them: an
+#   Ingress's rules' hosts (its TLS hosts name its certificate), a route's
+#   hostnames, the hostnames of a ListenerSet's listeners when it attaches to
+#   a Gateway of another namespace (a shared Gateway, where the routes that
+#   attach to it take that host's traffic; on a Gateway of its own namespace
+#   it binds them for that Gateway's address only, as a Gateway does).
+served(kind, namespace, obj) := {lower(host) |
+	some host in _served(kind, namespace, obj)
 	is_string(host)
 	host != ""
 }
 
-_served("Ingress", obj) := [object.get(rule, "host", "") | some rule in object.get(obj, ["spec", "rules"], [])]
+_served("Ingress", _, obj) := [object.get(rule, "host", "") | some rule in object.get(obj, ["spec", "rules"], [])]
 
-_served(kind, obj) := object.get(obj, ["spec", "hostnames"], []) if kind != "Ingress"
+_served("ListenerSet", namespace, obj) := [object.get(listener, "hostname", "") |
+	some listener in object.get(obj, ["spec", "listeners"], [])
+] if {
+	not object.get(obj, ["spec", "parentRef", "namespace"], "") in {"", namespace}
+}
+
+_served(kind, _, obj) := object.get(obj, ["spec", "hostnames"], []) if not kind in {"Ingress", "ListenerSet"}
 
 # METADATA
 # description: A host is a wildcard ("*.example.com").

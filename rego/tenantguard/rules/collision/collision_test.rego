@@ -86,3 +86,40 @@ test_an_update_is_judged_on_the_hosts_it_adds if {
 	])
 	_msgs("cluster", added) == {`host "api.oil.example.com" of Ingress "web" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
 }
+
+_listener_set(parent) := {
+	"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet", "metadata": {"name": "edge"},
+	"spec": {"parentRef": parent, "listeners": [{"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.oil.example.com"}]},
+}
+
+_listener_set_request(operation, holders) := object.union(
+	f.request_for("gateway.networking.k8s.io", "ListenerSet", "listenersets", operation, _listener_set({"name": "shared", "namespace": "infra"})),
+	{"cluster": {"hosts": {"shop.oil.example.com": holders}}},
+)
+
+_route_request(holders) := object.union(
+	f.request_for("gateway.networking.k8s.io", "HTTPRoute", "httproutes", "CREATE", {"kind": "HTTPRoute", "metadata": {"name": "shop"}, "spec": {"hostnames": ["shop.oil.example.com"]}}),
+	{"cluster": {"hosts": {"shop.oil.example.com": holders}}},
+)
+
+_oil_dev_listener_set := _holder("ListenerSet", "oil-dev", "edge", "oil")
+
+test_a_listener_set_on_a_shared_gateway_may_not_bind_a_host_another_namespace_serves if {
+	_msgs("cluster", _listener_set_request("CREATE", [_gas])) == {`host "shop.oil.example.com" of ListenerSet "edge" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+	_msgs("cluster", _route_request([object.union(_gas, {"kind": "ListenerSet", "name": "edge"})])) == {`host "shop.oil.example.com" of HTTPRoute "shop" is already served by ListenerSet "edge" in namespace "gas-apps"; choose another host`}
+}
+
+test_in_scope_namespace_a_route_and_the_listener_set_it_attaches_to_share_their_host if {
+	count(_msgs("namespace", _route_request([_oil_dev_listener_set]))) == 0
+	count(_msgs("namespace", _listener_set_request("CREATE", [_oil_dev]))) == 0
+}
+
+test_in_scope_namespace_two_listener_sets_or_a_listener_set_and_an_ingress_collide if {
+	count(_msgs("namespace", _listener_set_request("CREATE", [_oil_dev_listener_set]))) == 1
+	count(_msgs("namespace", _listener_set_request("CREATE", [_holder("Ingress", "oil-dev", "web", "oil")]))) == 1
+	count(_msgs("namespace", _request("CREATE", [_oil_dev_listener_set]))) == 1
+}
+
+test_a_route_and_a_listener_set_of_other_namespaces_collide_in_scope_namespace if {
+	count(_msgs("namespace", _route_request([object.union(_oil_dev_listener_set, {"namespace": "oil-prod"})]))) == 1
+}
