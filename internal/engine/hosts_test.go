@@ -2,10 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
@@ -186,19 +189,37 @@ func TestAnUpdateKeepsTheHostsItServedBefore(t *testing.T) {
 	}
 }
 
-func TestTheCollisionRuleJudgesTheKindsTheHostIndexHolds(t *testing.T) {
-	rule, ok := catalog.MustEmbedded().Rule("hostname-collision")
+func TestTheCollisionRuleAndTheExportsJudgeTheKindsTheHostIndexHolds(t *testing.T) {
+	lib := catalog.MustEmbedded()
+	rule, ok := lib.Rule("hostname-collision")
 	if !ok {
 		t.Fatal("no hostname-collision rule")
 	}
-	var indexed []string
+	indexed := map[string]string{}
 	for _, k := range clusterview.HostKinds() {
-		indexed = append(indexed, k.Group+"/"+k.Kind)
+		indexed[k.Group+"/"+k.Kind] = k.Resource
 	}
-	judged := rule.KindKeys()
-	slices.Sort(indexed)
-	slices.Sort(judged)
-	if !slices.Equal(judged, indexed) {
-		t.Errorf("hostname-collision judges %v; the host index holds %v", judged, indexed)
+	judged := map[string]string{}
+	for _, key := range rule.KindKeys() {
+		judged[key] = indexed[key]
+	}
+	if !maps.Equal(judged, indexed) {
+		t.Errorf("hostname-collision judges %v; the host index holds %v", slices.Sorted(maps.Keys(judged)), slices.Sorted(maps.Keys(indexed)))
+	}
+	// the exports' adapters read hosts.kinds
+	opts := []func(*rego.Rego){rego.Query("data.tenantguard.lib.hosts.kinds")}
+	for path, src := range lib.Modules() {
+		opts = append(opts, rego.Module(path, src))
+	}
+	rs, err := rego.New(opts...).Eval(t.Context())
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("hosts.kinds: %v, %v", rs, err)
+	}
+	declared := map[string]string{}
+	for key, k := range rs[0].Expressions[0].Value.(map[string]any) {
+		declared[key] = k.(map[string]any)["resource"].(string)
+	}
+	if !maps.Equal(declared, indexed) {
+		t.Errorf("hosts.kinds declares %v; the host index holds %v", declared, indexed)
 	}
 }

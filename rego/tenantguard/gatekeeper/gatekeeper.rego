@@ -190,15 +190,8 @@ _resource_facts := {"resources": usage.facts(
 	count(added) > 0
 } else := {}
 
-# the kinds that serve hosts (hosts.served), by kind, and their group; a
-# Gateway binds hosts and serves none
-_host_kinds := {
-	"Ingress": "networking.k8s.io",
-	"HTTPRoute": "gateway.networking.k8s.io",
-	"GRPCRoute": "gateway.networking.k8s.io",
-	"TLSRoute": "gateway.networking.k8s.io",
-	"ListenerSet": "gateway.networking.k8s.io",
-}
+# the kinds that serve hosts (hosts.served), by kind, and their group
+_host_kinds := {k.kind: k.group | some k in hosts.kinds}
 
 _is_self(kind, namespace, name) if {
 	kind == _request.kind.kind

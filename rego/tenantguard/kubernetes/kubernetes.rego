@@ -129,26 +129,7 @@ _priority_facts := {"priorityClasses": {name: object.union(
 	class := data.kubernetes.priorityclasses[name]
 } else := {}
 
-# the kinds that serve hosts (hosts.served), by the resource kube-mgmt
-# replicates them under; a Gateway binds hosts and serves none
-_host_kinds := {
-	"ingresses": {"group": "networking.k8s.io", "kind": "Ingress"},
-	"httproutes": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"},
-	"grpcroutes": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute"},
-	"tlsroutes": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute"},
-	"listenersets": {"group": "gateway.networking.k8s.io", "kind": "ListenerSet"},
-}
-
-# the same kinds as tenancy.kind_key names them
-_host_kind_keys := {
-	"networking.k8s.io/Ingress",
-	"gateway.networking.k8s.io/HTTPRoute",
-	"gateway.networking.k8s.io/GRPCRoute",
-	"gateway.networking.k8s.io/TLSRoute",
-	"gateway.networking.k8s.io/ListenerSet",
-}
-
-_serves_hosts if tenancy.kind_key in _host_kind_keys
+_serves_hosts if hosts.kinds[tenancy.kind_key]
 
 _is_self(k, namespace, name) if {
 	k.group == object.get(_request.kind, "group", "")
@@ -165,8 +146,8 @@ _request_hosts := hosts.served(_request.kind.kind, _request.namespace, _request.
 # pass over every Ingress and route, whatever the number of hosts asked
 # about.
 _serving contains [namespace, name, k.kind, k.group, host, served] if {
-	some resource, k in _host_kinds
-	replicated := data.kubernetes[resource]
+	some k in hosts.kinds
+	replicated := data.kubernetes[k.resource]
 	some namespace, objects in replicated
 	some name, obj in objects
 	some served in hosts.served(k.kind, namespace, obj)

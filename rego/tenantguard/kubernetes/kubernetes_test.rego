@@ -239,7 +239,3 @@ test_the_entrypoints_count_only_what_a_rule_asks if {
 		with kubernetes.count_of as _count_only_oil
 	response.allowed
 }
-
-test_the_host_kinds_are_named_as_requests_name_them if {
-	kubernetes._host_kind_keys == {concat("/", [k.group, k.kind]) | some k in kubernetes._host_kinds}
-}

@@ -29,6 +29,20 @@ route_kinds := {
 #   another namespace, included).
 listener_set_kind := "gateway.networking.k8s.io/ListenerSet"
 
+# METADATA
+# description: |
+#   The kinds whose objects serve hosts (served), by their key as
+#   tenancy.kind_key names them: group, kind, and the resource kube-mgmt
+#   replicates them under. A Gateway binds hosts and serves none. The
+#   server's host index holds the same kinds (a Go test keeps them equal).
+kinds := {
+	"networking.k8s.io/Ingress": {"group": "networking.k8s.io", "kind": "Ingress", "resource": "ingresses"},
+	"gateway.networking.k8s.io/HTTPRoute": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "resource": "httproutes"},
+	"gateway.networking.k8s.io/GRPCRoute": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "resource": "grpcroutes"},
+	"gateway.networking.k8s.io/TLSRoute": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute", "resource": "tlsroutes"},
+	listener_set_kind: {"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "resource": "listenersets"},
+}
+
 # Listener protocols that route by host name.
 _host_protocols := {"HTTP", "HTTPS", "TLS"}
 

@@ -22,3 +22,9 @@ test_an_ingress_serves_its_rules_hosts_and_a_route_its_hostnames if {
 	hosts.served("Ingress", "oil-dev", {"spec": {"rules": [{"host": "A.oil.example.com"}, {}], "tls": [{"hosts": ["b.oil.example.com"]}]}}) == {"a.oil.example.com"}
 	hosts.served("HTTPRoute", "oil-dev", {"spec": {"hostnames": ["C.oil.example.com", ""], "parentRefs": [{"name": "shared", "namespace": "infra"}]}}) == {"c.oil.example.com"}
 }
+
+test_the_kinds_are_keyed_as_requests_name_them if {
+	every key, k in hosts.kinds {
+		key == concat("/", [k.group, k.kind])
+	}
+}
