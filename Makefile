@@ -49,6 +49,10 @@ KYVERNO_VERSION       ?= v1.19.1
 # TLSRoute ...), installed into every test control plane; v1.7.0 needs a
 # newer Go
 GATEWAY_API_VERSION   ?= v1.6.3
+# The experimental XListenerSet (gateway.networking.x-k8s.io), which the
+# standard ListenerSet replaced in v1.5, installed beside them: the last
+# release that has it
+GATEWAY_API_X_VERSION ?= v1.4.1
 # The policy report CRDs the chart installs for the background audit, from
 # their Go modules: openreports.io (the default format) and wgpolicyk8s.io
 # (Kyverno's module, KYVERNO_VERSION).
@@ -273,13 +277,15 @@ $(CP_BIN)/crds/kyverno-validatingpolicies.yaml:
 	  cp "$$dir/config/crds/policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml" $@ && chmod u+w $@
 
 .PHONY: gateway-crds
-gateway-crds: $(CP_BIN)/crds/gateway-api/.version ## Fetch the Gateway API's standard-channel CRDs from its Go module (pinned) into tests/tools/bin/crds/gateway-api
+gateway-crds: $(CP_BIN)/crds/gateway-api/.version ## Fetch the Gateway API's standard-channel CRDs, and the experimental XListenerSet of v1.4 (which tenantguard judges too), from its Go module (pinned) into tests/tools/bin/crds/gateway-api
 
 $(CP_BIN)/crds/gateway-api/.version: Makefile
 	@rm -rf $(@D) && mkdir -p $(@D)
 	dir="$$(go mod download -json sigs.k8s.io/gateway-api@$(GATEWAY_API_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
-	  cp "$$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml $(@D)/ && rm -f $(@D)/*_vap_*.yaml && chmod u+w $(@D)/*.yaml
-	echo $(GATEWAY_API_VERSION) > $@
+	  cp "$$dir"/config/crd/standard/gateway.networking.k8s.io_*.yaml $(@D)/ && rm -f $(@D)/*_vap_*.yaml
+	dir="$$(go mod download -json sigs.k8s.io/gateway-api@$(GATEWAY_API_X_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')" && \
+	  cp "$$dir"/config/crd/experimental/gateway.networking.x-k8s.io_xlistenersets.yaml $(@D)/ && chmod u+w $(@D)/*.yaml
+	echo $(GATEWAY_API_VERSION) $(GATEWAY_API_X_VERSION) > $@
 
 .PHONY: report-crds
 report-crds: ## Fetch the policy report CRDs (openreports.io, wgpolicyk8s.io) from their Go modules (pinned) into the chart's files/crds, which the chart and the e2e tests install

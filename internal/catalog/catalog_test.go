@@ -79,6 +79,7 @@ func TestRoutesComeFromTheDeclarations(t *testing.T) {
 			"networking.k8s.io/NetworkPolicy": managed, "rbac.authorization.k8s.io/RoleBinding": managed,
 			"networking.k8s.io/Ingress": edge, "gateway.networking.k8s.io/Gateway": gateway, "gateway.networking.k8s.io/HTTPRoute": edge,
 			"gateway.networking.k8s.io/GRPCRoute": edge, "gateway.networking.k8s.io/TLSRoute": edge, "gateway.networking.k8s.io/ListenerSet": edge,
+			"gateway.networking.x-k8s.io/XListenerSet": edge,
 			"Pod": pod, "PodTemplate": carrier, "ReplicationController": carrier, "apps/ReplicaSet": carrier, "apps/Deployment": carrier,
 			"apps/StatefulSet": carrier, "apps/DaemonSet": carrier, "batch/Job": carrier, "batch/CronJob": carrier,
 			"resource.k8s.io/ResourceClaim": []any{"lifecycle", "quota", "resources"},

@@ -49,9 +49,10 @@ func newAuditCommand() *cobra.Command {
   # add the resources the registry's quotas count)
   kubectl get namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses -A -o yaml > cluster.yaml
   kubectl get gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io -A -o yaml > gateway-api.yaml
+  kubectl get xlistenersets.gateway.networking.x-k8s.io -A -o yaml > gateway-api-experimental.yaml
   kubectl get resourceclaims.resource.k8s.io -A -o yaml > claims.yaml
   kubectl get configmap -n tenantguard-system tenantguard-registry -o yaml > registry.yaml
-  tenantguard audit --registry registry.yaml --objects cluster.yaml --objects gateway-api.yaml --objects claims.yaml
+  tenantguard audit --registry registry.yaml --objects cluster.yaml --objects gateway-api.yaml --objects gateway-api-experimental.yaml --objects claims.yaml
   # what a proposed registry would refuse of it
   tenantguard audit --registry proposed.yaml --objects cluster.yaml -o json | jq '.violations[] | select(.mode == "deny")'`,
 		Short: "Check existing objects against a registry: what would this registry refuse of the cluster?",

@@ -12,6 +12,9 @@ import (
 // and its routes serve them.
 type HostKind struct {
 	Group, Kind string
+	// Version is the version the exports replicate the kind at (the
+	// server watches the one its API server prefers).
+	Version string
 	// Resource is the kind's resource (plural, lower case).
 	Resource string
 	// Paths are where an object of the kind keeps the hosts it serves,
@@ -35,21 +38,26 @@ var hostKinds = []HostKind{
 	// An Ingress's TLS hosts name its certificate, not what it routes: a
 	// shared wildcard certificate that every Ingress lists serves none
 	// of them (the hostname rule judges the names a certificate may have).
-	{Group: "networking.k8s.io", Kind: "Ingress", Resource: "ingresses", Paths: [][]string{
+	{Group: "networking.k8s.io", Kind: "Ingress", Version: "v1", Resource: "ingresses", Paths: [][]string{
 		{"spec", "rules", "*", "host"},
 	}},
-	{Group: gatewayGroup, Kind: "HTTPRoute", Resource: "httproutes", Paths: routeHostnames},
-	{Group: gatewayGroup, Kind: "GRPCRoute", Resource: "grpcroutes", Paths: routeHostnames},
-	{Group: gatewayGroup, Kind: "TLSRoute", Resource: "tlsroutes", Paths: routeHostnames},
-	{Group: gatewayGroup, Kind: "ListenerSet", Resource: "listenersets",
-		Paths:  [][]string{{"spec", "listeners", "*", "hostname"}},
-		Parent: []string{"spec", "parentRef", "namespace"}},
+	{Group: gatewayGroup, Kind: "HTTPRoute", Version: "v1", Resource: "httproutes", Paths: routeHostnames},
+	{Group: gatewayGroup, Kind: "GRPCRoute", Version: "v1", Resource: "grpcroutes", Paths: routeHostnames},
+	{Group: gatewayGroup, Kind: "TLSRoute", Version: "v1", Resource: "tlsroutes", Paths: routeHostnames},
+	{Group: gatewayGroup, Kind: "ListenerSet", Version: "v1", Resource: "listenersets", Paths: listenerHostnames, Parent: listenerSetParent},
+	// The experimental form ListenerSet replaced (Gateway API v1.2 to
+	// v1.4), still served where those CRDs are installed.
+	{Group: hostname.ExperimentalGatewayGroup, Kind: "XListenerSet", Version: "v1alpha1", Resource: "xlistenersets", Paths: listenerHostnames, Parent: listenerSetParent},
 }
 
-var routeHostnames = [][]string{{"spec", "hostnames", "*"}}
+var (
+	routeHostnames    = [][]string{{"spec", "hostnames", "*"}}
+	listenerHostnames = [][]string{{"spec", "listeners", "*", "hostname"}}
+	listenerSetParent = []string{"spec", "parentRef", "namespace"}
+)
 
 // HostKinds are the kinds that serve hosts: Ingress, HTTPRoute, GRPCRoute,
-// TLSRoute and ListenerSet.
+// TLSRoute, ListenerSet and XListenerSet.
 func HostKinds() []HostKind { return slices.Clone(hostKinds) }
 
 // hostKindIndex is the index of a kind in hostKinds.

@@ -2,6 +2,7 @@ package clusterview
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,11 @@ func TestHostsOfAnObjectAreWhereItsKindServesThem(t *testing.T) {
 	}{
 		{"a ListenerSet on another namespace's Gateway serves its listeners' hosts", "ListenerSet",
 			listenerSet(map[string]any{"name": "shared", "namespace": "infra"}), []string{"*.oil.example.com", "shop.oil.example.com"}},
+		{"so does an XListenerSet, of the experimental group", "gateway.networking.x-k8s.io/XListenerSet",
+			listenerSet(map[string]any{"name": "shared", "namespace": "infra"}), []string{"*.oil.example.com", "shop.oil.example.com"}},
+		{"an XListenerSet of the standard group is no kind that serves hosts", "XListenerSet",
+			listenerSet(map[string]any{"name": "shared", "namespace": "infra"}), nil},
+		{"an XListenerSet on its own namespace's Gateway serves none", "gateway.networking.x-k8s.io/XListenerSet", listenerSet(map[string]any{"name": "own"}), nil},
 		{"a ListenerSet on its own namespace's Gateway serves none", "ListenerSet", listenerSet(map[string]any{"name": "own"}), nil},
 		{"nor does one naming its own namespace", "ListenerSet", listenerSet(map[string]any{"name": "own", "namespace": "oil-dev"}), nil},
 		{"nor one with no parent", "ListenerSet", map[string]any{"spec": map[string]any{"listeners": []any{map[string]any{"hostname": "a.oil.example.com"}}}}, nil},
@@ -29,7 +35,11 @@ func TestHostsOfAnObjectAreWhereItsKindServesThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := HostsOf(gatewayGroup, tt.kind, "oil-dev", tt.obj); !slices.Equal(got, tt.want) {
+			group, kind, ok := strings.Cut(tt.kind, "/")
+			if !ok {
+				group, kind = gatewayGroup, tt.kind
+			}
+			if got := HostsOf(group, kind, "oil-dev", tt.obj); !slices.Equal(got, tt.want) {
 				t.Errorf("HostsOf = %v, want %v", got, tt.want)
 			}
 		})

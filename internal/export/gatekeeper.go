@@ -437,7 +437,7 @@ func (u *gatekeeperUnit) syncNeeds(sync []any, reg *registry.Snapshot) []any {
 		case "registry.tenants.ingress.hostnameCollision":
 			gvks = append(gvks, namespace)
 			for _, k := range clusterview.HostKinds() {
-				gvks = append(gvks, schema.GroupVersionKind{Group: k.Group, Version: "v1", Kind: k.Kind})
+				gvks = append(gvks, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 			}
 		}
 	}
@@ -599,14 +599,15 @@ func gatekeeperLib(module *ast.Module) (string, error) {
 // syncKinds are the kinds the referential rules read from Gatekeeper's
 // inventory: namespaces, every counted resource of a
 // built-in kind, and, when a tenant refuses hostname collisions, the kinds
-// that serve hosts (Ingresses and the Gateway API's routes, v1); unsynced
+// that serve hosts (Ingresses, the Gateway API's routes and ListenerSets,
+// v1, and XListenerSets, v1alpha1); unsynced
 // lists the counted resources it cannot map to a kind offline (custom
 // resources).
 func syncKinds(reg *registry.Snapshot) (sync []any, unsynced []string) {
 	gvks := []schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}
 	if reg.HostnameCollisions() {
 		for _, k := range clusterview.HostKinds() {
-			gvks = append(gvks, schema.GroupVersionKind{Group: k.Group, Version: "v1", Kind: k.Kind})
+			gvks = append(gvks, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 		}
 	}
 	for _, gr := range reg.QuotaResources() {

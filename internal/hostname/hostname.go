@@ -6,6 +6,10 @@ import "strings"
 // host as a suffix of any number of labels.
 const GatewayGroup = "gateway.networking.k8s.io"
 
+// ExperimentalGatewayGroup is the group of the Gateway API's experimental
+// kinds (XListenerSet), which read wildcards as its routes do.
+const ExperimentalGatewayGroup = "gateway.networking.x-k8s.io"
+
 // Wildcard reports whether a host is a wildcard ("*.example.com").
 func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
 
@@ -13,7 +17,7 @@ func Wildcard(host string) bool { return strings.HasPrefix(host, "*.") }
 // suffix of any number of labels (the Gateway API's routes), not of one
 // (an Ingress's *.example.com covers shop.example.com, not
 // a.shop.example.com).
-func AnyDepth(group string) bool { return group == GatewayGroup }
+func AnyDepth(group string) bool { return group == GatewayGroup || group == ExperimentalGatewayGroup }
 
 // Covers reports whether the wildcard host w, read with AnyDepth's
 // semantics, covers the host e: an exact name under it, or a narrower

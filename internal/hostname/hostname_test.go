@@ -14,6 +14,7 @@ func TestCollide(t *testing.T) {
 		{"a name one label under an Ingress's wildcard collides", "*.example.com", ingress, "shop.example.com", route, true},
 		{"a name two labels under an Ingress's wildcard does not", "*.example.com", ingress, "a.shop.example.com", route, false},
 		{"a name two labels under a route's wildcard does", "a.shop.example.com", ingress, "*.example.com", route, true},
+		{"and under an XListenerSet's listener's", "a.shop.example.com", ingress, "*.example.com", ExperimentalGatewayGroup, true},
 		{"a wildcard under a route's wildcard does", "*.shop.example.com", ingress, "*.example.com", route, true},
 		{"a wildcard under an Ingress's wildcard does not", "*.example.com", ingress, "*.shop.example.com", route, false},
 		{"two wildcards side by side do not", "*.a.example.com", route, "*.b.example.com", route, false},

@@ -8,8 +8,8 @@
 // have finished are not listed, as ResourceQuota does not count them. The
 // informer of a counted resource is added to the running cache when a
 // registry first counts it, and the registry waits for it to sync.
-// Ingresses and the Gateway API's HTTPRoutes, GRPCRoutes, TLSRoutes and
-// ListenerSets feed the view's host index, watched unstructured and slimmed
+// Ingresses and the Gateway API's HTTPRoutes, GRPCRoutes, TLSRoutes,
+// ListenerSets and XListenerSets feed the view's host index, watched unstructured and slimmed
 // to their identity and hosts (a servedObject, about 410 bytes each in the
 // cache); a Gateway API kind whose CRD is not installed is looked up again every ResolveInterval,
 // and readiness waits for every one watched.

@@ -84,7 +84,7 @@ func TestTheHostIndexFollowsIngressesAndRoutesFoundLater(t *testing.T) {
 		return func() error {
 			asking := clusterview.Holder{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "gas-a", Name: "probe"}
 			var got []string
-			for host, holders := range view.HostHolders(asking, []string{"web.oil.example.com", "tls.oil.example.com", "new.oil.example.com", "api.oil.example.com"}) {
+			for host, holders := range view.HostHolders(asking, []string{"web.oil.example.com", "tls.oil.example.com", "new.oil.example.com", "api.oil.example.com", "x.oil.example.com"}) {
 				for _, h := range holders {
 					got = append(got, fmt.Sprintf("%s=%s/%s/%s@%s", host, h.Kind, h.Namespace, h.Name, h.Tenant))
 				}
@@ -120,28 +120,36 @@ func TestTheHostIndexFollowsIngressesAndRoutesFoundLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the route's host, its CRD installed after the start", serves("api.oil.example.com=HTTPRoute/oil-a/api@oil"))
-	// a ListenerSet serves its listeners' hosts on a shared Gateway only;
-	// the one on its own namespace's Gateway comes first, so it is in the
-	// view when the other is
-	listenerSets := dynamic.NewForConfigOrDie(cp.Admin).Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}).Namespace("oil-a")
+	// a ListenerSet, or an XListenerSet, serves its listeners' hosts on a
+	// shared Gateway only; the one on its own namespace's Gateway comes
+	// first, so it is in the view when the other is
 	for _, ls := range []struct {
-		name, host string
-		parent     map[string]any
+		gvr              schema.GroupVersionResource
+		kind, name, host string
+		parent           map[string]any
 	}{
-		{"own", "web.oil.example.com", map[string]any{"name": "own"}},
-		{"shared", "tls.oil.example.com", map[string]any{"name": "shared", "namespace": "infra"}},
+		{listenerSets, "ListenerSet", "own", "web.oil.example.com", map[string]any{"name": "own"}},
+		{listenerSets, "ListenerSet", "shared", "tls.oil.example.com", map[string]any{"name": "shared", "namespace": "infra"}},
+		{xListenerSets, "XListenerSet", "own", "web.oil.example.com", map[string]any{"name": "own"}},
+		{xListenerSets, "XListenerSet", "shared", "x.oil.example.com", map[string]any{"name": "shared", "namespace": "infra"}},
 	} {
 		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet", "metadata": map[string]any{"name": ls.name},
+			"apiVersion": ls.gvr.GroupVersion().String(), "kind": ls.kind, "metadata": map[string]any{"name": ls.name},
 			"spec": map[string]any{"parentRef": ls.parent, "listeners": []any{map[string]any{"name": "http", "protocol": "HTTP", "port": int64(80), "hostname": ls.host}}},
 		}}
-		if _, err := listenerSets.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		if _, err := dynamic.NewForConfigOrDie(cp.Admin).Resource(ls.gvr).Namespace("oil-a").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the host of the ListenerSet on a shared Gateway", serves("api.oil.example.com=HTTPRoute/oil-a/api@oil", "tls.oil.example.com=ListenerSet/oil-a/shared@oil"))
+	eventually(t, "the hosts of the ListenerSets on a shared Gateway", serves(
+		"api.oil.example.com=HTTPRoute/oil-a/api@oil", "tls.oil.example.com=ListenerSet/oil-a/shared@oil", "x.oil.example.com=XListenerSet/oil-a/shared@oil"))
 	eventually(t, "the view synced with the route informer", w.Synced)
 }
+
+var (
+	listenerSets  = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}
+	xListenerSets = schema.GroupVersionResource{Group: "gateway.networking.x-k8s.io", Version: "v1alpha1", Resource: "xlistenersets"}
+)
 
 // installGatewayAPI installs the CRDs of `make gateway-crds` and waits
 // until HTTPRoutes are served.

@@ -35,18 +35,27 @@ func httpRoute(name string, hosts ...string) *unstructured.Unstructured {
 	}}
 }
 
-var listenerSets = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}
+// listenerSetKinds are the kinds that add listeners to a Gateway: the
+// ListenerSet, and the experimental XListenerSet of the Gateway API v1.2 to
+// v1.4 (its CRD from v1.4.1 is installed beside the standard ones).
+var listenerSetKinds = []struct {
+	gvr  schema.GroupVersionResource
+	kind string
+}{
+	{schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}, "ListenerSet"},
+	{schema.GroupVersionResource{Group: "gateway.networking.x-k8s.io", Version: "v1alpha1", Resource: "xlistenersets"}, "XListenerSet"},
+}
 
-// listenerSet is a ListenerSet named name with one HTTP listener of host,
-// attached to the Gateway "shared" of namespace parent, or to the Gateway
-// "own" of its own namespace when parent is "".
-func listenerSet(name, parent, host string) *unstructured.Unstructured {
+// listenerSet is a ListenerSet (of kind, served as gvr) named name with one
+// HTTP listener of host, attached to the Gateway "shared" of namespace
+// parent, or to the Gateway "own" of its own namespace when parent is "".
+func listenerSet(gvr schema.GroupVersionResource, kind, name, parent, host string) *unstructured.Unstructured {
 	ref := map[string]any{"name": "own"}
 	if parent != "" {
 		ref = map[string]any{"name": "shared", "namespace": parent}
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet", "metadata": map[string]any{"name": name},
+		"apiVersion": gvr.GroupVersion().String(), "kind": kind, "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"parentRef": ref, "listeners": []any{map[string]any{"name": "http", "protocol": "HTTP", "port": int64(80), "hostname": host}}},
 	}}
 }
@@ -136,27 +145,31 @@ func TestHostnameCollisions(t *testing.T) {
 		_, err = zed.NetworkingV1().Ingresses("zinc-a").Update(t.Context(), shop, metav1.UpdateOptions{})
 		wantAllowed(t, err)
 	})
-	t.Run("a ListenerSet on a shared Gateway binds hosts as its routes serve them, one on its own Gateway does not", func(t *testing.T) {
-		zedListenerSets := cluster.DynamicAs("zed").Resource(listenerSets)
-		_, err := zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("steal", "infra", "shop.zinc.example.com"), metav1.CreateOptions{})
-		want := `host "shop.zinc.example.com" of ListenerSet "steal" is already served by HTTPRoute "shop" in namespace "zinc-a"`
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("got %v; want a denial saying %s", err, want)
-		}
-		_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("own", "", "shop.zinc.example.com"), metav1.CreateOptions{})
-		wantAllowed(t, err)
-		_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet("edge", "infra", "edge.zinc.example.com"), metav1.CreateOptions{})
-		wantAllowed(t, err)
-		eventually(t, "zinc's ListenerSet in the view", func(ctx context.Context) error {
-			_, err := zedRoutes.Namespace("zinc-a").Create(ctx, httpRoute("edge", "edge.zinc.example.com"), dryRun)
-			return denialOf(err, "hostname-collision")
+	for _, k := range listenerSetKinds {
+		t.Run(k.kind+"s on a shared Gateway bind hosts as their routes serve them, those on their own Gateway do not", func(t *testing.T) {
+			zedListenerSets := cluster.DynamicAs("zed").Resource(k.gvr)
+			prefix := strings.ToLower(k.kind) + "-"
+			_, err := zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet(k.gvr, k.kind, prefix+"steal", "infra", "shop.zinc.example.com"), metav1.CreateOptions{})
+			want := fmt.Sprintf(`host "shop.zinc.example.com" of %s %q is already served by HTTPRoute "shop" in namespace "zinc-a"`, k.kind, prefix+"steal")
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v; want a denial saying %s", err, want)
+			}
+			_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet(k.gvr, k.kind, prefix+"own", "", "shop.zinc.example.com"), metav1.CreateOptions{})
+			wantAllowed(t, err)
+			host := prefix + "edge.zinc.example.com"
+			_, err = zedListenerSets.Namespace("zinc-b").Create(t.Context(), listenerSet(k.gvr, k.kind, prefix+"edge", "infra", host), metav1.CreateOptions{})
+			wantAllowed(t, err)
+			eventually(t, "zinc's "+k.kind+" in the view", func(ctx context.Context) error {
+				_, err := zedRoutes.Namespace("zinc-a").Create(ctx, httpRoute(prefix+"edge", host), dryRun)
+				return denialOf(err, "hostname-collision")
+			})
+			_, err = zedRoutes.Namespace("zinc-a").Create(t.Context(), httpRoute(prefix+"edge", host), metav1.CreateOptions{})
+			want = fmt.Sprintf(`host %q of HTTPRoute %q is already served by %s %q in namespace "zinc-b"`, host, prefix+"edge", k.kind, prefix+"edge")
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v; want a denial saying %s", err, want)
+			}
 		})
-		_, err = zedRoutes.Namespace("zinc-a").Create(t.Context(), httpRoute("edge", "edge.zinc.example.com"), metav1.CreateOptions{})
-		want = `host "edge.zinc.example.com" of HTTPRoute "edge" is already served by ListenerSet "edge" in namespace "zinc-b"`
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("got %v; want a denial saying %s", err, want)
-		}
-	})
+	}
 	t.Run("scope tenant lets a tenant reuse its host in its other namespaces, not take another's", func(t *testing.T) {
 		_, err := ira.NetworkingV1().Ingresses("iron-b").Create(t.Context(), ingress("api", "", "api.iron.example.com"), metav1.CreateOptions{})
 		wantAllowed(t, err)

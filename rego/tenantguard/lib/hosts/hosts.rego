@@ -1,7 +1,8 @@
 # METADATA
 # title: Hosts an object publishes
 # description: |
-#   Every host name an Ingress, a Gateway, a ListenerSet or a route names,
+#   Every host name an Ingress, a Gateway, a ListenerSet (or the experimental
+#   XListenerSet it was before, gateway.networking.x-k8s.io) or a route names,
 #   wherever it names one, so that the hostname rules are written once for all of them. A place
 #   that names no host serves every host: an Ingress rule without a host or a
 #   default backend, a listener (of a Gateway, or of a ListenerSet, which adds
@@ -25,9 +26,16 @@ route_kinds := {
 
 # METADATA
 # description: |
-#   The ListenerSet kind, which adds listeners to a Gateway (a shared one, of
-#   another namespace, included).
-listener_set_kind := "gateway.networking.k8s.io/ListenerSet"
+#   The ListenerSet kinds, which add listeners to a Gateway (a shared one, of
+#   another namespace, included): ListenerSet, and XListenerSet, its
+#   experimental form (Gateway API v1.2 to v1.4), of the same shape.
+listener_set_kinds := {
+	"gateway.networking.k8s.io/ListenerSet",
+	"gateway.networking.x-k8s.io/XListenerSet",
+}
+
+# The ListenerSet kinds by kind alone, as served takes them.
+_listener_set_names := {"ListenerSet", "XListenerSet"}
 
 # METADATA
 # description: |
@@ -40,7 +48,8 @@ kinds := {
 	"gateway.networking.k8s.io/HTTPRoute": {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "resource": "httproutes"},
 	"gateway.networking.k8s.io/GRPCRoute": {"group": "gateway.networking.k8s.io", "kind": "GRPCRoute", "resource": "grpcroutes"},
 	"gateway.networking.k8s.io/TLSRoute": {"group": "gateway.networking.k8s.io", "kind": "TLSRoute", "resource": "tlsroutes"},
-	listener_set_kind: {"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "resource": "listenersets"},
+	"gateway.networking.k8s.io/ListenerSet": {"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "resource": "listenersets"},
+	"gateway.networking.x-k8s.io/XListenerSet": {"group": "gateway.networking.x-k8s.io", "kind": "XListenerSet", "resource": "xlistenersets"},
 }
 
 # Listener protocols that route by host name.
@@ -69,11 +78,13 @@ _route(obj) := {{"host": host, "in": ""} | some host in obj.spec.hostnames} if {
 # "Gateway "shared" in namespace "infra"".
 _foreign_parents(obj) := {sprintf("%s %q in namespace %q", [kind, ref.name, ref.namespace]) |
 	some ref in object.get(obj, ["spec", "parentRefs"], [])
-	object.get(ref, "group", "gateway.networking.k8s.io") == "gateway.networking.k8s.io"
 	kind := object.get(ref, "kind", "Gateway")
-	kind in {"Gateway", "ListenerSet"}
+	concat("/", [object.get(ref, "group", "gateway.networking.k8s.io"), kind]) in _parent_kinds
 	ref.namespace != input.request.namespace
 }
+
+# The kinds a route attaches to that listen: Gateways and ListenerSets.
+_parent_kinds := {"gateway.networking.k8s.io/Gateway"} | listener_set_kinds
 
 _ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
 	some rule in object.get(obj, ["spec", "rules"], [])
@@ -83,7 +94,7 @@ _ingress(obj) := ({{"host": object.get(rule, "host", ""), "in": ""} |
 }) | {{"host": "", "in": ""} | obj.spec.defaultBackend}
 
 # The kinds whose spec.listeners name hosts.
-_listener_kinds := {"gateway.networking.k8s.io/Gateway", listener_set_kind}
+_listener_kinds := {"gateway.networking.k8s.io/Gateway"} | listener_set_kinds
 
 _listeners(obj) := {{"host": host, "in": sprintf("listener %q of ", [object.get(listener, "name", "")])} |
 	some listener in object.get(obj, ["spec", "listeners"], [])
@@ -97,7 +108,7 @@ _names_host(listener, "") if listener.protocol in _host_protocols
 
 # METADATA
 # description: |
-#   The hosts obj, an Ingress, a route or a ListenerSet (kind, as "Ingress")
+#   The hosts obj, an Ingress, a route or a ListenerSet or XListenerSet (kind, as "Ingress")
 #   of namespace, serves, lower-cased, as hostname-collision reads them: an
 #   Ingress's rules' hosts (its TLS hosts name its certificate), a route's
 #   hostnames, the hostnames of a ListenerSet's listeners when it attaches to
@@ -112,13 +123,17 @@ served(kind, namespace, obj) := {lower(host) |
 
 _served("Ingress", _, obj) := [object.get(rule, "host", "") | some rule in object.get(obj, ["spec", "rules"], [])]
 
-_served("ListenerSet", namespace, obj) := [object.get(listener, "hostname", "") |
+_served(kind, namespace, obj) := [object.get(listener, "hostname", "") |
 	some listener in object.get(obj, ["spec", "listeners"], [])
 ] if {
+	kind in _listener_set_names
 	not object.get(obj, ["spec", "parentRef", "namespace"], "") in {"", namespace}
 }
 
-_served(kind, _, obj) := object.get(obj, ["spec", "hostnames"], []) if not kind in {"Ingress", "ListenerSet"}
+_served(kind, _, obj) := object.get(obj, ["spec", "hostnames"], []) if {
+	not kind in _listener_set_names
+	kind != "Ingress"
+}
 
 # METADATA
 # description: A host is a wildcard ("*.example.com").

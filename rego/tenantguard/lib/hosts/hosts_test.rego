@@ -9,13 +9,17 @@ _listener_set(parent) := {"spec": {"parentRef": parent, "listeners": [
 ]}}
 
 test_a_listener_set_on_a_gateway_of_another_namespace_serves_its_listeners_hosts if {
-	hosts.served("ListenerSet", "oil-dev", _listener_set({"name": "shared", "namespace": "infra"})) == {"shop.oil.example.com", "*.oil.example.com"}
+	every kind in ["ListenerSet", "XListenerSet"] {
+		hosts.served(kind, "oil-dev", _listener_set({"name": "shared", "namespace": "infra"})) == {"shop.oil.example.com", "*.oil.example.com"}
+	}
 }
 
 test_a_listener_set_on_a_gateway_of_its_own_namespace_serves_none if {
-	hosts.served("ListenerSet", "oil-dev", _listener_set({"name": "own"})) == set()
-	hosts.served("ListenerSet", "oil-dev", _listener_set({"name": "own", "namespace": "oil-dev"})) == set()
-	hosts.served("ListenerSet", "oil-dev", _listener_set({"name": "own", "namespace": ""})) == set()
+	every kind in ["ListenerSet", "XListenerSet"] {
+		hosts.served(kind, "oil-dev", _listener_set({"name": "own"})) == set()
+		hosts.served(kind, "oil-dev", _listener_set({"name": "own", "namespace": "oil-dev"})) == set()
+		hosts.served(kind, "oil-dev", _listener_set({"name": "own", "namespace": ""})) == set()
+	}
 }
 
 test_an_ingress_serves_its_rules_hosts_and_a_route_its_hostnames if {

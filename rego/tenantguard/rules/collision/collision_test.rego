@@ -112,6 +112,23 @@ test_a_listener_set_on_a_shared_gateway_may_not_bind_a_host_another_namespace_se
 test_in_scope_namespace_a_route_and_the_listener_set_it_attaches_to_share_their_host if {
 	count(_msgs("namespace", _route_request([_oil_dev_listener_set]))) == 0
 	count(_msgs("namespace", _listener_set_request("CREATE", [_oil_dev]))) == 0
+	count(_msgs("namespace", _route_request([_oil_dev_x_listener_set]))) == 0
+	count(_msgs("namespace", _x_listener_set_request([_oil_dev]))) == 0
+}
+
+_oil_dev_x_listener_set := object.union(_oil_dev_listener_set, {"group": "gateway.networking.x-k8s.io", "kind": "XListenerSet"})
+
+_x_listener_set_request(holders) := object.union(
+	f.request_for("gateway.networking.x-k8s.io", "XListenerSet", "xlistenersets", "CREATE", object.union(
+		_listener_set({"name": "shared", "namespace": "infra"}),
+		{"apiVersion": "gateway.networking.x-k8s.io/v1alpha1", "kind": "XListenerSet"},
+	)),
+	{"cluster": {"hosts": {"shop.oil.example.com": holders}}},
+)
+
+test_an_x_listener_set_on_a_shared_gateway_may_not_bind_a_host_another_namespace_serves if {
+	_msgs("cluster", _x_listener_set_request([_gas])) == {`host "shop.oil.example.com" of XListenerSet "edge" is already served by HTTPRoute "shop" in namespace "gas-apps"; choose another host`}
+	count(_msgs("namespace", _x_listener_set_request([_oil_dev_listener_set]))) == 1
 }
 
 test_in_scope_namespace_two_listener_sets_or_a_listener_set_and_an_ingress_collide if {

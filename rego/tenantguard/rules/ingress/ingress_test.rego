@@ -150,6 +150,17 @@ test_a_route_without_hostnames_on_a_shared_gateway_is_refused if {
 	}
 }
 
+test_a_route_without_hostnames_on_a_listener_set_of_another_namespace_is_refused if {
+	every parent in [
+		{"name": "edge", "namespace": "infra", "kind": "ListenerSet"},
+		{"name": "edge", "namespace": "infra", "kind": "XListenerSet", "group": "gateway.networking.x-k8s.io"},
+	] {
+		[v] := [v | some v in _eval(_attached(_route_request("HTTPRoute", "httproutes", []), [parent]), _policy).violations]
+		startswith(v.msg, sprintf("HTTPRoute \"shop\" names no hostnames and attaches to %s \"edge\" in namespace \"infra\"", [parent.kind]))
+	}
+	count(_eval(_attached(_route_request("HTTPRoute", "httproutes", []), [{"name": "edge", "namespace": "infra", "kind": "XListenerSet"}]), _policy).violations) == 0
+}
+
 test_a_route_without_hostnames_on_its_own_namespace_gateway_or_a_service_passes if {
 	every parents in [
 		[{"name": "edge"}],
@@ -207,10 +218,15 @@ test_an_update_dropping_the_class_gets_the_default if {
 }
 
 test_listener_set_listeners_are_judged_like_a_gateways if {
-	inp := f.request_for("gateway.networking.k8s.io", "ListenerSet", "listenersets", "CREATE", {
-		"kind": "ListenerSet", "metadata": {"name": "shop"},
-		"spec": {"parentRef": {"name": "shared"}, "listeners": [{"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.gas.example.com"}]},
-	})
-	r := _eval(inp, _policy)
-	r.violations == {{"id": "hostname", "msg": "host \"shop.gas.example.com\" of listener \"https\" of ListenerSet \"shop\" is not allowed for tenant \"oil\"; allowed: oil.example.com, *.oil.example.com, or names matching ^[a-z]+\\.oil\\.test$"}}
+	every kind in [
+		["gateway.networking.k8s.io", "ListenerSet", "listenersets"],
+		["gateway.networking.x-k8s.io", "XListenerSet", "xlistenersets"],
+	] {
+		inp := f.request_for(kind[0], kind[1], kind[2], "CREATE", {
+			"kind": kind[1], "metadata": {"name": "shop"},
+			"spec": {"parentRef": {"name": "shared"}, "listeners": [{"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "shop.gas.example.com"}]},
+		})
+		r := _eval(inp, _policy)
+		r.violations == {{"id": "hostname", "msg": sprintf("host \"shop.gas.example.com\" of listener \"https\" of %s \"shop\" is not allowed for tenant \"oil\"; allowed: oil.example.com, *.oil.example.com, or names matching ^[a-z]+\\.oil\\.test$", [kind[1]])}}
+	}
 }

@@ -9,7 +9,8 @@
 #   namespace's too, but a route and a ListenerSet, the one attaching to the
 #   other) or off (the default). The hosts an object serves are its Ingress
 #   rules' hosts (its TLS hosts name its certificate and serve nothing), its
-#   route's hostnames, or, for a ListenerSet attached to a Gateway of another
+#   route's hostnames, or, for a ListenerSet (or an XListenerSet, its
+#   experimental form) attached to a Gateway of another
 #   namespace (a shared Gateway), its listeners' hostnames, which its routes
 #   serve there; compared lower-cased; a wildcard collides with the names
 #   under it too (an Ingress's *.x covers one label, a route's or a
@@ -57,7 +58,10 @@ _attaches(holder) if {
 	{concat("/", [holder.group, holder.kind]), tenancy.kind_key} in _binds_and_serves
 }
 
-_binds_and_serves := {{hosts.listener_set_kind, route} | some route in hosts.route_kinds}
+_binds_and_serves := {{listener_set, route} |
+	some listener_set in hosts.listener_set_kinds
+	some route in hosts.route_kinds
+}
 
 _holder_text(holder) := sprintf("%s %q in namespace %q", [holder.kind, holder.name, holder.namespace])
 
@@ -76,6 +80,7 @@ _holder_text(holder) := sprintf("%s %q in namespace %q", [holder.kind, holder.na
 #     - gateway.networking.k8s.io/GRPCRoute
 #     - gateway.networking.k8s.io/TLSRoute
 #     - gateway.networking.k8s.io/ListenerSet
+#     - gateway.networking.x-k8s.io/XListenerSet
 #   operations: [CREATE, UPDATE]
 #   engines: [opa, gatekeeper]
 #   notExpressible: a collision is with the hosts other objects serve, and an admission policy sees only the request's object

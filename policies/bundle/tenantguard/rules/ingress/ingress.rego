@@ -119,8 +119,8 @@ violations contains {"id": "gateway-class", "msg": msg} if {
 # METADATA
 # title: Hostnames
 # description: |
-#   Every host an Ingress (rules and TLS), a Gateway or ListenerSet
-#   (listeners) or an HTTPRoute, GRPCRoute or TLSRoute publishes must be in
+#   Every host an Ingress (rules and TLS), a Gateway, ListenerSet or
+#   XListenerSet (listeners) or an HTTPRoute, GRPCRoute or TLSRoute publishes must be in
 #   ingress.hostnames.allowed (exact, or under a "*.suffix" pattern) or match
 #   allowedRegex; a wildcard host needs allowWildcard too, and a place that
 #   names no host (it would serve every host) is refused, as is a route
@@ -132,6 +132,7 @@ violations contains {"id": "gateway-class", "msg": msg} if {
 #     - networking.k8s.io/Ingress
 #     - gateway.networking.k8s.io/Gateway
 #     - gateway.networking.k8s.io/ListenerSet
+#     - gateway.networking.x-k8s.io/XListenerSet
 #     - gateway.networking.k8s.io/HTTPRoute
 #     - gateway.networking.k8s.io/GRPCRoute
 #     - gateway.networking.k8s.io/TLSRoute
