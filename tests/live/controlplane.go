@@ -72,8 +72,9 @@ type ControlPlaneOptions struct {
 	ReportCRDs bool
 }
 
-// GatewayAPICRDs is the folder of the Gateway API's standard-channel CRDs,
-// fetched from its Go module by `make gateway-crds`.
+// GatewayAPICRDs is the folder of the Gateway API's standard-channel CRDs
+// and the experimental XListenerSet's, fetched from its Go module by `make
+// gateway-crds`.
 func GatewayAPICRDs() string { return filepath.Join(AssetsDir(), "crds", "gateway-api") }
 
 // ReportCRDsDir holds the policy report CRDs (charts/tenantguard/files/crds).
