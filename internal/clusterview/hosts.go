@@ -45,7 +45,7 @@ var hostKinds = []HostKind{
 	{Group: gatewayGroup, Kind: "GRPCRoute", Version: "v1", Resource: "grpcroutes", Paths: routeHostnames},
 	{Group: gatewayGroup, Kind: "TLSRoute", Version: "v1", Resource: "tlsroutes", Paths: routeHostnames},
 	{Group: gatewayGroup, Kind: "ListenerSet", Version: "v1", Resource: "listenersets", Paths: listenerHostnames, Parent: listenerSetParent},
-	// The experimental form ListenerSet replaced (Gateway API v1.2 to
+	// The experimental form ListenerSet replaced (Gateway API v1.3 to
 	// v1.4), still served where those CRDs are installed.
 	{Group: hostname.ExperimentalGatewayGroup, Kind: "XListenerSet", Version: "v1alpha1", Resource: "xlistenersets", Paths: listenerHostnames, Parent: listenerSetParent},
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func TestTheSyncSetHasTheKindsThatServeHostsWhenATenantRefusesCollisions(t *testing.T) {
-	hostKinds := []string{"networking.k8s.io/v1/Ingress", "gateway.networking.k8s.io/v1/HTTPRoute", "gateway.networking.k8s.io/v1/GRPCRoute", "gateway.networking.k8s.io/v1/TLSRoute", "gateway.networking.k8s.io/v1/ListenerSet"}
+	hostKinds := []string{"networking.k8s.io/v1/Ingress", "gateway.networking.k8s.io/v1/HTTPRoute", "gateway.networking.k8s.io/v1/GRPCRoute", "gateway.networking.k8s.io/v1/TLSRoute", "gateway.networking.k8s.io/v1/ListenerSet", "gateway.networking.x-k8s.io/v1alpha1/XListenerSet"}
 	tests := []struct {
 		name, scope string
 		synced      bool

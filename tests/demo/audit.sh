@@ -19,8 +19,9 @@ set -euo pipefail
 TENANTGUARD=${TENANTGUARD:-bin/tenantguard}
 NS=tenantguard-system
 CM=tenantguard-registry
-# what the audit checks (docs/cli.md, "Recipes"); the demo cluster serves the Gateway API
-KINDS=namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses,gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io
+# what the audit checks (docs/cli.md, "Recipes"); the demo cluster serves the Gateway API,
+# its experimental XListenerSet included
+KINDS=namespaces,pods,podtemplates,replicationcontrollers,deployments,statefulsets,daemonsets,replicasets,jobs,cronjobs,services,persistentvolumeclaims,ingresses,gateways.gateway.networking.k8s.io,listenersets.gateway.networking.k8s.io,httproutes.gateway.networking.k8s.io,grpcroutes.gateway.networking.k8s.io,tlsroutes.gateway.networking.k8s.io,xlistenersets.gateway.networking.x-k8s.io
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

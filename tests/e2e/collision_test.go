@@ -36,7 +36,7 @@ func httpRoute(name string, hosts ...string) *unstructured.Unstructured {
 }
 
 // listenerSetKinds are the kinds that add listeners to a Gateway: the
-// ListenerSet, and the experimental XListenerSet of the Gateway API v1.2 to
+// ListenerSet, and the experimental XListenerSet of the Gateway API v1.3 to
 // v1.4 (its CRD from v1.4.1 is installed beside the standard ones).
 var listenerSetKinds = []struct {
 	gvr  schema.GroupVersionResource

@@ -28,7 +28,7 @@ route_kinds := {
 # description: |
 #   The ListenerSet kinds, which add listeners to a Gateway (a shared one, of
 #   another namespace, included): ListenerSet, and XListenerSet, its
-#   experimental form (Gateway API v1.2 to v1.4), of the same shape.
+#   experimental form (Gateway API v1.3 to v1.4), of the same shape.
 listener_set_kinds := {
 	"gateway.networking.k8s.io/ListenerSet",
 	"gateway.networking.x-k8s.io/XListenerSet",
