@@ -35,7 +35,7 @@ listener_set_kinds := {
 }
 
 # The ListenerSet kinds by kind alone, as served takes them.
-_listener_set_names := {"ListenerSet", "XListenerSet"}
+_listener_set_names := {kinds[key].kind | some key in listener_set_kinds}
 
 # METADATA
 # description: |
