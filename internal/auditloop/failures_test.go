@@ -15,9 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/catalog"
-	"github.com/tenantguard/tenantguard/internal/reconcile"
+	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
@@ -80,36 +79,94 @@ func TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports(t *testing.T
 	}
 }
 
-// TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked: a report
-// of a namespace with no rows now is deleted, unless some of its objects
-// could not be checked.
-func TestPruningLeavesTheReportsOfNamespacesWithObjectsNotChecked(t *testing.T) {
-	l, _, _ := auditOfFixture(t)
-	var deleted []string
-	lister := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
-		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
-			reports := list.(*metav1.PartialObjectMetadataList)
-			if reports.GetObjectKind().GroupVersionKind().Kind != l.opts.Format.Kind+"List" {
-				return nil // no cluster report
+// TestWhatTheAuditCannotCheckKeepsItsRowsAndCleanNamespacesArePruned: the
+// rows the last audit found of objects this one cannot check (a kind it may
+// no longer list, objects the rules cannot decide) are carried over from
+// the reports, so that the namespace that holds them keeps its report as
+// it was, while the report of a namespace that became clean is pruned.
+func TestWhatTheAuditCannotCheckKeepsItsRowsAndCleanNamespacesArePruned(t *testing.T) {
+	tests := []struct {
+		name    string
+		uncheck func(t *testing.T, l *Loop, reader *pagedReader)
+		wantErr func(error) bool
+	}{
+		{"a kind the audit may no longer list", func(_ *testing.T, _ *Loop, reader *pagedReader) { reader.forbidden = "Service" }, apierrors.IsForbidden},
+		{"objects the rules cannot decide", func(t *testing.T, l *Loop, _ *pagedReader) {
+			cat, err := catalog.LoadOverlay(rego.FS(), fixtures.MapFS(erringOnServices))
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, namespace := range []string{"gas-web", "oil-dev", "steel-apps"} {
-				r := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: l.opts.Instance.Name(), Namespace: namespace,
-					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: reconcile.FieldManager(l.opts.Instance), Operation: metav1.ManagedFieldsOperationApply}}}}
-				reports.Items = append(reports.Items, r)
+			if err := l.store.LoadPolicy(t.Context(), "overlay", cat); err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		},
-		Delete: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.DeleteOption) error {
-			deleted = append(deleted, obj.GetNamespace())
-			return nil
+		}, func(err error) bool { return errors.Is(err, ErrUnchecked) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, reader, _ := auditOfFixture(t)
+			writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+			l.reader, l.writer = metadataLister{writer}, writer
+			if _, err := l.Once(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			// steel-apps becomes clean; gas-web's only row is of its
+			// Service, which this audit cannot check.
+			reader.objects["Pod"] = slices.DeleteFunc(reader.objects["Pod"], func(o map[string]any) bool {
+				return o["metadata"].(map[string]any)["namespace"] == "steel-apps"
+			})
+			tt.uncheck(t, l, reader)
+			result, err := l.Once(t.Context())
+			if !tt.wantErr(err) {
+				t.Fatalf("error %v, want the Services not checked", err)
+			}
+			want := []string{"gas-web/Service/web/service-type", "oil-dev/Pod/debug/host-path", "oil-prod/Deployment/edge/host-network", "oil-prod/PersistentVolumeClaim/data/storage-class"}
+			if got := rowNames(result.Rows); !slices.Equal(got, want) {
+				t.Errorf("rows %v, want %v: the Service's carried over", got, want)
+			}
+			if result.Carried != 1 || result.Pruned != 1 || result.Unchanged != 3 || result.Reports != 1 {
+				t.Errorf("%d rows carried, %d reports pruned, %d unchanged, %d written; want the Service's carried, steel-apps's report pruned, the 3 others unchanged, the cluster's written", result.Carried, result.Pruned, result.Unchanged, result.Reports)
+			}
+			report := &unstructured.Unstructured{}
+			report.SetGroupVersionKind(reports.OpenReports.GVK(false))
+			if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "gas-web", Name: l.opts.Instance.Name()}, report); err != nil {
+				t.Fatalf("gas-web's report: %v", err)
+			}
+			if got := rowNames(reports.Rows(report)); !slices.Equal(got, want[:1]) {
+				t.Errorf("gas-web's report lists %v, want %v", got, want[:1])
+			}
+			if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "steel-apps", Name: l.opts.Instance.Name()}, report); !apierrors.IsNotFound(err) {
+				t.Errorf("steel-apps's report: %v, want it pruned", err)
+			}
+		})
+	}
+}
+
+// TestAReportThatCannotBeReadBackIsLeftAsItWas: when the reports cannot be
+// read to carry over the rows of what the audit could not check, no report
+// is written or pruned: written, they would drop those rows.
+func TestAReportThatCannotBeReadBackIsLeftAsItWas(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+	l.reader, l.writer = metadataLister{writer}, writer
+	if _, err := l.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.reader = interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, partial := list.(*metav1.PartialObjectMetadataList); partial {
+				return metadataLister{writer}.List(ctx, list, opts...)
+			}
+			return apierrors.NewServiceUnavailable("etcd is slow")
 		},
 	})
-	l.reader, l.writer = lister, lister
-	rows := []audit.Row{{Namespace: "oil-dev", APIVersion: "v1", Kind: "Pod", Name: "debug", Rule: "host-path", Mode: "deny", Message: "[host-path] no"}}
-	c := &Result{Rows: rows}
-	err := l.write(t.Context(), c, map[string]bool{"gas-web": true}, true)
-	if err != nil || c.Pruned != 1 || c.Reports != 1 || !slices.Equal(deleted, []string{"steel-apps"}) {
-		t.Errorf("wrote %d, pruned %d (%v), deleted %v: want oil-dev's written, steel-apps's alone pruned, gas-web's kept", c.Reports, c.Pruned, err, deleted)
+	reader.forbidden = "Service"
+	reader.objects["Pod"] = nil // two namespaces become clean
+	result, err := l.Once(t.Context())
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "etcd is slow") {
+		t.Fatalf("error %v, want the forbidden Services and the reports not read", err)
+	}
+	if result.Reports != 0 || result.Pruned != 0 || result.Unchanged != 0 {
+		t.Errorf("%d reports written, %d pruned, %d unchanged; want none touched", result.Reports, result.Pruned, result.Unchanged)
 	}
 }
 

@@ -236,7 +236,7 @@ func (l *Loop) auditLogged(ctx context.Context) {
 		return
 	}
 	if result != nil {
-		l.opts.Logger.Info("background audit", "objects", result.Objects, "violations", len(result.Rows), "reports", result.Reports, "unchanged", result.Unchanged, "pruned", result.Pruned, "took", took.String())
+		l.opts.Logger.Info("background audit", "objects", result.Objects, "violations", len(result.Rows), "carried", result.Carried, "reports", result.Reports, "unchanged", result.Unchanged, "pruned", result.Pruned, "took", took.String())
 		if l.opts.Observer != nil {
 			counts := map[metrics.AuditKey]int{}
 			for _, r := range result.Rows {

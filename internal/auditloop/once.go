@@ -20,8 +20,11 @@ import (
 type Result struct {
 	// Objects is how many objects were checked.
 	Objects int
-	// Rows are the violations, sorted.
-	Rows []audit.Row
+	// Rows are the violations, sorted: those found, and those of objects
+	// that could not be checked carried over from the reports (Carried of
+	// them).
+	Rows    []audit.Row
+	Carried int
 	// Reports, Unchanged and Pruned count the reports written, left as
 	// they were (they said what the audit found) and deleted.
 	Reports, Unchanged, Pruned int
@@ -62,8 +65,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 			}
 			// One object the rules cannot decide (admission could
 			// not either) does not stop the audit, but fails it: its
-			// rows are in no report, and its namespace's report is
-			// not pruned.
+			// reports keep the rows the last audit found of it.
 			if failed.add(o, err) {
 				l.opts.Logger.Warn("background audit: an object could not be checked (the first of its kind in this audit)", "kind", o.GVK.Kind, "namespace", o.Namespace, "name", o.Name, "error", err.Error())
 			}
@@ -90,12 +92,12 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	}
 	// unlisted are the resources tenantguard may not list: a kind of a rule
 	// family of one's own that its RBAC does not grant. They do not keep
-	// the other kinds' reports from being written, but keep every report
-	// from being pruned (a namespace whose rows were all of such a kind
-	// keeps its report); the cluster's report says what was left out. Any
-	// other failure fails the audit, as one that would heal: it leaves the
-	// reports as they were.
+	// the other kinds' reports from being written; the reports keep the
+	// rows the last audit found of their objects, and the cluster's report
+	// says what was left out. Any other failure fails the audit, as one
+	// that would heal: it leaves the reports as they were.
 	var unlisted []error
+	unlistedKinds := map[schema.GroupKind]bool{}
 	for _, gr := range a.Resources() {
 		gvr, err := l.mapper.ResourceFor(gr.WithVersion(""))
 		if meta.IsNoMatchError(err) {
@@ -121,6 +123,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 				// found it, which keeps what it found
 			case ctx.Err() == nil && apierrors.IsForbidden(err):
 				unlisted = append(unlisted, err)
+				unlistedKinds[mapping.GroupVersionKind.GroupKind()] = true
 			default:
 				return nil, err
 			}
@@ -134,28 +137,44 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	if err := failed.err(); err != nil {
 		result.Problems = append(result.Problems, err)
 	}
-	err := l.write(ctx, result, failed.namespaces, len(unlisted) == 0)
+	var unchecked func(*audit.Row) bool
+	if len(unlisted) > 0 || failed.count > 0 {
+		unchecked = func(r *audit.Row) bool {
+			kind := schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
+			return unlistedKinds[kind] || failed.objects[objectKey{kind, r.Namespace, r.Name}]
+		}
+	}
+	err := l.write(ctx, result, unchecked)
 	// The rows stand even when the reports could not be written.
 	return result, errors.Join(append(slices.Clone(result.Problems), err)...)
 }
 
-// checkFailures are the objects an audit could not check: how many, in
-// which namespaces ("" for those in none), and the first error of each
+// checkFailures are the objects an audit could not check: how many, which,
+// in which namespaces ("" for those in none), and the first error of each
 // kind.
 type checkFailures struct {
 	count      int
+	objects    map[objectKey]bool
 	namespaces map[string]bool
 	first      []error
 	kinds      map[schema.GroupVersionKind]bool
+}
+
+// objectKey is an object by kind, namespace and name: a row's or an
+// audited object's, whatever the version it was read at.
+type objectKey struct {
+	kind            schema.GroupKind
+	namespace, name string
 }
 
 // add counts o, which err kept from being checked: true when it is the
 // first of its kind.
 func (f *checkFailures) add(o *audit.Object, err error) bool {
 	if f.namespaces == nil {
-		f.namespaces, f.kinds = map[string]bool{}, map[schema.GroupVersionKind]bool{}
+		f.objects, f.namespaces, f.kinds = map[objectKey]bool{}, map[string]bool{}, map[schema.GroupVersionKind]bool{}
 	}
 	f.count++
+	f.objects[objectKey{o.GVK.GroupKind(), strings.Clone(o.Namespace), strings.Clone(o.Name)}] = true
 	f.namespaces[strings.Clone(o.Namespace)] = true
 	if f.kinds[o.GVK] {
 		return false
@@ -170,7 +189,7 @@ func (f *checkFailures) err() error {
 	if f.count == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the rules could not decide %d, in %d namespaces (a namespace's report that would hold none of the other objects' rows is left as it was, not pruned); the first of each kind: %w", ErrUnchecked, f.count, len(f.namespaces), errors.Join(f.first...))
+	return fmt.Errorf("%w: the rules could not decide %d, in %d namespaces (their reports keep the rows the last audit found of them); the first of each kind: %w", ErrUnchecked, f.count, len(f.namespaces), errors.Join(f.first...))
 }
 
 // ErrUnchecked is the error of an audit that could not check some objects:

@@ -247,32 +247,6 @@ func TestAKindTheAuditMayNotListLeavesTheOthersReported(t *testing.T) {
 	}
 }
 
-// TestAKindNotListedPrunesNoReport: a namespace whose rows were all of a
-// kind the audit may no longer list (RBAC changed) keeps its report, as
-// one whose objects could not be decided does: the audit did not find it
-// clean.
-func TestAKindNotListedPrunesNoReport(t *testing.T) {
-	l, reader, _ := auditOfFixture(t)
-	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
-	l.reader, l.writer = metadataLister{writer}, writer
-	if _, err := l.Once(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	reader.forbidden = "Service" // gas-web's only row is of its Service
-	result, err := l.Once(t.Context())
-	if !apierrors.IsForbidden(err) {
-		t.Fatalf("error %v, want the forbidden list", err)
-	}
-	if result.Pruned != 0 {
-		t.Errorf("%d reports pruned, want none", result.Pruned)
-	}
-	report := &unstructured.Unstructured{}
-	report.SetGroupVersionKind(reports.OpenReports.GVK(false))
-	if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "gas-web", Name: l.opts.Instance.Name()}, report); err != nil {
-		t.Fatalf("gas-web's report: %v", err)
-	}
-}
-
 // TestAKindNoLongerServedIsLeftOut: a kind whose CRD was deleted while
 // serve ran (the mapper still maps it, its list is NotFound) is left out
 // as one the cluster never served, not a failed audit every interval.
@@ -435,6 +409,7 @@ func (m metadataLister) List(ctx context.Context, list client.ObjectList, opts .
 		r.SetLabels(u.GetLabels())
 		r.SetAnnotations(u.GetAnnotations())
 		r.SetResourceVersion(u.GetResourceVersion())
+		r.SetUID(u.GetUID())
 		r.SetManagedFields(u.GetManagedFields())
 		partial.Items = append(partial.Items, r)
 	}

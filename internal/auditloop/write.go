@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tenantguard/tenantguard/internal/audit"
 	"github.com/tenantguard/tenantguard/internal/reconcile"
 	"github.com/tenantguard/tenantguard/internal/reports"
 )
@@ -23,16 +25,18 @@ var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report i
 
 // write applies the reports of the result's rows, the cluster's saying what
 // could not be checked (its problems: kinds not listed, objects the rules
-// could not decide), and, when prune, deletes the instance's reports of
-// namespaces without rows but those in kept, where objects could not be
-// checked (an audit that could not list a kind prunes none); it
-// counts in the result the reports written, left as they were and pruned.
+// could not decide), and deletes the instance's reports of namespaces
+// without rows; it counts in the result the reports written, left as they
+// were and pruned. The rows that unchecked picks (what could not be
+// checked), when it is not nil, are carried over from the reports there
+// are into the result: what the audit could not check keeps what the last
+// audit found of it, and a namespace with no other rows keeps its report.
 // A report is rewritten only when it would
 // say something else than it does (its digest, timestamps left out) or
 // another manager changed it: an audit that finds what the one before it
 // found writes nothing. Without the report CRD in the cluster it writes
 // nothing and says so.
-func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool, prune bool) error {
+func (l *Loop) write(ctx context.Context, result *Result, unchecked func(*audit.Row) bool) error {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
 	for _, err := range result.Problems {
 		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
@@ -46,6 +50,12 @@ func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool, 
 		}
 	}
 	listed := len(errs) == 0
+	if listed && unchecked != nil {
+		if err := l.carryOver(ctx, result, existing, unchecked); err != nil {
+			// Written without them, the reports would drop those rows.
+			return err
+		}
+	}
 	// One report built at a time, written, then dropped: a tightened
 	// registry can flag every pod of the cluster.
 	desired := map[string]bool{}
@@ -65,11 +75,11 @@ func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool, 
 		}
 		result.Reports++
 	}
-	if !listed || !prune {
+	if !listed {
 		return errors.Join(errs...)
 	}
 	for namespace, r := range existing {
-		if desired[namespace] || kept[namespace] {
+		if desired[namespace] {
 			continue
 		}
 		if err := l.writer.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
@@ -80,6 +90,47 @@ func (l *Loop) write(ctx context.Context, result *Result, kept map[string]bool, 
 	}
 	return errors.Join(errs...)
 }
+
+// carryOver adds to the result's rows, sorted again, those of the reports
+// in existing that unchecked picks, read page by page.
+func (l *Loop) carryOver(ctx context.Context, result *Result, existing map[string]*metav1.PartialObjectMetadata, unchecked func(*audit.Row) bool) error {
+	for _, cluster := range []bool{false, true} {
+		gvk := l.opts.Format.GVK(cluster)
+		for token := ""; ; {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			err := l.reader.List(ctx, list, client.MatchingLabelsSelector{Selector: l.opts.Instance.Selector()}, client.Limit(carryPage), client.Continue(token))
+			if meta.IsNoMatchError(err) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("reading the %s reports, whose rows of what the audit could not check it keeps: %w", gvk.Kind, err)
+			}
+			for i := range list.Items {
+				r := &list.Items[i]
+				if ours := existing[r.GetNamespace()]; ours == nil || ours.UID != r.GetUID() || r.GetName() != l.opts.Instance.Name() {
+					continue
+				}
+				for _, row := range reports.Rows(r) {
+					if unchecked(&row) {
+						result.Rows = append(result.Rows, row)
+						result.Carried++
+					}
+				}
+			}
+			if token = list.GetContinue(); token == "" {
+				break
+			}
+		}
+	}
+	audit.Sort(result.Rows)
+	result.Rows = slices.Compact(result.Rows)
+	return nil
+}
+
+// carryPage is how many reports one page of carryOver's lists holds: they
+// can be large (MaxResultBytes).
+const carryPage = 50
 
 // ours adds to existing, by namespace, the metadata of the instance's
 // reports (by its labels, name and field manager), namespaced or the

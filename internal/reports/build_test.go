@@ -213,3 +213,44 @@ func TestAReportsDigestChangesWithWhatItSaysNotWithTheAuditsTime(t *testing.T) {
 		}
 	}
 }
+
+// TestAReportsRowsReadBackAreTheRowsItWasBuiltOf: what the audit carries
+// over of what it could not check is read back from the reports.
+func TestAReportsRowsReadBackAreTheRowsItWasBuiltOf(t *testing.T) {
+	for _, format := range Formats {
+		t.Run(format.Name, func(t *testing.T) {
+			sorted := slices.Clone(rows)
+			audit.Sort(sorted)
+			var read []audit.Row
+			for _, r := range Reports(sorted, Options{Format: format, Name: "tenantguard", Time: time.Unix(1700000000, 0), Errors: []string{"services is forbidden"}}) {
+				read = append(read, Rows(r)...)
+			}
+			if !slices.Equal(read, sorted) {
+				t.Errorf("read back %v, want %v (the error result left out)", read, sorted)
+			}
+		})
+	}
+}
+
+func TestResultsEditedByHandAreNotReadBackAsRows(t *testing.T) {
+	tests := []struct {
+		name   string
+		result map[string]any
+	}{
+		{"one without its object", map[string]any{"policy": "host-path", "properties": map[string]any{"mode": "deny"}}},
+		{"one of two objects", map[string]any{"policy": "host-path", "properties": map[string]any{"mode": "deny"}, "resources": []any{
+			map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "a"}, map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "b"}}}},
+		{"one without a rule", map[string]any{"properties": map[string]any{"mode": "deny"}, "resources": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "a"}}}},
+		{"one of a mode tenantguard does not write", map[string]any{"policy": "host-path", "properties": map[string]any{"mode": "audit"}, "resources": []any{map[string]any{"apiVersion": "v1", "kind": "Pod", "name": "a"}}}},
+		{"one whose object has no name", map[string]any{"policy": "host-path", "properties": map[string]any{"mode": "deny"}, "resources": []any{map[string]any{"apiVersion": "v1", "kind": "Pod"}}}},
+		{"one that is not an object", map[string]any{"policy": "host-path", "properties": map[string]any{"mode": "deny"}, "resources": []any{"Pod/a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{"results": []any{tt.result}}}
+			if got := Rows(u); len(got) != 0 {
+				t.Errorf("read back %v, want nothing", got)
+			}
+		})
+	}
+}

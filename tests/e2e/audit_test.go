@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,12 +28,13 @@ var reportName = generator.DefaultInstance
 
 // TestTheBackgroundAuditReportsWhatATighterRegistryRefusesAndPrunesWhatIsFixed
 // runs, for each report format, a server of its own that audits every 2
-// seconds, with the report CRDs installed. Two gas pods mounting /var/log
-// are admitted while gas may do so read-only; the registry is tightened (no
-// host paths, one namespace where gas has two): the report of the pods'
-// namespace appears with both pods' host-path rows, the cluster report with
-// both namespaces' namespace-quota rows, and the gauge counts them; one pod
-// deleted, its row goes and the report stays; the other deleted and the
+// seconds, with the report CRDs installed. Two gas pods and a Deployment
+// mounting /var/log are admitted while gas may do so read-only; the
+// registry is tightened (no host paths, one namespace where gas has two):
+// the report of their namespace appears with their host-path rows, the
+// cluster report with both namespaces' namespace-quota rows, and the gauge
+// counts them; the audit's list of Deployments refused and one pod deleted,
+// the pod's row goes and the Deployment's stays; the rest deleted and the
 // quota restored, both reports are pruned. Audits that find the same
 // violations leave the reports as they are.
 func TestTheBackgroundAuditReportsWhatATighterRegistryRefusesAndPrunesWhatIsFixed(t *testing.T) {
@@ -61,14 +64,17 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 			t.Fatal(err)
 		}
 	}
+	logVolume := func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "log", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log/app"}}}}
+		s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "log", MountPath: "/var/log", ReadOnly: true}}
+	}
 	for _, name := range []string{"logs", "tail"} {
-		p := pod(name, func(s *corev1.PodSpec) {
-			s.Volumes = []corev1.Volume{{Name: "log", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log/app"}}}}
-			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "log", MountPath: "/var/log", ReadOnly: true}}
-		})
-		if _, err := gas.CoreV1().Pods("gas-web").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := gas.CoreV1().Pods("gas-web").Create(ctx, pod(name, logVolume), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("gas may mount /var/log read-only: %v", err)
 		}
+	}
+	if _, err := gas.AppsV1().Deployments("gas-web").Create(ctx, deployment("collector", logVolume), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("gas may mount /var/log read-only: %v", err)
 	}
 	// Audits that found nothing write nothing.
 	within(t, 30*time.Second, "two clean audits", func(context.Context) error {
@@ -90,15 +96,12 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 	}
 	setRegistryDoc(t, c, tight)
 
-	within(t, 30*time.Second, "the report of gas-web with both pods' host-path rows", func(ctx context.Context) error {
+	within(t, 30*time.Second, "the report of gas-web with both pods' and the Deployment's host-path rows", func(ctx context.Context) error {
 		r, err := namespaced.Namespace("gas-web").Get(ctx, reportName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := hasRow(r, "host-path", "Pod", "logs"); err != nil {
-			return err
-		}
-		return hasRow(r, "host-path", "Pod", "tail")
+		return errors.Join(hasRow(r, "host-path", "Pod", "logs"), hasRow(r, "host-path", "Pod", "tail"), hasRow(r, "host-path", "Deployment", "collector"))
 	})
 	within(t, 30*time.Second, "the cluster report with both gas namespaces' namespace-quota rows", func(ctx context.Context) error {
 		r, err := clusterReports.Get(ctx, reportName, metav1.GetOptions{})
@@ -111,7 +114,7 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 		return hasRow(r, "namespace-quota", "Namespace", "gas-api")
 	})
 	within(t, 30*time.Second, "the violations gauge", func(context.Context) error {
-		for rule, want := range map[string]string{"host-path": "2", "namespace-quota": "2"} {
+		for rule, want := range map[string]string{"host-path": "3", "namespace-quota": "2"} {
 			if line := metricAt(t, c, `tenantguard_audit_violations{mode="deny",rule="`+rule+`",tenant="gas"}`); !strings.HasSuffix(line, " "+want) {
 				return fmt.Errorf("%s: %q, want %s", rule, line, want)
 			}
@@ -147,14 +150,17 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 	}
 
 	// Fixed one by one: the pods deleted (by an administrator: a tenant
-	// could too), the quota given back.
+	// could too), the quota given back. Meanwhile the audit may not list
+	// Deployments (its ClusterRole edited): the Deployment's row, read back
+	// from the report, stays, and the cluster report says why.
+	grantDeployments(t, c, false)
 	deletePod := func(name string) {
 		if err := c.Client.CoreV1().Pods("gas-web").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deletePod("tail")
-	within(t, 30*time.Second, "the deleted pod's row gone from the report that stays", func(ctx context.Context) error {
+	within(t, 30*time.Second, "the deleted pod's row gone from the report that stays, the Deployment's carried over", func(ctx context.Context) error {
 		r, err := namespaced.Namespace("gas-web").Get(ctx, reportName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -162,9 +168,20 @@ func auditAndPrune(t *testing.T, format reports.Format) {
 		if hasRow(r, "host-path", "Pod", "tail") == nil {
 			return errors.New("the row of the deleted pod tail is still there")
 		}
-		return hasRow(r, "host-path", "Pod", "logs")
+		if err := errors.Join(hasRow(r, "host-path", "Pod", "logs"), hasRow(r, "host-path", "Deployment", "collector")); err != nil {
+			return err
+		}
+		cr, err := clusterReports.Get(ctx, reportName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return hasResult(cr, "error", reports.ErrorPolicy, "deployments.apps is forbidden")
 	})
+	grantDeployments(t, c, true)
 	deletePod("logs")
+	if err := c.Client.AppsV1().Deployments("gas-web").Delete(ctx, "collector", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	setRegistryDoc(t, c, strings.Replace(tight, "namespaceQuota: 1\n", "namespaceQuota: 2\n", 1))
 	within(t, 30*time.Second, "both reports pruned", func(ctx context.Context) error {
 		if _, err := namespaced.Namespace("gas-web").Get(ctx, reportName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -192,4 +209,39 @@ func hasRow(r *unstructured.Unstructured, rule, kind, name string) error {
 		}
 	}
 	return fmt.Errorf("no %s %s row of %s %q in %v", result, rule, kind, name, results)
+}
+
+// hasResult is nil when the report has a result of policy whose message
+// contains text.
+func hasResult(r *unstructured.Unstructured, result, policy, text string) error {
+	results, _, _ := unstructured.NestedSlice(r.Object, "results")
+	for _, item := range results {
+		if res, _ := item.(map[string]any); res["result"] == result && res["policy"] == policy && strings.Contains(fmt.Sprint(res["message"]), text) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s result of %s saying %q in %v", result, policy, text, results)
+}
+
+// grantDeployments gives tenantguard's ClusterRole list on Deployments
+// back, or takes it away (grant false), as an administrator editing it.
+func grantDeployments(t *testing.T, c *live.Cluster, grant bool) {
+	t.Helper()
+	roles := c.Client.RbacV1().ClusterRoles()
+	role, err := roles.Get(t.Context(), "tenantguard", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.APIGroups, "apps") })
+	if i < 0 {
+		t.Fatal("tenantguard's ClusterRole grants nothing on apps")
+	}
+	rule := &role.Rules[i]
+	rule.Resources = slices.DeleteFunc(rule.Resources, func(r string) bool { return r == "deployments" })
+	if grant {
+		rule.Resources = append(rule.Resources, "deployments")
+	}
+	if _, err := roles.Update(t.Context(), role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
