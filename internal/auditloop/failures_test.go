@@ -47,7 +47,8 @@ _x := false if input.request.kind.kind == "Service"
 // TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports: an
 // object whose check errs is not an object without violations: the audit
 // fails (counted), the cluster's report says what was not checked, and the
-// report of its namespace is not pruned; the other kinds' rows stand.
+// other kinds' rows stand. (What its reports keep of it is
+// TestWhatTheAuditCannotCheckKeepsItsRowsAndCleanNamespacesArePruned's.)
 func TestObjectsTheRulesCannotDecideFailTheAuditAndKeepTheirReports(t *testing.T) {
 	l, _, writer := auditOfFixture(t)
 	cat, err := catalog.LoadOverlay(rego.FS(), fixtures.MapFS(erringOnServices))
@@ -141,32 +142,94 @@ func TestWhatTheAuditCannotCheckKeepsItsRowsAndCleanNamespacesArePruned(t *testi
 	}
 }
 
-// TestAReportThatCannotBeReadBackIsLeftAsItWas: when the reports cannot be
-// read to carry over the rows of what the audit could not check, no report
-// is written or pruned: written, they would drop those rows.
-func TestAReportThatCannotBeReadBackIsLeftAsItWas(t *testing.T) {
+// TestReportsThatCannotBeReadBackAreLeftAsTheyWere: when the reports cannot
+// be listed, or read back to carry over the rows of what the audit could
+// not check, no report is written or pruned: written, they would drop
+// those rows.
+func TestReportsThatCannotBeReadBackAreLeftAsTheyWere(t *testing.T) {
+	for _, refused := range []string{"metadata", "whole reports"} {
+		t.Run(refused, func(t *testing.T) {
+			l, reader, _ := auditOfFixture(t)
+			writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+			l.reader, l.writer = metadataLister{writer}, writer
+			if _, err := l.Once(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			l.reader = interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+				List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, partial := list.(*metav1.PartialObjectMetadataList); partial != (refused == "metadata") {
+						return metadataLister{writer}.List(ctx, list, opts...)
+					}
+					return apierrors.NewServiceUnavailable("etcd is slow")
+				},
+			})
+			reader.forbidden = "Service"
+			reader.objects["Pod"] = nil // two namespaces become clean
+			result, err := l.Once(t.Context())
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "etcd is slow") {
+				t.Fatalf("error %v, want the forbidden Services and the reports not read", err)
+			}
+			if result.Reports != 0 || result.Pruned != 0 || result.Unchanged != 0 || result.Carried != 0 {
+				t.Errorf("%d reports written, %d pruned, %d unchanged, %d rows carried; want none", result.Reports, result.Pruned, result.Unchanged, result.Carried)
+			}
+		})
+	}
+}
+
+// TestAReportEditedByHandGivesNoRows: the rows of a report another manager
+// changed are not carried over (the audit undoes edits, it does not keep
+// them): gas-web's, whose only row was of its Service, is pruned.
+func TestAReportEditedByHandGivesNoRows(t *testing.T) {
 	l, reader, _ := auditOfFixture(t)
 	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
 	l.reader, l.writer = metadataLister{writer}, writer
 	if _, err := l.Once(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	l.reader = interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
-		List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, partial := list.(*metav1.PartialObjectMetadataList); partial {
-				return metadataLister{writer}.List(ctx, list, opts...)
-			}
-			return apierrors.NewServiceUnavailable("etcd is slow")
-		},
-	})
-	reader.forbidden = "Service"
-	reader.objects["Pod"] = nil // two namespaces become clean
-	result, err := l.Once(t.Context())
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "etcd is slow") {
-		t.Fatalf("error %v, want the forbidden Services and the reports not read", err)
+	edited := &unstructured.Unstructured{}
+	edited.SetGroupVersionKind(reports.OpenReports.GVK(false))
+	if err := writer.Get(t.Context(), client.ObjectKey{Namespace: "gas-web", Name: l.opts.Instance.Name()}, edited); err != nil {
+		t.Fatal(err)
 	}
-	if result.Reports != 0 || result.Pruned != 0 || result.Unchanged != 0 {
-		t.Errorf("%d reports written, %d pruned, %d unchanged; want none touched", result.Reports, result.Pruned, result.Unchanged)
+	results, _, _ := unstructured.NestedSlice(edited.Object, "results")
+	results[0].(map[string]any)["message"] = "fine by me"
+	if err := unstructured.SetNestedSlice(edited.Object, results, "results"); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Update(t.Context(), edited, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	reader.forbidden = "Service"
+	result, err := l.Once(t.Context())
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("error %v, want the forbidden Services", err)
+	}
+	if result.Carried != 0 || result.Pruned != 1 {
+		t.Errorf("%d rows carried, %d reports pruned; want none carried, gas-web's pruned", result.Carried, result.Pruned)
+	}
+}
+
+// TestAListRefusedAfterItsFirstPageCarriesOnlyWhatItDidNotCheck: the rows of
+// the objects of the refused kind that were checked are this audit's, not
+// also the last one's; those of the others are carried over.
+func TestAListRefusedAfterItsFirstPageCarriesOnlyWhatItDidNotCheck(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	writer := fake.NewClientBuilder().WithReturnManagedFields().Build()
+	l.reader, l.writer = metadataLister{writer}, writer
+	first, err := l.Once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.forbidden, reader.forbiddenAfterFirst = "Pod", true // oil-dev's pod debug is on the first page, steel-apps's app after it
+	result, err := l.Once(t.Context())
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("error %v, want the Pods' list refused", err)
+	}
+	if got, want := rowNames(result.Rows), rowNames(first.Rows); !slices.Equal(got, want) {
+		t.Errorf("rows %v, want the first audit's %v, each once", got, want)
+	}
+	if result.Carried != 1 || result.Unchanged != 4 {
+		t.Errorf("%d rows carried, %d reports unchanged; want steel-apps's pod's carried, the 4 reports unchanged", result.Carried, result.Unchanged)
 	}
 }
 

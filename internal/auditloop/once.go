@@ -140,8 +140,8 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	var unchecked func(*audit.Row) bool
 	if len(unlisted) > 0 || failed.count > 0 {
 		unchecked = func(r *audit.Row) bool {
-			kind := schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
-			return unlistedKinds[kind] || failed.objects[objectKey{kind, r.Namespace, r.Name}]
+			key := keyOf(r)
+			return unlistedKinds[key.kind] || failed.objects[key]
 		}
 	}
 	err := l.write(ctx, result, unchecked)
@@ -165,6 +165,11 @@ type checkFailures struct {
 type objectKey struct {
 	kind            schema.GroupKind
 	namespace, name string
+}
+
+// keyOf is the key of r's object.
+func keyOf(r *audit.Row) objectKey {
+	return objectKey{schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind(), r.Namespace, r.Name}
 }
 
 // add counts o, which err kept from being checked: true when it is the

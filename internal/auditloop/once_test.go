@@ -48,6 +48,9 @@ type pagedReader struct {
 	// server no longer serves (its CRD deleted), which the mapper still
 	// maps.
 	forbidden, gone string
+	// forbiddenAfterFirst has the forbidden kind's first page served,
+	// the next ones refused: RBAC changed during the list.
+	forbiddenAfterFirst bool
 	// expireOnce are kinds whose first continue token is refused, as
 	// expired (410), with a token to go on with; expired counts them.
 	expireOnce map[string]bool
@@ -77,7 +80,7 @@ func (r *pagedReader) Page(_ context.Context, gvr schema.GroupVersionResource, l
 	if err != nil {
 		return nil, err
 	}
-	if gvk.Kind == r.forbidden {
+	if gvk.Kind == r.forbidden && (token != "" || !r.forbiddenAfterFirst) {
 		return nil, apierrors.NewForbidden(gvr.GroupResource(), "", errors.New(`User "system:serviceaccount:tenantguard-system:tenantguard" cannot list resource`))
 	}
 	if gvk.Kind == r.gone {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +29,8 @@ var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report i
 // were and pruned. The rows that unchecked picks (what could not be
 // checked), when it is not nil, are carried over from the reports there
 // are into the result: what the audit could not check keeps what the last
-// audit found of it, and a namespace with no other rows keeps its report.
+// audit found of it, and a namespace with no other rows keeps its report;
+// if the reports cannot be read, none is written or pruned.
 // A report is rewritten only when it would
 // say something else than it does (its digest, timestamps left out) or
 // another manager changed it: an audit that finds what the one before it
@@ -39,7 +39,7 @@ var ErrNoReportCRD = errors.New("the report CRD is not installed, so no report i
 func (l *Loop) write(ctx context.Context, result *Result, unchecked func(*audit.Row) bool) error {
 	opts := reports.Options{Format: l.opts.Format, Name: l.opts.Instance.Name(), Labels: l.opts.Instance.Labels(), Time: time.Now()}
 	for _, err := range result.Problems {
-		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects, so none of their rows is in any report: %v", err))
+		opts.Errors = append(opts.Errors, fmt.Sprintf("the audit could not check these objects; the reports give the rows the last audit found of them: %v", err))
 	}
 	// The reports there are, by namespace ("" the cluster's): a list
 	// that fails leaves every report written and none pruned.
@@ -50,11 +50,18 @@ func (l *Loop) write(ctx context.Context, result *Result, unchecked func(*audit.
 		}
 	}
 	listed := len(errs) == 0
-	if listed && unchecked != nil {
-		if err := l.carryOver(ctx, result, existing, unchecked); err != nil {
-			// Written without them, the reports would drop those rows.
+	if unchecked != nil {
+		if !listed {
+			// Written without them, the reports would drop the rows
+			// of what could not be checked.
+			return errors.Join(errs...)
+		}
+		carried, err := l.carried(ctx, existing, unchecked, result.Rows)
+		if err != nil {
 			return err
 		}
+		result.Rows, result.Carried = append(result.Rows, carried...), len(carried)
+		audit.Sort(result.Rows)
 	}
 	// One report built at a time, written, then dropped: a tightened
 	// registry can flag every pod of the cluster.
@@ -91,9 +98,20 @@ func (l *Loop) write(ctx context.Context, result *Result, unchecked func(*audit.
 	return errors.Join(errs...)
 }
 
-// carryOver adds to the result's rows, sorted again, those of the reports
-// in existing that unchecked picks, read page by page.
-func (l *Loop) carryOver(ctx context.Context, result *Result, existing map[string]*metav1.PartialObjectMetadata, unchecked func(*audit.Row) bool) error {
+// carried are the rows of the reports in existing that unchecked picks, read
+// back page by page: those of objects this audit could not check, as the
+// last audit found them. Only reports no other manager has changed give
+// theirs (an edit is the audit's to undo, not to keep), and an object that
+// has rows in found (a kind whose list was refused after its first pages)
+// keeps those alone.
+func (l *Loop) carried(ctx context.Context, existing map[string]*metav1.PartialObjectMetadata, unchecked func(*audit.Row) bool, found []audit.Row) ([]audit.Row, error) {
+	fresh := map[objectKey]bool{}
+	for i := range found {
+		if unchecked(&found[i]) {
+			fresh[keyOf(&found[i])] = true
+		}
+	}
+	var rows []audit.Row
 	for _, cluster := range []bool{false, true} {
 		gvk := l.opts.Format.GVK(cluster)
 		for token := ""; ; {
@@ -104,17 +122,17 @@ func (l *Loop) carryOver(ctx context.Context, result *Result, existing map[strin
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("reading the %s reports, whose rows of what the audit could not check it keeps: %w", gvk.Kind, err)
+				return nil, fmt.Errorf("reading the %s reports, whose rows of what the audit could not check it keeps: %w", gvk.Kind, err)
 			}
 			for i := range list.Items {
 				r := &list.Items[i]
-				if ours := existing[r.GetNamespace()]; ours == nil || ours.UID != r.GetUID() || r.GetName() != l.opts.Instance.Name() {
+				ours := existing[r.GetNamespace()]
+				if ours == nil || ours.UID != r.GetUID() || r.GetName() != l.opts.Instance.Name() || !l.asWritten(ours) {
 					continue
 				}
 				for _, row := range reports.Rows(r) {
-					if unchecked(&row) {
-						result.Rows = append(result.Rows, row)
-						result.Carried++
+					if unchecked(&row) && !fresh[keyOf(&row)] {
+						rows = append(rows, row)
 					}
 				}
 			}
@@ -123,14 +141,12 @@ func (l *Loop) carryOver(ctx context.Context, result *Result, existing map[strin
 			}
 		}
 	}
-	audit.Sort(result.Rows)
-	result.Rows = slices.Compact(result.Rows)
-	return nil
+	return rows, nil
 }
 
-// carryPage is how many reports one page of carryOver's lists holds: they
-// can be large (MaxResultBytes).
-const carryPage = 50
+// carryPage is how many reports one page of carried's lists holds: a report
+// can take about 1 MiB (MaxResultBytes).
+const carryPage = 10
 
 // ours adds to existing, by namespace, the metadata of the instance's
 // reports (by its labels, name and field manager), namespaced or the
@@ -161,9 +177,12 @@ func (l *Loop) ours(ctx context.Context, cluster bool, existing map[string]*meta
 // and annotations of its own (kubectl edit of its results, say, is undone;
 // a label someone added is left, and costs no write each audit).
 func (l *Loop) current(r *metav1.PartialObjectMetadata, report *unstructured.Unstructured) bool {
-	if r == nil || r.Annotations[reports.DigestAnnotation] != report.GetAnnotations()[reports.DigestAnnotation] {
-		return false
-	}
+	return r != nil && r.Annotations[reports.DigestAnnotation] == report.GetAnnotations()[reports.DigestAnnotation] && l.asWritten(r)
+}
+
+// asWritten is true when no other manager than the audit owns any of r's
+// fields but labels and annotations of its own.
+func (l *Loop) asWritten(r *metav1.PartialObjectMetadata) bool {
 	for _, f := range r.ManagedFields {
 		ours := f.Manager == reconcile.FieldManager(l.opts.Instance) && f.Operation == metav1.ManagedFieldsOperationApply
 		if !ours && !metadataOnly(f.FieldsV1) {
