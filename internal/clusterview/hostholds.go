@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tenantguard/tenantguard/internal/quota"
 )
 
 // hostHold is a request's reservation of the hosts its object will serve,
@@ -17,6 +19,11 @@ import (
 type hostHold struct {
 	holder holder
 	hosts  []string
+	// tenant is the tenant of the holder's namespace ("" for none), and
+	// served the hosts among hosts its object served before the request:
+	// the tenant's count of hosts held counts the others.
+	tenant string
+	served []string
 	// kept is set once the decision admitted the request.
 	kept    bool
 	expires time.Time
@@ -30,14 +37,30 @@ type HostHold struct {
 	ttl  time.Duration
 }
 
+// HoldOptions say how a request holds its hosts.
+type HoldOptions struct {
+	// TTL bounds how long an admitted request holds its hosts unseen.
+	TTL time.Duration
+	// Tenant is the tenant of the object's namespace, "" for none, and
+	// Served the hosts asked for that the object served before the
+	// request (an update's). With Most above 0, the hosts a tenant's
+	// requests hold, Served left out, stay within Most: a request that
+	// would take them past it holds nothing (quota.TooManyHostsError).
+	// Namespaces of no tenant have no bound.
+	Tenant string
+	Served []string
+	Most   int
+}
+
 // ReserveHosts holds hosts for the object h names while its request is
 // decided, and returns what HostHolders returns, read in the same step: of
 // parallel requests for one host, each sees the holds of those before it.
-// ttl bounds how long an admitted request holds its hosts unseen.
-func (v *View) ReserveHosts(h Holder, hosts []string, ttl time.Duration) (map[string][]HostHolder, *HostHold) {
+// A request that would take its tenant past o.Most holds nothing and is a
+// *quota.TooManyHostsError.
+func (v *View) ReserveHosts(h Holder, hosts []string, o HoldOptions) (map[string][]HostHolder, *HostHold, error) {
 	kind, ok := hostKindIndex(h.Group, h.Kind)
 	if !ok || len(hosts) == 0 {
-		return nil, &HostHold{}
+		return nil, &HostHold{}, nil
 	}
 	// The index's own copies, made before the lock: the request's strings
 	// share its whole body, and the hold outlives it.
@@ -46,24 +69,63 @@ func (v *View) ReserveHosts(h Holder, hosts []string, ttl time.Duration) (map[st
 	for i, host := range hosts {
 		own[i] = strings.Clone(host)
 	}
-	hold := &hostHold{holder: self, hosts: own}
-	return v.withTenants(v.hosts.hold(hold, hosts, ttl)), &HostHold{view: v, hold: hold, ttl: ttl}
+	hold := &hostHold{holder: self, hosts: own, tenant: strings.Clone(o.Tenant), served: slices.Clone(o.Served)}
+	found, err := v.hosts.hold(hold, hosts, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v.withTenants(found), &HostHold{view: v, hold: hold, ttl: o.TTL}, nil
 }
 
 // hold finds the holders of hosts other than hold's and puts hold in the
-// index, in one step.
-func (x *hostIndex) hold(hold *hostHold, hosts []string, ttl time.Duration) map[string][]match {
+// index, in one step, unless it would take its tenant past o.Most.
+func (x *hostIndex) hold(hold *hostHold, hosts []string, o HoldOptions) (map[string][]match, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	now := x.now()
 	x.expire(now)
+	fresh := 0
+	for _, host := range hold.hosts {
+		if hold.counts(host) {
+			fresh++
+		}
+	}
+	if held := x.heldBy[hold.tenant]; o.Most > 0 && fresh > 0 && held+fresh > o.Most {
+		return nil, &quota.TooManyHostsError{Tenant: hold.tenant, Held: held, Asked: fresh, Most: o.Most}
+	}
 	found := x.lookup(hold.holder, hosts)
-	hold.expires = now.Add(ttl)
+	hold.expires = now.Add(o.TTL)
 	x.byHolder[hold.holder] = append(x.byHolder[hold.holder], hold)
 	for _, host := range hold.hosts {
 		x.held[host] = append(x.held[host], hold)
 	}
-	return found
+	x.count(hold.tenant, fresh)
+	return found, nil
+}
+
+// counts reports whether the hold of host counts in its tenant's hosts
+// held: one of a tenant's, its object did not serve before.
+func (h *hostHold) counts(host string) bool {
+	return h.tenant != "" && !slices.Contains(h.served, host)
+}
+
+// count adds n to the hosts tenant's requests hold; the caller holds x.mu.
+func (x *hostIndex) count(tenant string, n int) {
+	if tenant == "" || n == 0 {
+		return
+	}
+	if x.heldBy[tenant] += n; x.heldBy[tenant] <= 0 {
+		delete(x.heldBy, tenant)
+	}
+}
+
+// HeldHosts is how many hosts tenant's requests hold, as HoldOptions.Most
+// bounds them.
+func (v *View) HeldHosts(tenant string) int {
+	v.hosts.mu.Lock()
+	defer v.hosts.mu.Unlock()
+	v.hosts.expire(v.hosts.now())
+	return v.hosts.heldBy[tenant]
 }
 
 // Keep marks the request admitted: its hosts stay held until the informer
@@ -113,6 +175,9 @@ func (x *hostIndex) takeOver(h holder, served []string) {
 			if i := slices.Index(hold.hosts, host); i >= 0 {
 				hold.hosts = slices.Delete(hold.hosts, i, i+1)
 				x.unhold(host, hold)
+				if hold.counts(host) {
+					x.count(hold.tenant, -1)
+				}
 			}
 		}
 		if len(hold.hosts) == 0 {
@@ -121,11 +186,18 @@ func (x *hostIndex) takeOver(h holder, served []string) {
 	}
 }
 
-// drop ends a hold; the caller holds x.mu. Dropping it twice is harmless.
+// drop ends a hold; the caller holds x.mu. Dropping it twice is harmless:
+// the hold holds no host after the first.
 func (x *hostIndex) drop(hold *hostHold) {
+	counted := 0
 	for _, host := range hold.hosts {
 		x.unhold(host, hold)
+		if hold.counts(host) {
+			counted++
+		}
 	}
+	x.count(hold.tenant, -counted)
+	hold.hosts = nil
 	holds := slices.DeleteFunc(slices.Clone(x.byHolder[hold.holder]), func(o *hostHold) bool { return o == hold })
 	if len(holds) == 0 {
 		delete(x.byHolder, hold.holder)

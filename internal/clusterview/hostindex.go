@@ -58,6 +58,8 @@ type hostIndex struct {
 	// holds are the requests' reservations, by host and by holder.
 	held     map[string][]*hostHold
 	byHolder map[holder][]*hostHold
+	// heldBy is how many hosts each tenant's holds hold (HoldOptions).
+	heldBy map[string]int
 	// nextExpiry is when expire next looks for holds whose time is up.
 	nextExpiry time.Time
 	now        func() time.Time
@@ -66,7 +68,7 @@ type hostIndex struct {
 func newHostIndex() *hostIndex {
 	return &hostIndex{
 		sole: map[string]holder{}, more: map[string][]holder{},
-		held: map[string][]*hostHold{}, byHolder: map[holder][]*hostHold{},
+		held: map[string][]*hostHold{}, byHolder: map[holder][]*hostHold{}, heldBy: map[string]int{},
 		now: time.Now,
 	}
 }

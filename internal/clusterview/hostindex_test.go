@@ -123,26 +123,26 @@ func TestHostHoldsStandForTheRequestsBeingDecided(t *testing.T) {
 		want, after []string
 	}{
 		{"a request holds its hosts while it is decided", func(v *View) []string {
-			found, _ := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			found, _, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			return names(found)
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"the second request for a host sees the first", func(v *View) []string {
-			v.ReserveHosts(holderOf(web), web.Hosts, ttl)
-			found, _ := v.ReserveHosts(holderOf(shop), shop.Hosts, ttl)
+			v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
+			found, _, _ := v.ReserveHosts(holderOf(shop), shop.Hosts, HoldOptions{TTL: ttl})
 			return names(found)
 		}, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"a refused request gives its hosts back", func(v *View) []string {
-			_, hold := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			_, hold, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			hold.Release()
 			return nil
 		}, nil, nil},
 		{"an admitted request holds its hosts until its object is seen", func(v *View) []string {
-			_, hold := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			_, hold, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			hold.Keep()
 			return nil
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"the object seen takes over the hold and is listed once", func(v *View) []string {
-			_, hold := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			_, hold, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			hold.Keep()
 			v.UpdateHosts(nil, web)
 			if v.ReservedHosts() != 0 {
@@ -151,22 +151,22 @@ func TestHostHoldsStandForTheRequestsBeingDecided(t *testing.T) {
 			return nil
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"a refused update leaves no host in the hold of the admitted create before it", func(v *View) []string {
-			_, create := v.ReserveHosts(holderOf(web), []string{"web.oil.example.com"}, ttl)
+			_, create, _ := v.ReserveHosts(holderOf(web), []string{"web.oil.example.com"}, HoldOptions{TTL: ttl})
 			create.Keep()
-			_, update := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			_, update, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			update.Release()
 			return nil
 		}, nil, nil},
 		{"a retried request keeps the hosts its admitting decision held", func(v *View) []string {
-			_, first := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
-			_, retry := v.ReserveHosts(holderOf(web), web.Hosts, ttl)
+			_, first, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
+			_, retry, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: ttl})
 			first.Keep()
 			retry.Release()
 			return nil
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 		{"an update holds the hosts but does not see its own object", func(v *View) []string {
 			v.UpdateHosts(nil, web)
-			found, _ := v.ReserveHosts(holderOf(web), []string{"shop.oil.example.com", "new.oil.example.com"}, ttl)
+			found, _, _ := v.ReserveHosts(holderOf(web), []string{"shop.oil.example.com", "new.oil.example.com"}, HoldOptions{TTL: ttl})
 			return names(found)
 		}, nil, []string{"shop.oil.example.com=Ingress/oil-a/web@oil"}},
 	}
@@ -190,7 +190,7 @@ func TestAnAdmittedHoldExpires(t *testing.T) {
 	now := time.Now()
 	v.hosts.now = func() time.Time { return now }
 	web := ingress("oil-a", "web", "shop.oil.example.com")
-	_, hold := v.ReserveHosts(holderOf(web), web.Hosts, time.Minute)
+	_, hold, _ := v.ReserveHosts(holderOf(web), web.Hosts, HoldOptions{TTL: time.Minute})
 	hold.Keep()
 	now = now.Add(2 * time.Minute)
 	other := route("gas-a", "shop", "shop.oil.example.com")
@@ -202,7 +202,7 @@ func TestAnAdmittedHoldExpires(t *testing.T) {
 	if n := v.ReservedHosts(); n != 0 {
 		t.Errorf("%d holds counted past their TTL", n)
 	}
-	if found, _ := v.ReserveHosts(holderOf(other), other.Hosts, time.Minute); len(found) != 0 {
+	if found, _, _ := v.ReserveHosts(holderOf(other), other.Hosts, HoldOptions{TTL: time.Minute}); len(found) != 0 {
 		t.Errorf("an expired hold still holds: %v", names(found))
 	}
 }
@@ -216,7 +216,7 @@ func TestOfParallelRequestsForOneHostEachSeesTheOnesBefore(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			o := ingress(fmt.Sprintf("ns%d", i), "web", "shop.example.com")
-			found, hold := v.ReserveHosts(holderOf(o), o.Hosts, time.Minute)
+			found, hold, _ := v.ReserveHosts(holderOf(o), o.Hosts, HoldOptions{TTL: time.Minute})
 			if len(found) == 0 {
 				mu.Lock()
 				free++

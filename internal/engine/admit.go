@@ -76,6 +76,9 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		if errors.Is(err, quota.ErrStale) && ctx.Err() == nil {
 			continue
 		}
+		if full := (*quota.TooManyHostsError)(nil); errors.As(err, &full) {
+			d, err = tooManyHosts(req, full, reservationTTL(ledger)), nil
+		}
 		// Refused: the holds kept meanwhile are taken back once the
 		// refusal is sent. A request that failed is refused too (the
 		// handler answers [internal]), unless the API server stopped
@@ -136,17 +139,27 @@ type hostReserver interface {
 // before admitting it) or changes it before this request's write (ErrStale).
 func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *clusterview.View, ledger quota.Ledger, h *held) (*admission.Decision, error) {
 	s := h.hosts
+	// The tenant whose holds of hosts the request counts in: none for an
+	// administrator's, which are not bounded (quota.MostHostsHeld).
+	tenant, kept := "", keptHosts(req, s.hosts)
+	if !e.administrator(req) {
+		labels, _ := view.NamespaceLabels(s.holder.Namespace)
+		tenant = labels.Get(e.registry.TenantLabel())
+	}
 	var claims []quota.HostConflict
 	var strict quota.Hold
 	if hr, ok := ledger.(hostReserver); ok {
-		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name}
+		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name, Tenant: tenant}
 		var err error
-		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, keptHosts(req, s.hosts)); err != nil {
+		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, kept); err != nil {
 			return nil, err
 		}
 		defer strict.Release()
 	}
-	found, hold := view.ReserveHosts(s.holder, s.hosts, reservationTTL(ledger))
+	found, hold, err := view.ReserveHosts(s.holder, s.hosts, clusterview.HoldOptions{TTL: reservationTTL(ledger), Tenant: tenant, Served: kept, Most: quota.MostHostsHeld})
+	if err != nil {
+		return nil, err
+	}
 	admitted := false
 	defer func() {
 		if admitted {

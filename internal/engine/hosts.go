@@ -1,13 +1,16 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/tenantguard/tenantguard/internal/clusterview"
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
@@ -74,6 +77,30 @@ func keptHosts(req *admission.Request, hosts []string) []string {
 	}
 	return kept
 }
+
+// tooManyHosts is the refusal of a request whose new hosts would take its
+// tenant's holds past full.Most (quota.MostHostsHeld), each held for up to
+// ttl after its object is admitted.
+func tooManyHosts(req *admission.Request, full *quota.TooManyHostsError, ttl time.Duration) *admission.Decision {
+	msg := fmt.Sprintf("%s %q would hold %d new hosts while tenant %q holds %d: a tenant holds at most %d new hosts at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts in one object",
+		req.Kind.Kind, req.Name, full.Asked, full.Tenant, full.Held, full.Most, ttl)
+	return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
+}
+
+// administrator reports whether the request's user, or one of its groups,
+// is one of the registry's administrators.
+func (e *Engine) administrator(req *admission.Request) bool {
+	if e.registry.Administrator(registry.Subject{Kind: "User", Name: req.UserInfo.Username}) {
+		return true
+	}
+	return slices.ContainsFunc(req.UserInfo.Groups, func(g string) bool {
+		return e.registry.Administrator(registry.Subject{Kind: "Group", Name: g})
+	})
+}
+
+// collisionRule is the id of the rule whose holds of hosts tooManyHosts
+// bounds.
+const collisionRule = "hostname-collision"
 
 // objectHosts are the hosts obj, the request's object or old object,
 // serves, normalized: the fields clusterview.HostKindOf names, read from

@@ -13,6 +13,8 @@ import (
 	"github.com/tenantguard/tenantguard/internal/catalog"
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/quota"
+	"github.com/tenantguard/tenantguard/internal/registry"
+	"github.com/tenantguard/tenantguard/tests/scale"
 	"github.com/tenantguard/tenantguard/webhook/admission"
 )
 
@@ -221,5 +223,59 @@ func TestTheCollisionRuleAndTheExportsJudgeTheKindsTheHostIndexHolds(t *testing.
 	}
 	if !maps.Equal(declared, indexed) {
 		t.Errorf("hosts.kinds declares %v; the host index holds %v", declared, indexed)
+	}
+}
+
+// TestARequestTakingItsTenantPastTheHostsItMayHoldIsRefused: a tenant's
+// requests hold at most quota.MostHostsHeld new hosts at a time; past that
+// a request is refused with [hostname-collision], saying how many and for
+// how long, until the objects holding them are seen; another tenant, and
+// an administrator, are not held back.
+func TestARequestTakingItsTenantPastTheHostsItMayHoldIsRefused(t *testing.T) {
+	withAdmin := strings.Replace(string(scale.Registry(2)), "settings: {", "settings: {administrators: [{kind: User, name: platform-admin}], ", 1)
+	reg, err := registry.Parse("scale.yaml", []byte(withAdmin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(t.Context(), reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := scaleView(2)
+	ledger := quota.LocalLedger{View: view}
+	many := make([]string, quota.MostHostsHeld)
+	for i := range many {
+		many[i] = fmt.Sprintf("h%d.t0.example.com", i)
+	}
+	admit := func(req *admission.Request) *admission.Decision {
+		t.Helper()
+		d, err := e.Admit(t.Context(), req, view, ledger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := admit(edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "big", 0, many...)); !d.Allowed {
+		t.Fatalf("%d hosts refused: %v", len(many), d.Deny)
+	}
+	more := edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "more", 0, "more.t0.example.com")
+	want := fmt.Sprintf(`[hostname-collision] Ingress "more" would hold 1 new hosts while tenant "t0" holds %d: a tenant holds at most %[1]d new hosts at a time, each for up to 30s after its object is admitted; try again shortly, or name fewer new hosts in one object`, quota.MostHostsHeld)
+	if d := admit(more); d.Allowed || !slices.Equal(admission.Messages(d.Deny), []string{want}) {
+		t.Fatalf("refused with %v, want %q", admission.Messages(d.Deny), want)
+	}
+	if d := admit(edgeRequest(t, "CREATE", "Ingress", "t1-ns3", "more", 1, "more.t1.example.com")); !d.Allowed {
+		t.Fatalf("another tenant refused: %v", d.Deny)
+	}
+	byAdmin, err := admission.Decode(fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-admin","kind":{"group":"networking.k8s.io","version":"v1","kind":"Ingress"},"resource":{"group":"networking.k8s.io","version":"v1","resource":"ingresses"},"namespace":"t0-ns3","name":"admin","operation":"CREATE","userInfo":{"username":"platform-admin"},"object":%s}}`,
+		edgeObject("networking.k8s.io", "Ingress", "t0-ns3", "admin", []string{"admin.t0.example.com"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := admit(byAdmin); !d.Allowed {
+		t.Fatalf("an administrator refused: %v", d.Deny)
+	}
+	view.UpdateHosts(nil, &clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "t0-ns3", Name: "big", Hosts: many})
+	if d := admit(more); !d.Allowed {
+		t.Fatalf("refused once big is seen: %v", d.Deny)
 	}
 }

@@ -15,8 +15,10 @@ import (
 
 // HostClaim is an object that serves a host, as the strict ledger of hosts
 // keeps the Ingresses and routes admitted by any replica and not seen yet.
+// Tenant is the tenant of its namespace, "" for none (or for an entry
+// written before the field).
 type HostClaim struct {
-	Host, Group, Kind, Namespace, Name string
+	Host, Group, Kind, Namespace, Name, Tenant string
 }
 
 // hostEntry is a HostClaim in the ledger, until it expires.
@@ -30,10 +32,13 @@ type hostEntry struct {
 	// UID is the uid of the object the request creates or changes
 	// (WithObjectUID), "" when unknown: a ledger written before the field.
 	UID string `json:"uid,omitempty"`
+	// Tenant is the tenant of Namespace, "" for none: MostHostsHeld
+	// bounds each tenant's entries.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (e hostEntry) claim() HostClaim {
-	return HostClaim{Host: e.Host, Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
+	return HostClaim{Host: e.Host, Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Tenant: e.Tenant}
 }
 
 // HostConflict is a claim in the ledger of hosts that collides with a host
@@ -75,7 +80,10 @@ type HostSeer interface {
 // kept are the hosts among hosts that an update's object served before it,
 // which every replica's view has: Keep claims none of them. self's Host is
 // not read. Read the view's index after it: a claim skipped
-// here as seen is then in the index, whichever the informer's timing.
+// here as seen is then in the index, whichever the informer's timing. A
+// request that would take self's tenant past MostHostsHeld entries (those
+// of other objects and the hosts it would add) holds nothing and is a
+// *TooManyHostsError.
 func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, kept []string) ([]HostConflict, Hold, error) {
 	m := l.lock(hostsLedger)
 	m.Lock()
@@ -87,6 +95,10 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 		return nil, nil, err
 	}
 	h.page = p
+	if err := tenantRoom(ctx, p, self, hosts, kept); err != nil {
+		h.Release()
+		return nil, nil, err
+	}
 	seer, _ := l.view.(HostSeer)
 	var held []HostConflict
 	for _, e := range p.entries {
@@ -108,6 +120,40 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 		}
 	}
 	return held, h, nil
+}
+
+// tenantRoom is a *TooManyHostsError when the hosts self would add (those
+// writeHosts adds) would take its tenant's entries past MostHostsHeld; nil
+// for an object of no tenant.
+func tenantRoom(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) error {
+	if self.Tenant == "" {
+		return nil
+	}
+	mine := mineOf(ctx, self)
+	held, asked := 0, 0
+	for _, e := range p.entries {
+		if e.Tenant == self.Tenant && !mine(e) {
+			held++
+		}
+	}
+	for _, host := range hosts {
+		if !slices.Contains(kept, host) && !slices.ContainsFunc(p.entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
+			asked++
+		}
+	}
+	if asked > 0 && held+asked > MostHostsHeld {
+		return &TooManyHostsError{Tenant: self.Tenant, Held: held, Asked: asked, Most: MostHostsHeld}
+	}
+	return nil
+}
+
+// mineOf tells self's entries: of its uid (WithObjectUID), or of none
+// (written before entries had uids). An entry of another object of self's
+// name (one deleted, or the one a create of a name taken will fail on) is
+// its own, until it expires or the view sees its object come and go.
+func mineOf(ctx context.Context, self HostClaim) func(hostEntry) bool {
+	uid := uidOf(ctx)
+	return func(e hostEntry) bool { return sameObject(e.claim(), self) && (e.UID == uid || e.UID == "") }
 }
 
 // hostsPage is the ledger of hosts as read, its expired entries left out.
@@ -134,11 +180,7 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 // that lost a race is ErrStale. Nothing changed, nothing is written.
 func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) ([]hostEntry, error) {
 	uid := uidOf(ctx)
-	// mine are self's entries: of its uid, or of none (written before
-	// entries had uids). An entry of another object of self's name (one
-	// deleted, or the one a create of a name taken will fail on) is its
-	// own, until it expires or the view sees its object come and go.
-	mine := func(e hostEntry) bool { return sameObject(e.claim(), self) && (e.UID == uid || e.UID == "") }
+	mine := mineOf(ctx, self)
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
 		return mine(e) && !slices.Contains(hosts, e.Host)
 	})
@@ -149,7 +191,7 @@ func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostCl
 		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
 			continue
 		}
-		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid})
+		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid, Tenant: self.Tenant})
 	}
 	if !dropped && len(added) == 0 {
 		return nil, nil

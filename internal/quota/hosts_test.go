@@ -246,3 +246,61 @@ func TestAnUpdateClaimsOnlyTheHostsItAdds(t *testing.T) {
 		t.Fatalf("an update dropping a: claims %v, want b's only", hosts)
 	}
 }
+
+// TestATenantAddsAtMostMostHostsHeldToTheLedgerOfHosts: one tenant's entries
+// in the ledger of hosts, and the hosts a request would add to them, stay
+// within quota.MostHostsHeld; the object's own entries and the hosts it
+// kept are not added again, and other tenants, and namespaces of none, have
+// their own room.
+func TestATenantAddsAtMostMostHostsHeldToTheLedgerOfHosts(t *testing.T) {
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), clusterview.New(label), time.Minute)
+	hosts := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d.example.com", prefix, i)
+		}
+		return out
+	}
+	claim := func(namespace, name, tenant string) quota.HostClaim {
+		return quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: namespace, Name: name, Tenant: tenant}
+	}
+	keep := func(self quota.HostClaim, hosts, kept []string) error {
+		t.Helper()
+		held, hold, err := ledger.ReserveHosts(t.Context(), self, hosts, kept)
+		if err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			t.Fatalf("%s holds %v", self.Name, held)
+		}
+		return hold.Keep(t.Context())
+	}
+	most := quota.MostHostsHeld
+	if err := keep(claim("oil-a", "big", "oil"), hosts("big", most-10), nil); err != nil {
+		t.Fatal(err)
+	}
+	var full *quota.TooManyHostsError
+	if err := keep(claim("oil-b", "more", "oil"), hosts("more", 11), nil); !errors.As(err, &full) || *full != (quota.TooManyHostsError{Tenant: "oil", Held: most - 10, Asked: 11, Most: most}) {
+		t.Fatalf("error %v, want oil over its %d", err, most)
+	}
+	tests := []struct {
+		name        string
+		self        quota.HostClaim
+		hosts, kept []string
+	}{
+		{"the object asks again for its hosts, and 10 more", claim("oil-a", "big", "oil"), hosts("big", most), nil},
+		{"an update keeps the hosts its object served", claim("oil-b", "web", "oil"), hosts("web", 5), hosts("web", 5)},
+		{"another tenant has its own room", claim("gas-a", "big", "gas"), hosts("gas", most), nil},
+		{"a namespace of no tenant has no bound", claim("infra", "big", ""), hosts("infra", most+1), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := keep(tt.self, tt.hosts, tt.kept); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if err := keep(claim("oil-b", "more", "oil"), hosts("more", 1), nil); !errors.As(err, &full) || full.Held != most {
+		t.Fatalf("error %v, want oil at its %d", err, most)
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tenantguard/tenantguard/internal/quota"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -204,6 +206,35 @@ func TestHostnameCollisions(t *testing.T) {
 		if stored != 1 {
 			t.Fatalf("%d Ingresses of the burst stored, want 1", stored)
 		}
+	})
+	t.Run("a tenant's creates that the API server refuses after tenantguard hold at most quota.MostHostsHeld hosts", func(t *testing.T) {
+		hosts := func(batch int) []string {
+			out := make([]string, quota.MostHostsHeld*3/5)
+			for i := range out {
+				out[i] = fmt.Sprintf("h%d-%d.zinc.example.com", batch, i)
+			}
+			return out
+		}
+		_, err := zed.NetworkingV1().Ingresses("zinc-b").Create(t.Context(), ingress("flood", "", hosts(0)...), metav1.CreateOptions{})
+		wantAllowed(t, err)
+		eventually(t, "the first flood in the view", func(ctx context.Context) error {
+			_, err := ira.NetworkingV1().Ingresses("iron-b").Create(ctx, ingress("probe", "", hosts(0)[0]), dryRun)
+			return denialOf(err, "hostname-collision")
+		})
+		// The name is taken: tenantguard admits the create, the API
+		// server refuses it, and its hosts stay held, never seen.
+		_, err = zed.NetworkingV1().Ingresses("zinc-b").Create(t.Context(), ingress("flood", "", hosts(1)...), metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("got %v, want the name taken", err)
+		}
+		_, err = zed.NetworkingV1().Ingresses("zinc-b").Create(t.Context(), ingress("flood", "", hosts(2)...), metav1.CreateOptions{})
+		wantDenied(t, err, "hostname-collision")
+		want := fmt.Sprintf(`Ingress "flood" would hold %d new hosts while tenant "zinc" holds %[1]d: a tenant holds at most %d new hosts at a time`, len(hosts(2)), quota.MostHostsHeld)
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v; want %s", err, want)
+		}
+		_, err = ira.NetworkingV1().Ingresses("iron-b").Create(t.Context(), ingress("flood", "", hosts(3)...), metav1.CreateOptions{})
+		wantAllowed(t, err)
 	})
 }
 
