@@ -63,8 +63,23 @@ func TestATenantsRequestsHoldAtMostMostNewHosts(t *testing.T) {
 		t.Fatalf("shop's 2 hosts beside oil's 1: %v", err)
 	}
 	shopHold.Keep()
+	_, lone, err := v.ReserveHosts(holderOf(route("oil-b", "lone", "g.oil.example.com")), []string{"g.oil.example.com"}, oil())
+	if err != nil {
+		t.Fatal(err)
+	}
 	now = now.Add(2 * time.Minute)
 	if n := v.HeldHosts("oil"); n != 0 {
 		t.Fatalf("oil holds %d hosts once its holds expired, want 0", n)
+	}
+	// A hold released after it expired (its request decided late) is
+	// not taken off the count again.
+	_, again, err := v.ReserveHosts(holderOf(shop), shop.Hosts, oil())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Keep()
+	lone.Release()
+	if n := v.HeldHosts("oil"); n != 2 {
+		t.Fatalf("oil holds %d hosts after an expired hold was released, want shop's 2", n)
 	}
 }

@@ -82,6 +82,11 @@ func keptHosts(req *admission.Request, hosts []string) []string {
 // tenant's holds past full.Most (quota.MostHostsHeld), each held for up to
 // ttl after its object is admitted.
 func tooManyHosts(req *admission.Request, full *quota.TooManyHostsError, ttl time.Duration) *admission.Decision {
+	if full.MostBytes > 0 {
+		msg := fmt.Sprintf("%s %q would add %d new hosts taking %d KiB to the ledger of hosts, where tenant %q's take %d KiB: a tenant's take at most %d KiB of it at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts, or shorter ones, in one object",
+			req.Kind.Kind, req.Name, full.Asked, kib(full.AskedBytes), full.Tenant, kib(full.Bytes), kib(full.MostBytes), ttl)
+		return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
+	}
 	msg := fmt.Sprintf("%s %q would hold %d new hosts while tenant %q holds %d: a tenant holds at most %d new hosts at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts in one object",
 		req.Kind.Kind, req.Name, full.Asked, full.Tenant, full.Held, full.Most, ttl)
 	return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
@@ -97,6 +102,9 @@ func (e *Engine) administrator(req *admission.Request) bool {
 		return e.registry.Administrator(registry.Subject{Kind: "Group", Name: g})
 	})
 }
+
+// kib is n bytes in KiB, rounded up.
+func kib(n int) int { return (n + 1023) / 1024 }
 
 // collisionRule is the id of the rule whose holds of hosts tooManyHosts
 // bounds.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/rego"
 
@@ -277,5 +278,27 @@ func TestARequestTakingItsTenantPastTheHostsItMayHoldIsRefused(t *testing.T) {
 	view.UpdateHosts(nil, &clusterview.Object{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "t0-ns3", Name: "big", Hosts: many})
 	if d := admit(more); !d.Allowed {
 		t.Fatalf("refused once big is seen: %v", d.Deny)
+	}
+}
+
+func TestTheRefusalOfTooManyHostsSaysWhichBoundAndByHowMuch(t *testing.T) {
+	req := edgeRequest(t, "CREATE", "Ingress", "t0-ns3", "big", 0, "a.t0.example.com")
+	tests := []struct {
+		name string
+		full quota.TooManyHostsError
+		want string
+	}{
+		{"hosts held", quota.TooManyHostsError{Tenant: "t0", Held: 999, Asked: 2, Most: 1000},
+			`[hostname-collision] Ingress "big" would hold 2 new hosts while tenant "t0" holds 999: a tenant holds at most 1000 new hosts at a time, each for up to 30s after its object is admitted; try again shortly, or name fewer new hosts in one object`},
+		{"bytes of the ledger of hosts", quota.TooManyHostsError{Tenant: "t0", Held: 300, Asked: 150, Bytes: 180000, AskedBytes: 90000, MostBytes: 261888},
+			`[hostname-collision] Ingress "big" would add 150 new hosts taking 88 KiB to the ledger of hosts, where tenant "t0"'s take 176 KiB: a tenant's take at most 256 KiB of it at a time, each for up to 30s after its object is admitted; try again shortly, or name fewer new hosts, or shorter ones, in one object`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tooManyHosts(req, &tt.full, 30*time.Second)
+			if got := admission.Messages(d.Deny); d.Allowed || !slices.Equal(got, []string{tt.want}) {
+				t.Errorf("got %v, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -123,28 +123,40 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 }
 
 // tenantRoom is a *TooManyHostsError when the hosts self would add (those
-// writeHosts adds) would take its tenant's entries past MostHostsHeld; nil
-// for an object of no tenant.
+// writeHosts adds) would take its tenant's entries past MostHostsHeld, or
+// past MostHostBytes of the ledger; nil for an object of no tenant.
 func tenantRoom(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) error {
 	if self.Tenant == "" {
 		return nil
 	}
 	mine := mineOf(ctx, self)
-	held, asked := 0, 0
+	held, bytes, asked, askedBytes := 0, 0, 0, 0
 	for _, e := range p.entries {
 		if e.Tenant == self.Tenant && !mine(e) {
-			held++
+			held, bytes = held+1, bytes+e.size()
 		}
 	}
 	for _, host := range hosts {
 		if !slices.Contains(kept, host) && !slices.ContainsFunc(p.entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
-			asked++
+			e := hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, UID: uidOf(ctx), Tenant: self.Tenant}
+			asked, askedBytes = asked+1, askedBytes+e.size()
 		}
 	}
-	if asked > 0 && held+asked > MostHostsHeld {
+	switch {
+	case asked == 0:
+		return nil
+	case held+asked > MostHostsHeld:
 		return &TooManyHostsError{Tenant: self.Tenant, Held: held, Asked: asked, Most: MostHostsHeld}
+	case bytes+askedBytes > MostHostBytes:
+		return &TooManyHostsError{Tenant: self.Tenant, Held: held, Asked: asked, Bytes: bytes, AskedBytes: askedBytes, MostBytes: MostHostBytes}
 	}
 	return nil
+}
+
+// size is about what e takes in the ledger's JSON: its strings, and 120
+// bytes of keys, quotes and its expiry.
+func (e hostEntry) size() int {
+	return 120 + len(e.Host) + len(e.Group) + len(e.Kind) + len(e.Namespace) + len(e.Name) + len(e.UID) + len(e.Tenant)
 }
 
 // mineOf tells self's entries: of its uid (WithObjectUID), or of none
@@ -247,8 +259,12 @@ func (h *strictHostHold) Withdraw(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Tenant left out: a replica of an earlier version writes
+		// the ledger back without it.
 		kept := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
-			return slices.ContainsFunc(h.added, func(a hostEntry) bool { return a.claim() == e.claim() && a.Expires.Equal(e.Expires) })
+			return slices.ContainsFunc(h.added, func(a hostEntry) bool {
+				return sameObject(a.claim(), e.claim()) && a.Host == e.Host && a.Expires.Equal(e.Expires)
+			})
 		})
 		if len(kept) == len(p.entries) {
 			return nil

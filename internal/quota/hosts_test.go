@@ -288,7 +288,7 @@ func TestATenantAddsAtMostMostHostsHeldToTheLedgerOfHosts(t *testing.T) {
 		self        quota.HostClaim
 		hosts, kept []string
 	}{
-		{"the object asks again for its hosts, and 10 more", claim("oil-a", "big", "oil"), hosts("big", most), nil},
+		{"the object's own entries (a decision again after the ledger changed) and 10 more hosts", claim("oil-a", "big", "oil"), hosts("big", most), nil},
 		{"an update keeps the hosts its object served", claim("oil-b", "web", "oil"), hosts("web", 5), hosts("web", 5)},
 		{"another tenant has its own room", claim("gas-a", "big", "gas"), hosts("gas", most), nil},
 		{"a namespace of no tenant has no bound", claim("infra", "big", ""), hosts("infra", most+1), nil},
@@ -302,5 +302,38 @@ func TestATenantAddsAtMostMostHostsHeldToTheLedgerOfHosts(t *testing.T) {
 	}
 	if err := keep(claim("oil-b", "more", "oil"), hosts("more", 1), nil); !errors.As(err, &full) || full.Held != most {
 		t.Fatalf("error %v, want oil at its %d", err, most)
+	}
+}
+
+// TestATenantsEntriesTakeAtMostAQuarterOfTheLedgerOfHosts: long hosts and
+// names bound a tenant to fewer entries than quota.MostHostsHeld, so that
+// one tenant alone cannot fill the ledger of hosts with them.
+func TestATenantsEntriesTakeAtMostAQuarterOfTheLedgerOfHosts(t *testing.T) {
+	ledger := quota.NewStrictLedger(quotatest.NewAPIServer(), clusterview.New(label), time.Minute)
+	label60 := strings.Repeat("a", 60)
+	long := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d.%s.%s.%s.example.com", prefix, i, label60, label60, label60)
+		}
+		return out
+	}
+	self := quota.HostClaim{Group: "networking.k8s.io", Kind: "Ingress", Namespace: "oil-a", Name: strings.Repeat("n", 250), Tenant: "oil"}
+	_, hold, err := ledger.ReserveHosts(t.Context(), self, long("a", 300), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Keep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	self.Name = strings.Repeat("m", 250)
+	var full *quota.TooManyHostsError
+	if _, _, err := ledger.ReserveHosts(t.Context(), self, long("b", 150), nil); !errors.As(err, &full) || full.MostBytes != quota.MostHostBytes || full.Asked != 150 || full.Held != 300 || full.Bytes+full.AskedBytes <= quota.MostHostBytes {
+		t.Fatalf("error %v, want oil's entries over %d bytes", err, quota.MostHostBytes)
+	}
+	if _, hold, err := ledger.ReserveHosts(t.Context(), self, long("b", 50), nil); err != nil {
+		t.Fatalf("50 more long hosts: %v", err)
+	} else {
+		hold.Release()
 	}
 }

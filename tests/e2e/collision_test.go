@@ -222,7 +222,8 @@ func TestHostnameCollisions(t *testing.T) {
 			return denialOf(err, "hostname-collision")
 		})
 		// The name is taken: tenantguard admits the create, the API
-		// server refuses it, and its hosts stay held, never seen.
+		// server refuses it, and its hosts stay held, never seen (by
+		// the shared cluster's one replica, in local mode).
 		_, err = zed.NetworkingV1().Ingresses("zinc-b").Create(t.Context(), ingress("flood", "", hosts(1)...), metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("got %v, want the name taken", err)
