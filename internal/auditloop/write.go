@@ -127,7 +127,7 @@ func (l *Loop) carried(ctx context.Context, existing map[string]*metav1.PartialO
 			for i := range list.Items {
 				r := &list.Items[i]
 				ours := existing[r.GetNamespace()]
-				if ours == nil || ours.UID != r.GetUID() || r.GetName() != l.opts.Instance.Name() || !l.asWritten(ours) {
+				if ours == nil || ours.UID != r.GetUID() || !l.asWritten(ours) { // the report ours found, unchanged by others
 					continue
 				}
 				for _, row := range reports.Rows(r) {

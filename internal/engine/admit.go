@@ -142,7 +142,7 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 	// The tenant whose holds of hosts the request counts in: none for an
 	// administrator's, which are not bounded (quota.MostHostsHeld).
 	tenant, kept := "", keptHosts(req, s.hosts)
-	if !e.administrator(req) {
+	if !e.registry.Administers(req.UserInfo.Username, req.UserInfo.Groups) {
 		labels, _ := view.NamespaceLabels(s.holder.Namespace)
 		tenant = labels.Get(e.registry.TenantLabel())
 	}

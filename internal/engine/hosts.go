@@ -92,17 +92,6 @@ func tooManyHosts(req *admission.Request, full *quota.TooManyHostsError, ttl tim
 	return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
 }
 
-// administrator reports whether the request's user, or one of its groups,
-// is one of the registry's administrators.
-func (e *Engine) administrator(req *admission.Request) bool {
-	if e.registry.Administrator(registry.Subject{Kind: "User", Name: req.UserInfo.Username}) {
-		return true
-	}
-	return slices.ContainsFunc(req.UserInfo.Groups, func(g string) bool {
-		return e.registry.Administrator(registry.Subject{Kind: "Group", Name: g})
-	})
-}
-
 // kib is n bytes in KiB, rounded up.
 func kib(n int) int { return (n + 1023) / 1024 }
 

@@ -302,3 +302,15 @@ func TestTheRefusalOfTooManyHostsSaysWhichBoundAndByHowMuch(t *testing.T) {
 		})
 	}
 }
+
+// TestTheRefusalOfTooManyHostsNamesARuleOfTheLibrary: the rule id the Go
+// refusal gives is the collision rule's, as the embedded library declares it.
+func TestTheRefusalOfTooManyHostsNamesARuleOfTheLibrary(t *testing.T) {
+	cat, err := catalog.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cat.Rule(collisionRule); !ok {
+		t.Errorf("no rule %q in the embedded library: %v", collisionRule, cat.IDs())
+	}
+}

@@ -130,17 +130,16 @@ func tenantRoom(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept [
 		return nil
 	}
 	mine := mineOf(ctx, self)
-	held, bytes, asked, askedBytes := 0, 0, 0, 0
+	held, bytes := 0, 0
 	for _, e := range p.entries {
 		if e.Tenant == self.Tenant && !mine(e) {
 			held, bytes = held+1, bytes+e.size()
 		}
 	}
-	for _, host := range hosts {
-		if !slices.Contains(kept, host) && !slices.ContainsFunc(p.entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
-			e := hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, UID: uidOf(ctx), Tenant: self.Tenant}
-			asked, askedBytes = asked+1, askedBytes+e.size()
-		}
+	added := additions(ctx, p.entries, self, hosts, kept, time.Time{})
+	asked, askedBytes := len(added), 0
+	for _, e := range added {
+		askedBytes += e.size()
 	}
 	switch {
 	case asked == 0:
@@ -168,6 +167,20 @@ func mineOf(ctx context.Context, self HostClaim) func(hostEntry) bool {
 	return func(e hostEntry) bool { return sameObject(e.claim(), self) && (e.UID == uid || e.UID == "") }
 }
 
+// additions are the entries self's request adds to entries, expiring at
+// expires: one for each of hosts it neither kept nor claims already.
+func additions(ctx context.Context, entries []hostEntry, self HostClaim, hosts, kept []string, expires time.Time) []hostEntry {
+	mine, uid := mineOf(ctx, self), uidOf(ctx)
+	var added []hostEntry
+	for _, host := range hosts {
+		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
+			continue
+		}
+		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid, Tenant: self.Tenant})
+	}
+	return added
+}
+
 // hostsPage is the ledger of hosts as read, its expired entries left out.
 type hostsPage struct {
 	cm      *corev1.ConfigMap // nil when it does not exist yet
@@ -191,20 +204,12 @@ func (l *StrictLedger) readHosts(ctx context.Context) (*hostsPage, error) {
 // frequent request, adds none), and returns the entries added; a write
 // that lost a race is ErrStale. Nothing changed, nothing is written.
 func (l *StrictLedger) writeHosts(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) ([]hostEntry, error) {
-	uid := uidOf(ctx)
 	mine := mineOf(ctx, self)
 	entries := slices.DeleteFunc(slices.Clone(p.entries), func(e hostEntry) bool {
 		return mine(e) && !slices.Contains(hosts, e.Host)
 	})
 	dropped := len(entries) != len(p.entries)
-	expires := l.now().Add(l.ttl).UTC()
-	var added []hostEntry
-	for _, host := range hosts {
-		if slices.Contains(kept, host) || slices.ContainsFunc(entries, func(e hostEntry) bool { return mine(e) && e.Host == host }) {
-			continue
-		}
-		added = append(added, hostEntry{Host: host, Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Expires: expires, UID: uid, Tenant: self.Tenant})
-	}
+	added := additions(ctx, entries, self, hosts, kept, l.now().Add(l.ttl).UTC())
 	if !dropped && len(added) == 0 {
 		return nil, nil
 	}

@@ -36,6 +36,15 @@ func TestTheExampleRegistryCompiles(t *testing.T) {
 	if got := snap.OwnedBy("system:serviceaccount:oil-ci:deployer", nil); !slices.Equal(got, []string{"oil"}) {
 		t.Errorf("the deployer service account owns %v", got)
 	}
+	for _, tt := range []struct {
+		user   string
+		groups []string
+		want   bool
+	}{{"platform-admin", nil, true}, {"alice", []string{"system:masters"}, true}, {"alice", []string{"oil-team"}, false}, {"system:masters", nil, false}} {
+		if got := snap.Administers(tt.user, tt.groups); got != tt.want {
+			t.Errorf("Administers(%q, %v) = %v, want %v", tt.user, tt.groups, got, tt.want)
+		}
+	}
 	admins := snap.Data()["administrators"].(map[string]any)
 	if admins["users"].(map[string]any)["platform-admin"] != true || admins["groups"].(map[string]any)["system:masters"] != true {
 		t.Errorf("administrators = %v", admins)

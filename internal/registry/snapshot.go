@@ -188,6 +188,13 @@ func userOrGroup(s Subject) Subject {
 // (a ServiceAccount as the user it authenticates as).
 func (s *Snapshot) Administrator(subject Subject) bool { return s.admins[userOrGroup(subject)] }
 
+// Administers reports whether a requester, by user name and groups, is one
+// of settings.administrators.
+func (s *Snapshot) Administers(user string, groups []string) bool {
+	return s.Administrator(Subject{Kind: "User", Name: user}) ||
+		slices.ContainsFunc(groups, func(g string) bool { return s.Administrator(Subject{Kind: "Group", Name: g}) })
+}
+
 // Registry returns the registry with defaults applied. Callers must not modify it.
 func (s *Snapshot) Registry() *Registry { return &s.registry }
 
