@@ -66,7 +66,8 @@ var registryDerived = func() map[string]any {
 		"administrators":           withDescription(objectOf(map[string]any{"users": flags, "groups": flags}), "administrators by user name and group"),
 		"owners":                   withDescription(objectOf(map[string]any{"users": tenants, "groups": tenants}), "the tenants each user and group owns"),
 		"serviceAccountNamespaces": withDescription(tenants, "namespaces holding ServiceAccount owners, with their tenants"),
-		"administratorNamespaces":  withDescription(flags, "namespaces holding ServiceAccount administrators"),
+		"cordonExempt":             withDescription(objectOf(map[string]any{"users": flags, "groups": flags}), "requesters a cordon lets through, by user name and group"),
+		"administratorNamespaces":  withDescription(flags, "namespaces holding ServiceAccount administrators or cordon-exempt requesters"),
 	}
 }()
 

@@ -49,6 +49,13 @@ func TestTheExampleRegistryCompiles(t *testing.T) {
 	if admins["users"].(map[string]any)["platform-admin"] != true || admins["groups"].(map[string]any)["system:masters"] != true {
 		t.Errorf("administrators = %v", admins)
 	}
+	exempt := snap.Data()["cordonExempt"].(map[string]any)
+	if exempt["users"].(map[string]any)["system:serviceaccount:cert-manager:cert-manager"] != true || len(exempt["groups"].(map[string]any)) != 0 {
+		t.Errorf("cordonExempt = %v", exempt)
+	}
+	if snap.Data()["administratorNamespaces"].(map[string]any)["cert-manager"] != true {
+		t.Errorf("the namespace of a cordon-exempt service account is not reserved: %v", snap.Data()["administratorNamespaces"])
+	}
 	oil, _ := snap.Tenant("oil")
 	if !*oil.Companions.NetworkIsolation || !slices.Equal(oil.Companions.OwnerClusterRoles, []string{"admin"}) {
 		t.Errorf("companion defaults not applied: %+v", oil.Companions)
@@ -169,10 +176,11 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 		},
 		{
 			"bad regexes, modes, kinds and quantities are all reported",
-			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\n  cordonExempt: [{kind: ServiceAccount, name: cert-manager}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
 			[]string{
 				"bad regular expression", `enforcement must be deny, warn or dryrun, not "maybe"`,
 				`kind must be User, Group or ServiceAccount, not "Robot"`, "must be written system:serviceaccount:NAMESPACE:NAME",
+				`r.yaml:7: settings.cordonExempt[0].name: service account "cert-manager" must be written`,
 				"is a service account; write it as", `"var/log" must be a clean absolute path`, `"/var/../etc" must be a clean absolute path`,
 				`default "fast" is not allowed`, `"services.loadbalancers" is not an object count`, `"lots" is not a quantity`,
 				`must be Container, Pod or PersistentVolumeClaim, not "Node"`, "a role binding needs at least one subject",

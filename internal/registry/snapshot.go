@@ -337,6 +337,11 @@ func (s *Snapshot) buildData() map[string]any {
 	for a := range s.admins {
 		admins[strings.ToLower(a.Kind)+"s"][a.Name] = true
 	}
+	cordonExempt := map[string]map[string]bool{"users": {}, "groups": {}}
+	for _, e := range s.registry.Settings.CordonExempt {
+		e = userOrGroup(e)
+		cordonExempt[strings.ToLower(e.Kind)+"s"][e.Name] = true
+	}
 	// namespaces whose holder can act as a ServiceAccount owner (with the
 	// tenants it owns) or administrator
 	saNamespaces, adminNamespaces := map[string][]string{}, map[string]bool{}
@@ -350,7 +355,7 @@ func (s *Snapshot) buildData() map[string]any {
 	for _, tenants := range saNamespaces {
 		slices.Sort(tenants)
 	}
-	for _, a := range s.registry.Settings.Administrators {
+	for _, a := range slices.Concat(s.registry.Settings.Administrators, s.registry.Settings.CordonExempt) {
 		if ns, ok := heldNamespace(a); ok {
 			adminNamespaces[ns] = true
 		}
@@ -358,10 +363,11 @@ func (s *Snapshot) buildData() map[string]any {
 	doc := map[string]any{
 		"settings":       s.registry.Settings,
 		"administrators": admins,
+		"cordonExempt":   cordonExempt,
 		"owners":         map[string]any{"users": s.byUser, "groups": s.byGroup},
-		// whoever holds such a namespace can act as the owner or
-		// administrator, so it is reserved for the owners' tenants, or for
-		// administrators (namespace-ownership)
+		// whoever holds such a namespace can act as the owner,
+		// administrator or cordon-exempt requester, so it is reserved for
+		// the owners' tenants, or for administrators (namespace-ownership)
 		"serviceAccountNamespaces": saNamespaces,
 		"administratorNamespaces":  adminNamespaces,
 		"tenants":                  tenants,

@@ -20,10 +20,14 @@ type Registry struct {
 
 // Settings apply to every tenant.
 type Settings struct {
-	TenantLabel          string            `yaml:"tenantLabel" json:"tenantLabel"`
-	ForceTenantPrefix    bool              `yaml:"forceTenantPrefix" json:"forceTenantPrefix"`
-	ProtectedNamespaces  []string          `yaml:"protectedNamespaces" json:"protectedNamespaces"`
-	Administrators       []Subject         `yaml:"administrators" json:"administrators"`
+	TenantLabel         string    `yaml:"tenantLabel" json:"tenantLabel"`
+	ForceTenantPrefix   bool      `yaml:"forceTenantPrefix" json:"forceTenantPrefix"`
+	ProtectedNamespaces []string  `yaml:"protectedNamespaces" json:"protectedNamespaces"`
+	Administrators      []Subject `yaml:"administrators" json:"administrators"`
+	// CordonExempt are requesters a tenant's cordon lets through, and no
+	// other rule: cluster add-ons that keep a frozen tenant's running
+	// workloads working (cert-manager renewing certificates, say).
+	CordonExempt         []Subject         `yaml:"cordonExempt" json:"cordonExempt"`
 	ProtectedLabels      []string          `yaml:"protectedLabels" json:"protectedLabels"`
 	ProtectedAnnotations []string          `yaml:"protectedAnnotations" json:"protectedAnnotations"`
 	Enforcement          map[string]string `yaml:"enforcement" json:"enforcement"`
@@ -51,7 +55,7 @@ type Tenant struct {
 	NodePlacement        *NodePlacement `yaml:"nodePlacement" json:"nodePlacement,omitempty"`
 	Ingress              *IngressPolicy `yaml:"ingress" json:"ingress,omitempty"`
 	// Cordoned refuses creates and updates in the tenant's namespaces
-	// (deletes pass); administrators are exempt.
+	// (deletes pass); administrators and settings.cordonExempt are exempt.
 	Cordoned bool `yaml:"cordoned" json:"cordoned"`
 	// PreventNamespaceDeletion leaves deleting the tenant's namespaces to
 	// administrators.

@@ -45,6 +45,7 @@ func (c checker) settings(s *Settings) {
 		c.regex(fmt.Sprintf("settings.protectedNamespaces[%d]", i), expr)
 	}
 	c.subjects("settings.administrators", s.Administrators)
+	c.subjects("settings.cordonExempt", s.CordonExempt)
 	c.keys("settings.protectedLabels", s.ProtectedLabels)
 	c.keys("settings.protectedAnnotations", s.ProtectedAnnotations)
 	for _, id := range sortedKeys(s.Enforcement) {

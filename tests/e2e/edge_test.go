@@ -7,6 +7,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -129,6 +130,18 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		wantAllowed(t, err)
 		_, err = tina.AppsV1().Deployments("tin-web").Create(t.Context(), deployment("web", func(*corev1.PodSpec) {}), metav1.CreateOptions{})
 		wantAllowed(t, err)
+		// cert-manager's controller and its CA injector may edit tin-web;
+		// only the first is in the example registry's settings.cordonExempt.
+		addOns := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-edit"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			Subjects: []rbacv1.Subject{
+				{Kind: rbacv1.ServiceAccountKind, Namespace: "cert-manager", Name: "cert-manager"},
+				{Kind: rbacv1.ServiceAccountKind, Namespace: "cert-manager", Name: "cert-manager-cainjector"},
+			},
+		}
+		_, err = admin.RbacV1().RoleBindings("tin-web").Create(t.Context(), addOns, metav1.CreateOptions{})
+		wantAllowed(t, err)
 		tin["cordoned"] = true
 		setRegistryDoc(t, cluster, withTenant(t, doc, tin))
 		// A ConfigMap is judged by no other rule: the catch-all webhook sends it.
@@ -163,6 +176,15 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		}
 		delete(ns.Labels, tenantLabel)
 		_, err = tina.CoreV1().Namespaces().Update(t.Context(), ns, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, err, "tenant-cordoned")
+		// A cordon-exempt add-on renews a certificate's Secret; another
+		// add-on, with the same RBAC, is refused like the tenant.
+		renewed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-tls"}, Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("new"), "tls.key": []byte("new")}}
+		certManager := cluster.AsOnly("system:serviceaccount:cert-manager:cert-manager", "system:serviceaccounts", "system:serviceaccounts:cert-manager")
+		_, err = certManager.CoreV1().Secrets("tin-web").Create(t.Context(), renewed, dryRun)
+		wantAllowed(t, err)
+		injector := cluster.AsOnly("system:serviceaccount:cert-manager:cert-manager-cainjector", "system:serviceaccounts", "system:serviceaccounts:cert-manager")
+		_, err = injector.CoreV1().Secrets("tin-web").Create(t.Context(), renewed, dryRun)
 		wantDenied(t, err, "tenant-cordoned")
 		event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "tin-web"}, Reason: "Started", Message: "still running"}
 		_, err = tina.CoreV1().Events("tin-web").Create(t.Context(), event, dryRun)

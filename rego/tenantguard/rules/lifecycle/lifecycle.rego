@@ -5,9 +5,10 @@
 #   (an incident, an unpaid bill, a migration) and keeps a tenant's namespaces
 #   from being deleted by mistake. Administrators, tenantguard itself and the
 #   control plane (whose controllers keep the tenant's running workloads
-#   healthy) are exempt.
+#   healthy) are exempt, and from a cordon only, the requesters of
+#   settings.cordonExempt (cluster add-ons such as cert-manager).
 # custom:
-#   reads: [registry.administrators, registry.tenants.cordoned, registry.tenants.preventNamespaceDeletion, runtime.managers]
+#   reads: [registry.administrators, registry.cordonExempt, registry.tenants.cordoned, registry.tenants.preventNamespaceDeletion, runtime.managers]
 #   engines: [opa, gatekeeper, kyverno, vap]
 package tenantguard.rules.lifecycle
 
@@ -19,6 +20,13 @@ _exempt if identity.is_admin
 _exempt if identity.is_manager
 
 _exempt if identity.is_control_plane
+
+_exempt if data.tenantguard.registry.cordonExempt.users[identity.username]
+
+_exempt if {
+	some group in identity.groups
+	data.tenantguard.registry.cordonExempt.groups[group]
+}
 
 _namespace if tenancy.kind_key == "Namespace"
 
@@ -63,7 +71,9 @@ _verb := "changed" if input.request.operation == "UPDATE"
 #   changed, nor are namespaces created for it; deletes pass, so that a
 #   frozen tenant can still shrink, and so do updates that remove a
 #   finalizer of an object being deleted. Events and Leases are left alone,
-#   so running workloads keep their leader election.
+#   so running workloads keep their leader election. Administrators,
+#   tenantguard, the control plane and the requesters of
+#   settings.cordonExempt (add-ons such as cert-manager) are exempt.
 # custom:
 #   id: tenant-cordoned
 #   kinds: [all, Namespace]

@@ -3,8 +3,11 @@ package tenantguard.rules.lifecycle_test
 import data.tenantguard.fixtures_test as f
 import data.tenantguard.rules.lifecycle
 
-_eval(inp, tenant) := v if {
-	reg := object.union(f.registry, {"tenants": {"oil": tenant}})
+_eval(inp, tenant) := _eval_trusting(inp, tenant, {})
+
+# _eval_trusting is _eval with the compiled registry's cordonExempt.
+_eval_trusting(inp, tenant, exempt) := v if {
+	reg := object.union(f.registry, {"tenants": {"oil": tenant}, "cordonExempt": exempt})
 	v := lifecycle.violations with input as inp with data.tenantguard.registry as reg
 }
 
@@ -106,4 +109,17 @@ test_a_scale_is_named_by_the_workload_it_scales if {
 		"resource": {"group": "apps", "version": "v1", "resource": "deployments"},
 	}})
 	_eval(inp, _cordoned) == {{"id": "tenant-cordoned", "msg": "tenant \"oil\" is cordoned, so the scale of deployments \"web\" in namespace \"oil-dev\" cannot be changed until an administrator lifts the cordon; deleting is allowed"}}
+}
+
+test_cordon_exempt_requesters_pass_a_cordon_and_no_other_rule if {
+	exempt := {"users": {"system:serviceaccount:cert-manager:cert-manager": true}, "groups": {"platform-add-ons": true}}
+	every user in [
+		f.user("system:serviceaccount:cert-manager:cert-manager"),
+		{"username": "external-secrets", "groups": ["platform-add-ons"]},
+	] {
+		count(_eval_trusting(f.as_user(f.request("UPDATE", _config_map), user), _cordoned, exempt)) == 0
+		deleted := object.union(_namespace_request("DELETE", _namespace("oil-dev", "oil")), {"request": {"object": null, "oldObject": _namespace("oil-dev", "oil")}})
+		{v.id | some v in _eval_trusting(f.as_user(deleted, user), {"preventNamespaceDeletion": true}, exempt)} == {"namespace-deletion"}
+	}
+	{v.id | some v in _eval_trusting(f.as_user(f.request("UPDATE", _config_map), f.user("system:serviceaccount:cert-manager:cainjector")), _cordoned, exempt)} == {"tenant-cordoned"}
 }

@@ -108,7 +108,7 @@ violations contains {"id": "namespace-ownership", "msg": msg} if {
 	_creating
 	not identity.is_admin
 	data.tenantguard.registry.administratorNamespaces[_name]
-	msg := sprintf("namespace %q holds ServiceAccount administrators of tenantguard, so only administrators may create it", [_name])
+	msg := sprintf("namespace %q holds ServiceAccounts the registry trusts (administrators or cordon-exempt), so only administrators may create it", [_name])
 }
 
 _reserved_for_target(tenants) if {

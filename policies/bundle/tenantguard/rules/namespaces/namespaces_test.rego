@@ -127,7 +127,7 @@ test_a_namespace_holding_owners_of_several_tenants_is_for_administrators if {
 test_a_service_account_administrators_namespace_is_for_administrators if {
 	registry := json.patch(f.registry, [{"op": "add", "path": "/administratorNamespaces", "value": {"oil-ops": true}}])
 	vs := namespaces.violations with input as _create("oil-ops", {}, _alice, {}) with data.tenantguard.registry as registry
-	{v.msg | some v in vs} == {"namespace \"oil-ops\" holds ServiceAccount administrators of tenantguard, so only administrators may create it"}
+	{v.msg | some v in vs} == {"namespace \"oil-ops\" holds ServiceAccounts the registry trusts (administrators or cordon-exempt), so only administrators may create it"}
 	count(namespaces.violations) == 0 with input as _create("oil-ops", {}, f.user("platform-admin"), {}) with data.tenantguard.registry as registry
 }
 
