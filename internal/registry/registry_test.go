@@ -176,11 +176,13 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 		},
 		{
 			"bad regexes, modes, kinds and quantities are all reported",
-			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\n  cordonExempt: [{kind: ServiceAccount, name: cert-manager}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
+			"apiVersion: tenantguard.io/v1\nkind: TenantRegistry\nsettings:\n  protectedNamespaces: ['((']\n  enforcement: {host-path: maybe, nope: warn}\n  administrators: [{kind: Robot, name: r}]\n  cordonExempt: [{kind: ServiceAccount, name: cert-manager}, {kind: Group, name: 'system:authenticated'}, {kind: Group, name: 'system:serviceaccounts:a-ci'}]\ntenants:\n  - name: a\n    owners: [{kind: ServiceAccount, name: deployer}, {kind: User, name: 'system:serviceaccount:a:b'}, {kind: ServiceAccount, name: 'system:serviceaccount:a-ci:deployer'}]\n    pods: {allowedHostPaths: [{pathPrefix: var/log}, {pathPrefix: /var/../etc}]}\n    storageClasses: {allowed: [standard], allowedRegex: '[', default: fast}\n    quotas: {services.loadbalancers: 1, count/deployments.apps: 2, count/pods: 3}\n    companions:\n      resourceQuota: {hard: {cpu: lots}}\n      limitRange: {limits: [{type: Node}]}\n      additionalRoleBindings: [{clusterRole: view}]\n",
 			[]string{
 				"bad regular expression", `enforcement must be deny, warn or dryrun, not "maybe"`,
 				`kind must be User, Group or ServiceAccount, not "Robot"`, "must be written system:serviceaccount:NAMESPACE:NAME",
 				`r.yaml:7: settings.cordonExempt[0].name: service account "cert-manager" must be written`,
+				`r.yaml:7: settings.cordonExempt[1].name: group "system:authenticated" holds every requester of its kind: exempting it from the cordon leaves no cordon`,
+				`r.yaml:7: settings.cordonExempt[2].name: namespace "a-ci" holds ServiceAccount owners of tenant "a", who could act as "system:serviceaccounts:a-ci" and pass their own cordon`,
 				"is a service account; write it as", `"var/log" must be a clean absolute path`, `"/var/../etc" must be a clean absolute path`,
 				`default "fast" is not allowed`, `"services.loadbalancers" is not an object count`, `"lots" is not a quantity`,
 				`must be Container, Pod or PersistentVolumeClaim, not "Node"`, "a role binding needs at least one subject",

@@ -108,6 +108,9 @@ func applyDefaults(reg *Registry) {
 	if st.ProtectedNamespaces == nil {
 		st.ProtectedNamespaces = DefaultProtectedNamespaces
 	}
+	if st.CordonExempt == nil {
+		st.CordonExempt = []Subject{}
+	}
 	if st.Administrators == nil {
 		st.Administrators = DefaultAdministrators
 	}
@@ -343,7 +346,7 @@ func (s *Snapshot) buildData() map[string]any {
 		cordonExempt[strings.ToLower(e.Kind)+"s"][e.Name] = true
 	}
 	// namespaces whose holder can act as a ServiceAccount owner (with the
-	// tenants it owns) or administrator
+	// tenants it owns), administrator or cordon-exempt requester
 	saNamespaces, adminNamespaces := map[string][]string{}, map[string]bool{}
 	for name, t := range s.tenants {
 		for _, o := range t.Owners {

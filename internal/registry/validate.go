@@ -35,6 +35,35 @@ func checkRegistry(src *source, loc *locator, reg *Registry) {
 	}
 	c.settings(&reg.Settings)
 	c.tenants(reg.Tenants)
+	c.cordonExempt(reg)
+}
+
+// everyone are the groups every requester, or every ServiceAccount, is in:
+// exempting one from a cordon would leave no cordon.
+var everyone = []string{"system:authenticated", "system:unauthenticated", "system:serviceaccounts"}
+
+// cordonExempt refuses settings.cordonExempt subjects that would let a
+// cordoned tenant through its own cordon: a group of everyone, or a
+// ServiceAccount (or all of a namespace's) in a namespace holding a
+// tenant's ServiceAccount owner, whose tokens that tenant can mint.
+func (c checker) cordonExempt(reg *Registry) {
+	owned := map[string]string{}
+	for _, t := range reg.Tenants {
+		for _, o := range t.Owners {
+			if ns, ok := heldNamespace(o); ok {
+				owned[ns] = t.Name
+			}
+		}
+	}
+	for i, s := range reg.Settings.CordonExempt {
+		sp := fmt.Sprintf("settings.cordonExempt[%d]", i)
+		if s.Kind == "Group" && slices.Contains(everyone, s.Name) {
+			c.at(sp+".name", "group %q holds every requester of its kind: exempting it from the cordon leaves no cordon", s.Name)
+		}
+		if ns, ok := heldNamespace(s); ok && owned[ns] != "" {
+			c.at(sp+".name", "namespace %q holds ServiceAccount owners of tenant %q, who could act as %q and pass their own cordon", ns, owned[ns], s.Name)
+		}
+	}
 }
 
 func (c checker) settings(s *Settings) {

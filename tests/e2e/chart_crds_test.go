@@ -64,6 +64,7 @@ func TestChartInstallsTheReportCRDOnlyWhenItIsNotAnothers(t *testing.T) {
 		{"Kyverno's Helm release installed it", byHelm("kyverno", "kyverno"), false},
 		{"a release of the same name in another namespace installed it", byHelm(release, "tenantguard-staging"), false},
 		{"something without Helm installed it", map[string]any{"labels": map[string]any{}, "annotations": map[string]any{}}, false},
+		{"something copied this release's annotations but not Helm's label", map[string]any{"labels": map[string]any{}, "annotations": byHelm(release, releaseNamespace)["annotations"]}, false},
 		{"this release installed it", byHelm(release, releaseNamespace), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

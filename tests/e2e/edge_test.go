@@ -19,11 +19,23 @@ var gateways = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", V
 // withTenant is the registry document doc with one more tenant.
 func withTenant(t *testing.T, doc string, tenant map[string]any) string {
 	t.Helper()
+	return edited(t, doc, func(reg map[string]any) { reg["tenants"] = append(reg["tenants"].([]any), tenant) })
+}
+
+// withSetting is the registry document doc with settings[key] = value.
+func withSetting(t *testing.T, doc, key string, value any) string {
+	t.Helper()
+	return edited(t, doc, func(reg map[string]any) { reg["settings"].(map[string]any)[key] = value })
+}
+
+// edited is the registry document doc changed by change.
+func edited(t *testing.T, doc string, change func(reg map[string]any)) string {
+	t.Helper()
 	var reg map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &reg); err != nil {
 		t.Fatal(err)
 	}
-	reg["tenants"] = append(reg["tenants"].([]any), tenant)
+	change(reg)
 	out, err := yaml.Marshal(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +73,10 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		"preventNamespaceDeletion": true,
 	}
 	lead := map[string]any{"name": "lead", "owners": []any{map[string]any{"kind": "User", "name": "lea"}}}
-	doc := withTenant(t, original, lead)
+	// cert-manager's controller passes a cordon; its CA injector does not
+	doc := withSetting(t, withTenant(t, original, lead), "cordonExempt", []any{
+		map[string]any{"kind": "ServiceAccount", "name": "system:serviceaccount:cert-manager:cert-manager"},
+	})
 	setRegistryDoc(t, cluster, withTenant(t, doc, tin))
 	admin := cluster.As("platform-admin")
 	tina := cluster.As("tina")
@@ -131,7 +146,7 @@ func TestEdgeAndLifecycle(t *testing.T) {
 		_, err = tina.AppsV1().Deployments("tin-web").Create(t.Context(), deployment("web", func(*corev1.PodSpec) {}), metav1.CreateOptions{})
 		wantAllowed(t, err)
 		// cert-manager's controller and its CA injector may edit tin-web;
-		// only the first is in the example registry's settings.cordonExempt.
+		// only the first is in settings.cordonExempt.
 		addOns := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-edit"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},

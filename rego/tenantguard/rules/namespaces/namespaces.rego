@@ -95,7 +95,8 @@ violations contains {"id": "namespace-ownership", "msg": msg} if {
 # namespace's ServiceAccounts) is reserved for that owner's tenant: whoever
 # holds it can mint the account's tokens and act as the owner. Only an owner
 # of that tenant may create it, as a namespace of that tenant; one holding
-# owners of several tenants, or an administrator, only administrators create.
+# owners of several tenants, an administrator or a cordon-exempt requester,
+# only administrators create.
 violations contains {"id": "namespace-ownership", "msg": msg} if {
 	_creating
 	not identity.is_admin
