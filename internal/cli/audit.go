@@ -247,8 +247,16 @@ func auditTable(w io.Writer, report auditReport) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d objects audited: %d violations, %d in deny mode\n", report.Objects, len(report.Violations), denied)
+	_, err := fmt.Fprintf(w, "%s audited: %s, %d in deny mode\n", counted(report.Objects, "object"), counted(len(report.Violations), "violation"), denied)
 	return err
+}
+
+// counted is n and noun, in the plural unless n is 1.
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // orDash is s, or "-" when empty (a cluster-scoped object's namespace).

@@ -147,7 +147,7 @@ metadata:
   labels: {tenantguard.io/tenant: oil, pod-security.kubernetes.io/enforce: restricted}
 `)
 	r := run(t, "", "audit", "--registry", filepath.Join(fixtures.Dir(), "registry.yaml"), "--objects", objects)
-	if r.code != 0 || !strings.Contains(r.stdout, "1 objects audited: 0 violations") {
+	if r.code != 0 || !strings.Contains(r.stdout, "1 object audited: 0 violations") {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want no row for a namespace named and labelled as administrators may", r.code, r.stdout, r.stderr)
 	}
 }
@@ -185,5 +185,16 @@ func TestTheAuditsExampleGetsWhatTheDocumentedRecipeGets(t *testing.T) {
 	}
 	if gets == 0 {
 		t.Fatal("docs/cli.md's recipes have no kubectl get")
+	}
+}
+
+func TestAuditCountsReadAsEnglish(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 violations"}, {1, "1 violation"}, {2, "2 violations"}} {
+		if got := counted(c.n, "violation"); got != c.want {
+			t.Errorf("counted(%d) = %q, want %q", c.n, got, c.want)
+		}
 	}
 }
