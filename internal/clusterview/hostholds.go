@@ -84,12 +84,7 @@ func (x *hostIndex) hold(hold *hostHold, hosts []string, o HoldOptions) (map[str
 	defer x.mu.Unlock()
 	now := x.now()
 	x.expire(now)
-	fresh := 0
-	for _, host := range hold.hosts {
-		if hold.counts(host) {
-			fresh++
-		}
-	}
+	fresh := hold.fresh()
 	if held := x.heldBy[hold.tenant]; o.Most > 0 && fresh > 0 && held+fresh > o.Most {
 		return nil, &quota.TooManyHostsError{Tenant: hold.tenant, Held: held, Asked: fresh, Most: o.Most}
 	}
@@ -109,23 +104,25 @@ func (h *hostHold) counts(host string) bool {
 	return h.tenant != "" && !slices.Contains(h.served, host)
 }
 
+// fresh is how many of its hosts the hold counts in its tenant's hosts held.
+func (h *hostHold) fresh() int {
+	n := 0
+	for _, host := range h.hosts {
+		if h.counts(host) {
+			n++
+		}
+	}
+	return n
+}
+
 // count adds n to the hosts tenant's requests hold; the caller holds x.mu.
 func (x *hostIndex) count(tenant string, n int) {
-	if tenant == "" || n == 0 {
+	if n == 0 {
 		return
 	}
 	if x.heldBy[tenant] += n; x.heldBy[tenant] <= 0 {
 		delete(x.heldBy, tenant)
 	}
-}
-
-// HeldHosts is how many hosts tenant's requests hold, as HoldOptions.Most
-// bounds them.
-func (v *View) HeldHosts(tenant string) int {
-	v.hosts.mu.Lock()
-	defer v.hosts.mu.Unlock()
-	v.hosts.expire(v.hosts.now())
-	return v.hosts.heldBy[tenant]
 }
 
 // Keep marks the request admitted: its hosts stay held until the informer
@@ -189,14 +186,10 @@ func (x *hostIndex) takeOver(h holder, served []string) {
 // drop ends a hold; the caller holds x.mu. Dropping it twice is harmless:
 // the hold holds no host after the first.
 func (x *hostIndex) drop(hold *hostHold) {
-	counted := 0
+	x.count(hold.tenant, -hold.fresh())
 	for _, host := range hold.hosts {
 		x.unhold(host, hold)
-		if hold.counts(host) {
-			counted++
-		}
 	}
-	x.count(hold.tenant, -counted)
 	hold.hosts = nil
 	holds := slices.DeleteFunc(slices.Clone(x.byHolder[hold.holder]), func(o *hostHold) bool { return o == hold })
 	if len(holds) == 0 {

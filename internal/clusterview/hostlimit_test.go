@@ -2,6 +2,7 @@ package clusterview
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestATenantsRequestsHoldAtMostMostNewHosts(t *testing.T) {
 	if _, _, err := v.ReserveHosts(holderOf(shop), shop.Hosts, oil()); !errors.As(err, &full) || *full != (quota.TooManyHostsError{Tenant: "oil", Held: 3, Asked: 2, Most: 4}) {
 		t.Fatalf("error %v, want oil's 3 hosts held and 2 asked, over 4", err)
 	}
-	if n := v.HeldHosts("oil"); n != 3 {
+	if n := v.heldHosts()["oil"]; n != 3 {
 		t.Fatalf("oil holds %d hosts after a refused hold, want 3", n)
 	}
 	tests := []struct {
@@ -49,13 +50,13 @@ func TestATenantsRequestsHoldAtMostMostNewHosts(t *testing.T) {
 			hold.Release()
 		})
 	}
-	if n := v.HeldHosts("oil"); n != 3 {
+	if n := v.heldHosts()["oil"]; n != 3 {
 		t.Fatalf("oil holds %d hosts after holds released, want 3", n)
 	}
 	// web seen serving two of its hosts: those holds end, the third stays.
 	seen := ingress("oil-a", "web", "a.oil.example.com", "b.oil.example.com")
 	v.UpdateHosts(nil, seen)
-	if n := v.HeldHosts("oil"); n != 1 {
+	if n := v.heldHosts()["oil"]; n != 1 {
 		t.Fatalf("oil holds %d hosts once web is seen serving 2 of its 3, want 1", n)
 	}
 	_, shopHold, err := v.ReserveHosts(holderOf(shop), shop.Hosts, oil())
@@ -68,7 +69,7 @@ func TestATenantsRequestsHoldAtMostMostNewHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Minute)
-	if n := v.HeldHosts("oil"); n != 0 {
+	if n := v.heldHosts()["oil"]; n != 0 {
 		t.Fatalf("oil holds %d hosts once its holds expired, want 0", n)
 	}
 	// A hold released after it expired (its request decided late) is
@@ -79,7 +80,16 @@ func TestATenantsRequestsHoldAtMostMostNewHosts(t *testing.T) {
 	}
 	again.Keep()
 	lone.Release()
-	if n := v.HeldHosts("oil"); n != 2 {
+	if n := v.heldHosts()["oil"]; n != 2 {
 		t.Fatalf("oil holds %d hosts after an expired hold was released, want shop's 2", n)
 	}
+}
+
+// heldHosts is how many hosts each tenant's requests hold, as
+// HoldOptions.Most bounds them.
+func (v *View) heldHosts() map[string]int {
+	v.hosts.mu.Lock()
+	defer v.hosts.mu.Unlock()
+	v.hosts.expire(v.hosts.now())
+	return maps.Clone(v.hosts.heldBy)
 }

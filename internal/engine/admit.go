@@ -76,9 +76,6 @@ func (e *Engine) Admit(ctx context.Context, req *admission.Request, view *cluste
 		if errors.Is(err, quota.ErrStale) && ctx.Err() == nil {
 			continue
 		}
-		if full := (*quota.TooManyHostsError)(nil); errors.As(err, &full) {
-			d, err = tooManyHosts(req, full, reservationTTL(ledger)), nil
-		}
 		// Refused: the holds kept meanwhile are taken back once the
 		// refusal is sent. A request that failed is refused too (the
 		// handler answers [internal]), unless the API server stopped
@@ -141,10 +138,9 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 	s := h.hosts
 	// The tenant whose holds of hosts the request counts in: none for an
 	// administrator's, which are not bounded (quota.MostHostsHeld).
-	tenant, kept := "", keptHosts(req, s.hosts)
-	if !e.registry.Administers(req.UserInfo.Username, req.UserInfo.Groups) {
-		labels, _ := view.NamespaceLabels(s.holder.Namespace)
-		tenant = labels.Get(e.registry.TenantLabel())
+	tenant, kept := s.tenant, keptHosts(req, s.hosts)
+	if e.registry.Administers(req.UserInfo.Username, req.UserInfo.Groups) {
+		tenant = ""
 	}
 	var claims []quota.HostConflict
 	var strict quota.Hold
@@ -152,13 +148,13 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 		self := quota.HostClaim{Group: s.holder.Group, Kind: s.holder.Kind, Namespace: s.holder.Namespace, Name: s.holder.Name, Tenant: tenant}
 		var err error
 		if claims, strict, err = hr.ReserveHosts(ctx, self, s.hosts, kept); err != nil {
-			return nil, err
+			return overHosts(req, ledger, err)
 		}
 		defer strict.Release()
 	}
 	found, hold, err := view.ReserveHosts(s.holder, s.hosts, clusterview.HoldOptions{TTL: reservationTTL(ledger), Tenant: tenant, Served: kept, Most: quota.MostHostsHeld})
 	if err != nil {
-		return nil, err
+		return overHosts(req, ledger, err)
 	}
 	admitted := false
 	defer func() {
@@ -169,7 +165,7 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 		}
 	}()
 	found = e.withClaims(found, claims, view)
-	h.hosts = &serving{holder: s.holder, hosts: s.hosts, facts: s.facts, reserved: true, found: found}
+	h.hosts = &serving{holder: s.holder, tenant: s.tenant, hosts: s.hosts, facts: s.facts, reserved: true, found: found}
 	h.keepHosts = strict // kept by admitCounted, before the counts
 	d, err := e.admitResources(ctx, req, view, ledger, h)
 	if err != nil || !d.Allowed {

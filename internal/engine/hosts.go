@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,12 +17,14 @@ import (
 )
 
 // serving is an Ingress or route a request creates or updates in a tenant
-// namespace, as the host index knows it: the object, the hosts it serves,
-// and whether its rules read their holders (its tenant's hostnameCollision
-// is not off). found are the hosts' other holders once reserved
-// (clusterview.View.ReserveHosts); before, they are read from the view.
+// namespace, as the host index knows it: the object, its namespace's
+// tenant, the hosts it serves, and whether its rules read their holders
+// (its tenant's hostnameCollision is not off). found are the hosts' other
+// holders once reserved (clusterview.View.ReserveHosts); before, they are
+// read from the view.
 type serving struct {
 	holder   clusterview.Holder
+	tenant   string
 	hosts    []string
 	facts    bool
 	reserved bool
@@ -56,6 +59,7 @@ func (e *Engine) served(req *admission.Request, view *clusterview.View) *serving
 	}
 	return &serving{
 		holder: clusterview.Holder{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: req.Namespace, Name: name},
+		tenant: tenant.Name,
 		hosts:  hosts,
 		facts:  tenant.Ingress != nil && tenant.Ingress.HostnameCollision != registry.CollisionOff,
 	}
@@ -82,14 +86,22 @@ func keptHosts(req *admission.Request, hosts []string) []string {
 // tenant's holds past full.Most (quota.MostHostsHeld), each held for up to
 // ttl after its object is admitted.
 func tooManyHosts(req *admission.Request, full *quota.TooManyHostsError, ttl time.Duration) *admission.Decision {
-	if full.MostBytes > 0 {
-		msg := fmt.Sprintf("%s %q would add %d new hosts taking %d KiB to the ledger of hosts, where tenant %q's take %d KiB: a tenant's take at most %d KiB of it at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts, or shorter ones, in one object",
-			req.Kind.Kind, req.Name, full.Asked, kib(full.AskedBytes), full.Tenant, kib(full.Bytes), kib(full.MostBytes), ttl)
-		return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
-	}
 	msg := fmt.Sprintf("%s %q would hold %d new hosts while tenant %q holds %d: a tenant holds at most %d new hosts at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts in one object",
 		req.Kind.Kind, req.Name, full.Asked, full.Tenant, full.Held, full.Most, ttl)
+	if full.MostBytes > 0 {
+		msg = fmt.Sprintf("%s %q would add %d new hosts taking %d KiB to the ledger of hosts, where tenant %q's take %d KiB: a tenant's take at most %d KiB of it at a time, each for up to %s after its object is admitted; try again shortly, or name fewer new hosts, or shorter ones, in one object",
+			req.Kind.Kind, req.Name, full.Asked, kib(full.AskedBytes), full.Tenant, kib(full.Bytes), kib(full.MostBytes), ttl)
+	}
 	return &admission.Decision{Deny: []admission.Violation{{ID: collisionRule, Msg: msg}}}
+}
+
+// overHosts is the answer to a request whose holds of hosts failed with
+// err: the refusal of a tenant past its bound (tooManyHosts), else err.
+func overHosts(req *admission.Request, ledger quota.Ledger, err error) (*admission.Decision, error) {
+	if full := (*quota.TooManyHostsError)(nil); errors.As(err, &full) {
+		return tooManyHosts(req, full, reservationTTL(ledger)), nil
+	}
+	return nil, err
 }
 
 // kib is n bytes in KiB, rounded up.

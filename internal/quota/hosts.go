@@ -123,7 +123,8 @@ func (l *StrictLedger) ReserveHosts(ctx context.Context, self HostClaim, hosts, 
 }
 
 // tenantRoom is a *TooManyHostsError when the hosts self would add (those
-// writeHosts adds) would take its tenant's entries past MostHostsHeld, or
+// writeHosts adds) would take its tenant's entries, as writeHosts leaves
+// them, past MostHostsHeld, or
 // past MostHostBytes of the ledger; nil for an object of no tenant.
 func tenantRoom(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept []string) error {
 	if self.Tenant == "" {
@@ -132,7 +133,8 @@ func tenantRoom(ctx context.Context, p *hostsPage, self HostClaim, hosts, kept [
 	mine := mineOf(ctx, self)
 	held, bytes := 0, 0
 	for _, e := range p.entries {
-		if e.Tenant == self.Tenant && !mine(e) {
+		// self's own entries it still asks for stay, and are held too
+		if e.Tenant == self.Tenant && (!mine(e) || slices.Contains(hosts, e.Host)) {
 			held, bytes = held+1, bytes+e.size()
 		}
 	}

@@ -303,6 +303,10 @@ func TestATenantAddsAtMostMostHostsHeldToTheLedgerOfHosts(t *testing.T) {
 	if err := keep(claim("oil-b", "more", "oil"), hosts("more", 1), nil); !errors.As(err, &full) || full.Held != most {
 		t.Fatalf("error %v, want oil at its %d", err, most)
 	}
+	// The object's own entries it keeps count: it cannot grow past the bound.
+	if err := keep(claim("oil-a", "big", "oil"), hosts("big", most+1), nil); !errors.As(err, &full) || *full != (quota.TooManyHostsError{Tenant: "oil", Held: most, Asked: 1, Most: most}) {
+		t.Fatalf("error %v, want big's own %d entries held", err, most)
+	}
 }
 
 // TestATenantsEntriesTakeAtMostAQuarterOfTheLedgerOfHosts: long hosts and

@@ -182,7 +182,7 @@ func TestBadRegistriesListEveryProblem(t *testing.T) {
 				`kind must be User, Group or ServiceAccount, not "Robot"`, "must be written system:serviceaccount:NAMESPACE:NAME",
 				`r.yaml:7: settings.cordonExempt[0].name: service account "cert-manager" must be written`,
 				`r.yaml:7: settings.cordonExempt[1].name: group "system:authenticated" holds every requester of its kind: exempting it from the cordon leaves no cordon`,
-				`r.yaml:7: settings.cordonExempt[2].name: namespace "a-ci" holds ServiceAccount owners of tenant "a", who could act as "system:serviceaccounts:a-ci" and pass their own cordon`,
+				`r.yaml:7: settings.cordonExempt[2].name: namespace "a-ci" holds ServiceAccount owners of tenants ["a"], who could act as "system:serviceaccounts:a-ci" and pass their own cordon`,
 				"is a service account; write it as", `"var/log" must be a clean absolute path`, `"/var/../etc" must be a clean absolute path`,
 				`default "fast" is not allowed`, `"services.loadbalancers" is not an object count`, `"lots" is not a quantity`,
 				`must be Container, Pod or PersistentVolumeClaim, not "Node"`, "a role binding needs at least one subject",

@@ -331,33 +331,44 @@ func (s *Snapshot) dataTenant(t *Tenant) dataTenant {
 	}
 }
 
+// byKind is subjects by user name ("users", ServiceAccounts as the users
+// they authenticate as) and group ("groups"), as the rules look them up.
+func byKind(subjects []Subject) map[string]map[string]bool {
+	out := map[string]map[string]bool{"users": {}, "groups": {}}
+	for _, s := range subjects {
+		s = userOrGroup(s)
+		out[strings.ToLower(s.Kind)+"s"][s.Name] = true
+	}
+	return out
+}
+
+// ownerNamespaces are the namespaces holding tenants' ServiceAccount
+// owners (by account or by a group of a namespace's accounts), each with
+// the tenants they own, sorted: whoever holds such a namespace can act as
+// those owners.
+func ownerNamespaces(tenants []Tenant) map[string][]string {
+	out := map[string][]string{}
+	for _, t := range tenants {
+		for _, o := range t.Owners {
+			if ns, ok := heldNamespace(o); ok && !slices.Contains(out[ns], t.Name) {
+				out[ns] = append(out[ns], t.Name)
+			}
+		}
+	}
+	for _, names := range out {
+		slices.Sort(names)
+	}
+	return out
+}
+
 func (s *Snapshot) buildData() map[string]any {
 	tenants := make(map[string]dataTenant, len(s.tenants))
 	for name, t := range s.tenants {
 		tenants[name] = s.dataTenant(t)
 	}
-	admins := map[string]map[string]bool{"users": {}, "groups": {}}
-	for a := range s.admins {
-		admins[strings.ToLower(a.Kind)+"s"][a.Name] = true
-	}
-	cordonExempt := map[string]map[string]bool{"users": {}, "groups": {}}
-	for _, e := range s.registry.Settings.CordonExempt {
-		e = userOrGroup(e)
-		cordonExempt[strings.ToLower(e.Kind)+"s"][e.Name] = true
-	}
 	// namespaces whose holder can act as a ServiceAccount owner (with the
 	// tenants it owns), administrator or cordon-exempt requester
-	saNamespaces, adminNamespaces := map[string][]string{}, map[string]bool{}
-	for name, t := range s.tenants {
-		for _, o := range t.Owners {
-			if ns, ok := heldNamespace(o); ok && !slices.Contains(saNamespaces[ns], name) {
-				saNamespaces[ns] = append(saNamespaces[ns], name)
-			}
-		}
-	}
-	for _, tenants := range saNamespaces {
-		slices.Sort(tenants)
-	}
+	saNamespaces, adminNamespaces := ownerNamespaces(s.registry.Tenants), map[string]bool{}
 	for _, a := range slices.Concat(s.registry.Settings.Administrators, s.registry.Settings.CordonExempt) {
 		if ns, ok := heldNamespace(a); ok {
 			adminNamespaces[ns] = true
@@ -365,8 +376,8 @@ func (s *Snapshot) buildData() map[string]any {
 	}
 	doc := map[string]any{
 		"settings":       s.registry.Settings,
-		"administrators": admins,
-		"cordonExempt":   cordonExempt,
+		"administrators": byKind(s.registry.Settings.Administrators),
+		"cordonExempt":   byKind(s.registry.Settings.CordonExempt),
 		"owners":         map[string]any{"users": s.byUser, "groups": s.byGroup},
 		// whoever holds such a namespace can act as the owner,
 		// administrator or cordon-exempt requester, so it is reserved for

@@ -47,21 +47,14 @@ var everyone = []string{"system:authenticated", "system:unauthenticated", "syste
 // ServiceAccount (or all of a namespace's) in a namespace holding a
 // tenant's ServiceAccount owner, whose tokens that tenant can mint.
 func (c checker) cordonExempt(reg *Registry) {
-	owned := map[string]string{}
-	for _, t := range reg.Tenants {
-		for _, o := range t.Owners {
-			if ns, ok := heldNamespace(o); ok {
-				owned[ns] = t.Name
-			}
-		}
-	}
+	owned := ownerNamespaces(reg.Tenants)
 	for i, s := range reg.Settings.CordonExempt {
 		sp := fmt.Sprintf("settings.cordonExempt[%d]", i)
 		if s.Kind == "Group" && slices.Contains(everyone, s.Name) {
 			c.at(sp+".name", "group %q holds every requester of its kind: exempting it from the cordon leaves no cordon", s.Name)
 		}
-		if ns, ok := heldNamespace(s); ok && owned[ns] != "" {
-			c.at(sp+".name", "namespace %q holds ServiceAccount owners of tenant %q, who could act as %q and pass their own cordon", ns, owned[ns], s.Name)
+		if ns, ok := heldNamespace(s); ok && len(owned[ns]) > 0 {
+			c.at(sp+".name", "namespace %q holds ServiceAccount owners of tenants %q, who could act as %q and pass their own cordon", ns, owned[ns], s.Name)
 		}
 	}
 }

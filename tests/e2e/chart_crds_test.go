@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,15 +36,10 @@ func TestChartInstallsTheReportCRDOnlyWhenItIsNotAnothers(t *testing.T) {
 	if err := yaml.Unmarshal(text, &crd); err != nil {
 		t.Fatal(err)
 	}
-	const name = "reports.openreports.io"
 	// rendered says whether the release's manifest holds the CRD.
 	rendered := func(t *testing.T) bool {
-		for doc := range strings.SplitSeq(helmTemplate(t, "--dry-run=server", "--kubeconfig", kubeconfig), "\n---\n") {
-			if strings.Contains(doc, "\nkind: CustomResourceDefinition\n") && strings.Contains(doc, "\n  name: "+name+"\n") {
-				return true
-			}
-		}
-		return false
+		_, ok := renderedDoc(helmTemplate(t, "--dry-run=server", "--kubeconfig", kubeconfig), "CustomResourceDefinition", "reports.openreports.io")
+		return ok
 	}
 	force := true
 	// byHelm is the metadata Helm gives what a release installs.

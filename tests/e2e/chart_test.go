@@ -384,15 +384,24 @@ func waitForChartServer(t *testing.T, cp *live.ControlPlane, url string, logs *l
 // renderedObject decodes the rendered object of kind and name into into.
 func renderedObject(t *testing.T, rendered, kind, name string, into any) {
 	t.Helper()
+	doc, ok := renderedDoc(rendered, kind, name)
+	if !ok {
+		t.Fatalf("no %s %s in the chart", kind, name)
+	}
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renderedDoc is the document of the object of kind and name in the
+// rendered chart, if there is one.
+func renderedDoc(rendered, kind, name string) (string, bool) {
 	for doc := range strings.SplitSeq(rendered, "\n---\n") {
 		if strings.Contains(doc, "\nkind: "+kind+"\n") && strings.Contains(doc, "\n  name: "+name+"\n") {
-			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
-				t.Fatal(err)
-			}
-			return
+			return doc, true
 		}
 	}
-	t.Fatalf("no %s %s in the chart", kind, name)
+	return "", false
 }
 
 // runAs runs tenantguard with args as user (a client certificate: only what
