@@ -32,6 +32,8 @@ type Auditor struct {
 	anyKind bool
 	// manager is the user name companions are audited as.
 	manager string
+	// creates makes the objects' requests.
+	creates request.Creates
 }
 
 // New readies an audit with the engine's registry and rules, against view.
@@ -119,7 +121,7 @@ func (a *Auditor) Check(ctx context.Context, o *Object) ([]Row, error) {
 	}
 	tenant := a.tenantOf(o)
 	user, groups := a.requester(o, tenant)
-	req, err := request.DecodeCreate(request.Spec{GVK: o.GVK, Resource: o.resource(), Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups)}, o.createObject())
+	req, err := a.creates.Decode(request.Spec{GVK: o.GVK, Resource: o.resource(), Name: o.Name, Namespace: o.Namespace, Operation: request.Create, User: user, Groups: request.Groups(user, groups)}, o.createObject())
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", o.GVK.Kind, o.Name, err)
 	}

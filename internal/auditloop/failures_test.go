@@ -333,16 +333,7 @@ func TestAChangeBeforeTheFirstAuditIsInIt(t *testing.T) {
 	l.opts.Interval, l.opts.Debounce = time.Hour, 50*time.Millisecond
 	audited := make(chan struct{}, 2)
 	l.opts.Observer = observerFunc(func() { audited <- struct{}{} })
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		_ = l.Start(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	running(t, l)
 	select {
 	case <-audited:
 	case <-time.After(30 * time.Second):
@@ -355,4 +346,19 @@ func TestAChangeBeforeTheFirstAuditIsInIt(t *testing.T) {
 		t.Fatal("a second audit ran for the change before the first")
 	case <-time.After(2 * time.Second):
 	}
+}
+
+// running starts l's loop, which ends, and is waited for, when the test
+// does.
+func running(t *testing.T, l *Loop) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		_ = l.Start(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -154,8 +155,26 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 
 // Start audits once the registry is in force and the view synced, then
 // every interval and after each change of the registry or the policy,
-// until ctx ends.
+// until ctx ends. The loop runs on an operating-system thread of its own
+// whose scheduling priority is the lowest (nice 19, lowPriority), so that
+// the kernel gives admission's threads, and the API server's on a shared
+// node, the CPU first: the Go scheduler alone cannot, as it shares the
+// CPUs with other processes it does not see. The thread ends with the
+// loop; its priority cannot be raised again without privileges.
 func (l *Loop) Start(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := lowPriority(); err != nil {
+			l.opts.Logger.Info("background audit: its thread keeps the normal priority", "error", err.Error())
+		}
+		done <- l.run(ctx)
+	}()
+	return <-done
+}
+
+// run is Start's loop, on the audit's own thread.
+func (l *Loop) run(ctx context.Context) error {
 	waiting, said := time.Now(), time.Time{}
 	for l.store.Engine() == nil || (l.opts.Synced != nil && l.opts.Synced() != nil) {
 		if time.Since(waiting) > waitSaid && time.Since(said) > l.opts.Interval {

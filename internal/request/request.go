@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,13 +48,7 @@ type Spec struct {
 // The objects are sent as given: a caller sets metadata.namespace on an
 // object that names none, as the API server does before admission.
 func Review(s Spec) ([]byte, error) {
-	requestNamespace := s.Namespace
-	if s.GVK.Group == "" && s.GVK.Kind == "Namespace" {
-		// A namespace's own URL (/api/v1/namespaces/NAME) names it as the
-		// request's namespace, and the API server's create handler does
-		// the same for a create.
-		requestNamespace = s.Name
-	}
+	requestNamespace := s.requestNamespace()
 	gvk := metav1.GroupVersionKind(s.GVK)
 	resource := s.Resource
 	if resource == "" {
@@ -95,6 +88,16 @@ func Review(s Spec) ([]byte, error) {
 	})
 }
 
+// requestNamespace is the namespace the request names: the object's, and
+// a Namespace's own name, as its URL (/api/v1/namespaces/NAME) names it and
+// the API server's create handler does for a create.
+func (s Spec) requestNamespace() string {
+	if s.GVK.Group == "" && s.GVK.Kind == "Namespace" {
+		return s.Name
+	}
+	return s.Namespace
+}
+
 // Decode builds the request and decodes it as the admission server does.
 func Decode(s Spec) (*admission.Request, error) {
 	review, err := Review(s)
@@ -103,34 +106,6 @@ func Decode(s Spec) (*admission.Request, error) {
 	}
 	return admission.Decode(review)
 }
-
-// DecodeCreate is Decode for a CREATE of an object already decoded (the
-// audit's, from a list): s.Object is not read, and obj is used as it is,
-// not encoded and parsed again. The request's Raw text of the object is
-// left empty: the engine encodes obj when a patch must apply to it.
-func DecodeCreate(s Spec, obj ast.Object) (*admission.Request, error) {
-	if s.Operation != Create {
-		return nil, fmt.Errorf("operation %q is not CREATE", s.Operation)
-	}
-	s.Object = []byte("{}")
-	req, err := Decode(s)
-	if err != nil {
-		return nil, err
-	}
-	// A new Value with obj in the empty object's place.
-	value := ast.NewObjectWithCapacity(req.Value.Len())
-	req.Value.Foreach(func(k, v *ast.Term) {
-		if k.Equal(keyObject) {
-			v = ast.NewTerm(obj)
-		}
-		value.Insert(k, v)
-	})
-	req.Object, req.Value, req.AdmissionRequest.Object.Raw = obj, value, nil
-	return req, nil
-}
-
-// keyObject is the request's key of its object.
-var keyObject = ast.InternedTerm("object")
 
 // Groups are the groups the API server gives an authenticated user: the
 // ones given, system:authenticated, and a service account's own.
