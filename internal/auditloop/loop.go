@@ -157,10 +157,12 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 // every interval and after each change of the registry or the policy,
 // until ctx ends. The loop runs on an operating-system thread of its own
 // whose scheduling priority is the lowest (nice 19, lowPriority), so that
-// the kernel gives admission's threads, and the API server's on a shared
-// node, the CPU first: the Go scheduler alone cannot, as it shares the
-// CPUs with other processes it does not see. The thread ends with the
-// loop; its priority cannot be raised again without privileges.
+// the kernel gives the server's other threads, admission's, the CPU first:
+// Go's scheduler alone shares the CPUs with no regard for which goroutine
+// waits on a request. The kernel weighs nice values between the threads of
+// one cgroup (in a pod, the container's), not against other pods. The
+// thread ends with the loop; its priority cannot be raised again without
+// privileges.
 func (l *Loop) Start(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() {

@@ -13,8 +13,9 @@ import (
 )
 
 // Creates makes the CREATE requests of objects already decoded: the audit's,
-// from a list. Decode's request of an object is the one Decode would build
-// from its text, the object used as it is, not encoded and parsed again.
+// from a list. The request Creates.Decode makes of an object is the one the
+// package's Decode builds from the object's text, the object used as it is,
+// not encoded and parsed again.
 // The requests of one kind differ only in their uid, name, namespace,
 // requester and object: Creates decodes a review once for each kind and
 // makes every request from it, where decoding one per object would be a
