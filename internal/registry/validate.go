@@ -38,20 +38,37 @@ func checkRegistry(src *source, loc *locator, reg *Registry) {
 	c.cordonExempt(reg)
 }
 
-// everyone are the groups every requester, or every ServiceAccount, is in:
-// exempting one from a cordon would leave no cordon.
-var everyone = []string{"system:authenticated", "system:unauthenticated", "system:serviceaccounts"}
+// everyone are the groups every requester, or every ServiceAccount, is in,
+// and the user any tenant can bind roles to: exempting one from a cordon
+// would leave no cordon.
+var everyone = []Subject{
+	{Kind: "Group", Name: "system:authenticated"},
+	{Kind: "Group", Name: "system:unauthenticated"},
+	{Kind: "Group", Name: "system:serviceaccounts"},
+	{Kind: "User", Name: "system:anonymous"},
+}
 
 // cordonExempt refuses settings.cordonExempt subjects that would let a
-// cordoned tenant through its own cordon: a group of everyone, or a
+// cordoned tenant through its own cordon: everyone, a tenant's owner, or a
 // ServiceAccount (or all of a namespace's) in a namespace holding a
 // tenant's ServiceAccount owner, whose tokens that tenant can mint.
 func (c checker) cordonExempt(reg *Registry) {
 	owned := ownerNamespaces(reg.Tenants)
+	owners := map[Subject][]string{}
+	for _, t := range reg.Tenants {
+		for _, o := range t.Owners {
+			if o = userOrGroup(o); !slices.Contains(owners[o], t.Name) {
+				owners[o] = append(owners[o], t.Name)
+			}
+		}
+	}
 	for i, s := range reg.Settings.CordonExempt {
 		sp := fmt.Sprintf("settings.cordonExempt[%d]", i)
-		if s.Kind == "Group" && slices.Contains(everyone, s.Name) {
-			c.at(sp+".name", "group %q holds every requester of its kind: exempting it from the cordon leaves no cordon", s.Name)
+		if slices.Contains(everyone, s) {
+			c.at(sp+".name", "%s %q stands for every requester of its kind: exempting it from the cordon leaves no cordon", strings.ToLower(s.Kind), s.Name)
+		}
+		if tenants := owners[userOrGroup(s)]; len(tenants) > 0 {
+			c.at(sp+".name", "%q owns tenants %q, who would pass their own cordon", s.Name, tenants)
 		}
 		if ns, ok := heldNamespace(s); ok && len(owned[ns]) > 0 {
 			c.at(sp+".name", "namespace %q holds ServiceAccount owners of tenants %q, who could act as %q and pass their own cordon", ns, owned[ns], s.Name)

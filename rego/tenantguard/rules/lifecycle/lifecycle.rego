@@ -21,12 +21,7 @@ _exempt if identity.is_manager
 
 _exempt if identity.is_control_plane
 
-_exempt if data.tenantguard.registry.cordonExempt.users[identity.username]
-
-_exempt if {
-	some group in identity.groups
-	data.tenantguard.registry.cordonExempt.groups[group]
-}
+_exempt if identity.listed(data.tenantguard.registry.cordonExempt)
 
 _namespace if tenancy.kind_key == "Namespace"
 

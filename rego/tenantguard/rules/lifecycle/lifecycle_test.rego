@@ -112,13 +112,14 @@ test_a_scale_is_named_by_the_workload_it_scales if {
 }
 
 test_cordon_exempt_requesters_pass_a_cordon_and_no_other_rule if {
-	exempt := {"users": {"system:serviceaccount:cert-manager:cert-manager": true}, "groups": {"platform-add-ons": true}}
+	exempt := {"users": {"system:serviceaccount:cert-manager:cert-manager": true}, "groups": {"platform-add-ons": true, "system:serviceaccounts:mesh-system": true}}
+	deleted := object.union(_namespace_request("DELETE", _namespace("oil-dev", "oil")), {"request": {"object": null, "oldObject": _namespace("oil-dev", "oil")}})
 	every user in [
 		f.user("system:serviceaccount:cert-manager:cert-manager"),
 		{"username": "external-secrets", "groups": ["platform-add-ons"]},
+		{"username": "system:serviceaccount:mesh-system:istiod", "groups": ["system:serviceaccounts", "system:serviceaccounts:mesh-system"]},
 	] {
 		count(_eval_trusting(f.as_user(f.request("UPDATE", _config_map), user), _cordoned, exempt)) == 0
-		deleted := object.union(_namespace_request("DELETE", _namespace("oil-dev", "oil")), {"request": {"object": null, "oldObject": _namespace("oil-dev", "oil")}})
 		{v.id | some v in _eval_trusting(f.as_user(deleted, user), {"preventNamespaceDeletion": true}, exempt)} == {"namespace-deletion"}
 	}
 	{v.id | some v in _eval_trusting(f.as_user(f.request("UPDATE", _config_map), f.user("system:serviceaccount:cert-manager:cainjector")), _cordoned, exempt)} == {"tenant-cordoned"}

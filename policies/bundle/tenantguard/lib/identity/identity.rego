@@ -18,13 +18,20 @@ username := object.get(input.request, ["userInfo", "username"], "")
 groups := object.get(input.request, ["userInfo", "groups"], [])
 
 # METADATA
-# description: The requester is a tenantguard administrator, by user name or by group.
-is_admin if _registry.administrators.users[username]
+# description: |
+#   The requester is in list, by user name or by group: a list of subjects
+#   as the compiled registry holds them, {"users": {NAME: true}, "groups":
+#   {NAME: true}} (administrators, cordonExempt).
+listed(list) if list.users[username]
 
-is_admin if {
+listed(list) if {
 	some group in groups
-	_registry.administrators.groups[group]
+	list.groups[group]
 }
+
+# METADATA
+# description: The requester is a tenantguard administrator, by user name or by group.
+is_admin if listed(_registry.administrators)
 
 # METADATA
 # description: The tenants the requester owns, directly or through a group.
