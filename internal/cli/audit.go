@@ -197,11 +197,7 @@ func namespacesGiven(stderr io.Writer, view *clusterview.View, objects []audit.O
 	if namespaces == 0 {
 		return usageErrorf("--objects holds no Namespace, so the tenant of its %d namespaced objects is unknown: list namespaces too (kubectl get namespaces,pods,... -A -o yaml)", skipped)
 	}
-	objectsText := fmt.Sprintf("%d objects", skipped)
-	if skipped == 1 {
-		objectsText = "1 object"
-	}
-	_, _ = fmt.Fprintf(stderr, "tenantguard: %s in namespaces --objects does not hold (%s) not audited: their tenant is unknown\n", objectsText, strings.Join(names, ", "))
+	_, _ = fmt.Fprintf(stderr, "tenantguard: %s in namespaces --objects does not hold (%s) not audited: their tenant is unknown\n", counted(skipped, "object"), strings.Join(names, ", "))
 	return nil
 }
 

@@ -165,7 +165,9 @@ func (e *Engine) admitHosts(ctx context.Context, req *admission.Request, view *c
 		}
 	}()
 	found = e.withClaims(found, claims, view)
-	h.hosts = &serving{holder: s.holder, tenant: s.tenant, hosts: s.hosts, facts: s.facts, reserved: true, found: found}
+	reserved := *s
+	reserved.reserved, reserved.found = true, found
+	h.hosts = &reserved
 	h.keepHosts = strict // kept by admitCounted, before the counts
 	d, err := e.admitResources(ctx, req, view, ledger, h)
 	if err != nil || !d.Allowed {

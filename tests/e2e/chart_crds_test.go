@@ -28,7 +28,7 @@ func TestChartInstallsTheReportCRDOnlyWhenItIsNotAnothers(t *testing.T) {
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(live.Root(), "charts", "tenantguard", "files", "crds", "openreports.io_reports.yaml"))
+	text, err := os.ReadFile(filepath.Join(live.ReportCRDsDir(), "openreports.io_reports.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
