@@ -307,9 +307,7 @@ func TestTheFirstAuditWaitsForTheViewToBeSynced(t *testing.T) {
 	}
 	audited := make(chan struct{}, 1)
 	l.opts.Observer = observerFunc(func() { audited <- struct{}{} })
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() { _ = l.Start(ctx) }()
+	running(t, l)
 	time.Sleep(1500 * time.Millisecond)
 	if reader.requested() != 0 {
 		t.Fatalf("%d list requests before the view was synced", reader.requested())

@@ -9,12 +9,14 @@ import (
 	"sync"
 )
 
-// auditing counts the audits under way in the process, and keeps the
-// runtime's settings from before the first of them.
+// auditing counts the audits under way in the process, and keeps what
+// their settings changed.
 var auditing struct {
 	sync.Mutex
 	audits int
-	// procs is GOMAXPROCS and gcPercent the collector's target before.
+	// procs is GOMAXPROCS before, when an audit raised it, else 0;
+	// gcPercent the collector's target before, when an audit raised it,
+	// else 0.
 	procs, gcPercent int
 }
 
@@ -22,28 +24,39 @@ var auditing struct {
 // returns what gives the settings before back. The first audit under way
 // changes them, the last one to end restores them.
 //
-//   - One more processor (GOMAXPROCS). The audit's goroutine is locked to a
+//   - One more processor (GOMAXPROCS), when the processors are all the
+//     CPUs the process may run on. The audit's goroutine is locked to a
 //     thread of the lowest priority (Start): while the kernel runs
 //     admission's threads ahead of that thread, it keeps the processor Go's
-//     scheduler gave it; without one more, admission's goroutines would
-//     have one processor fewer for the audit's whole length. It goes back
-//     to the runtime's default, which follows the container's CPU limit,
-//     unless the environment set GOMAXPROCS.
+//     scheduler gave it, and without one more admission's goroutines would
+//     have one processor fewer for the audit's whole length. Under a CPU
+//     limit (GOMAXPROCS below the CPU count, as Go sets it from the
+//     container's cgroup) the CPUs beyond it are idle, nothing keeps the
+//     audit's thread waiting, and one processor more would let the
+//     container run past its quota and be throttled whole, admission
+//     with it: none is added. The processors go back to the runtime's
+//     default (the container's CPU limit, or else the CPU count), unless
+//     the environment set GOMAXPROCS.
 //
-//   - Twice the collector's target (GOGC, serve's --gc-percent): the audit
+//   - Twice the collector's target (GOGC, serve's --gc-percent), when a
+//     soft memory limit (serve's --memory-limit) holds the heap: the audit
 //     allocates as it decodes and decides, and each collection's marks slow
 //     admission's requests down; with the heap let grow twice as far
-//     between collections there are half as many. The soft memory limit
-//     (serve's --memory-limit) still holds the heap. A collector turned
-//     off stays off.
+//     between collections there are half as many. The limit still holds
+//     the heap: near it, collections come as often as they must. With no
+//     limit, or the collector off, the target stays.
 func auditSettings() (restore func()) {
 	auditing.Lock()
 	defer auditing.Unlock()
 	if auditing.audits == 0 {
-		auditing.procs = runtime.GOMAXPROCS(0)
-		runtime.GOMAXPROCS(auditing.procs + 1)
-		if auditing.gcPercent = gcPercent(); auditing.gcPercent > 0 {
-			debug.SetGCPercent(2 * auditing.gcPercent)
+		auditing.procs, auditing.gcPercent = 0, 0
+		if procs := runtime.GOMAXPROCS(0); procs >= runtime.NumCPU() {
+			auditing.procs = procs
+			runtime.GOMAXPROCS(procs + 1)
+		}
+		if percent := gcPercent(); percent > 0 && debug.SetMemoryLimit(-1) != math.MaxInt64 {
+			auditing.gcPercent = percent
+			debug.SetGCPercent(min(2*percent, math.MaxInt32))
 		}
 	}
 	auditing.audits++
@@ -56,9 +69,11 @@ func auditSettings() (restore func()) {
 		if auditing.gcPercent > 0 {
 			debug.SetGCPercent(auditing.gcPercent)
 		}
-		if os.Getenv("GOMAXPROCS") == "" {
+		switch {
+		case auditing.procs == 0:
+		case os.Getenv("GOMAXPROCS") == "":
 			runtime.SetDefaultGOMAXPROCS()
-		} else {
+		default:
 			runtime.GOMAXPROCS(auditing.procs)
 		}
 	})
@@ -71,8 +86,8 @@ func gcPercent() int {
 	if sample[0].Value.Kind() != metrics.KindUint64 {
 		return -1
 	}
-	// The runtime keeps it as a signed number; off, -1, reads as the
-	// largest uint64.
+	// The runtime keeps it as a signed 32-bit number; off, -1, reads as
+	// the largest uint64.
 	v := sample[0].Value.Uint64()
 	if v > math.MaxInt32 {
 		return -1
