@@ -160,11 +160,11 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 // the kernel gives the server's other threads, admission's, the CPU first:
 // Go's scheduler alone shares the CPUs with no regard for which goroutine
 // waits on a request. The kernel weighs nice values between the threads of
-// one cgroup (in a pod, the container's), not against other pods. Since
-// that thread keeps its Go processor while the kernel keeps it waiting,
-// Go's scheduler has one processor more while an audit runs
-// (auditSettings). The thread ends with the loop; its priority cannot
-// be raised again without privileges.
+// one cgroup (in a pod, the container's), not against other pods. That
+// thread keeps its Go processor while the kernel keeps it waiting, so
+// while an audit runs Go's scheduler has one processor more, unless a CPU
+// limit bounds the processors (auditSettings). The thread ends with the
+// loop; its priority cannot be raised again without privileges.
 func (l *Loop) Start(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() {
