@@ -1,21 +1,27 @@
 package auditloop
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/tenantguard/tenantguard/internal/catalog"
+	"github.com/tenantguard/tenantguard/internal/metrics"
 	"github.com/tenantguard/tenantguard/internal/reports"
 	"github.com/tenantguard/tenantguard/rego"
 	"github.com/tenantguard/tenantguard/tests/fixtures"
@@ -359,4 +365,84 @@ func running(t *testing.T, l *Loop) {
 		cancel()
 		<-done
 	})
+}
+
+// panickingPager panics on the first page of kind, times times: a bug in
+// the audit, which nothing provokes for real.
+type panickingPager struct {
+	*pagedReader
+	kind  string
+	times atomic.Int32
+}
+
+func (p *panickingPager) Page(ctx context.Context, gvr schema.GroupVersionResource, limit int64, token string) ([]byte, error) {
+	if gvk, err := p.mapper.KindFor(gvr); err == nil && gvk.Kind == p.kind && p.times.Add(-1) >= 0 {
+		panic("a bug in the audit")
+	}
+	return p.pagedReader.Page(ctx, gvr, limit, token)
+}
+
+// audits tells, on a channel, how each audit ended: the objects it
+// checked, or -1 when it failed.
+type audits chan int
+
+func (a audits) Audited(_ map[metrics.AuditKey]int, objects int, _ time.Duration, _ time.Time) {
+	a <- objects
+}
+func (a audits) AuditFailed() { a <- -1 }
+
+// TestAnAuditThatPanicsFailsAndTheNextOneRuns: a panic in the audit (a
+// bug) fails that audit, logged with its stack and counted as failed; the
+// process, which admits requests too, and the loop go on, and the next
+// audit checks the whole cluster.
+func TestAnAuditThatPanicsFailsAndTheNextOneRuns(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	whole, err := l.Once(t.Context()) // what an audit checks
+	if whole == nil {
+		t.Fatal(err)
+	}
+	objects := whole.Objects
+	pager := &panickingPager{pagedReader: reader, kind: "Pod"}
+	pager.times.Store(1)
+	l.pager = pager
+	var logged syncBuffer
+	l.opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	l.opts.Interval = 200 * time.Millisecond
+	ended := make(audits, 4)
+	l.opts.Observer = ended
+	running(t, l)
+	for i, want := range []int{-1, objects} {
+		select {
+		case got := <-ended:
+			if got != want {
+				t.Fatalf("audit %d checked %d objects (-1: failed), want %d", i+1, got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("audit %d did not end", i+1)
+		}
+	}
+	log := logged.String()
+	for _, want := range []string{"background audit: panic", "a bug in the audit", "panickingPager", "background audit failed", ErrPanicked.Error()} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log does not say %q:\n%s", want, log)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger and a test may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -255,7 +256,7 @@ func (l *Loop) settle(ctx context.Context) bool {
 func (l *Loop) auditLogged(ctx context.Context) {
 	defer auditSettings()()
 	started := time.Now()
-	result, err := l.Once(ctx)
+	result, err := l.onceRecovered(ctx)
 	took := time.Since(started)
 	if ctx.Err() != nil {
 		return
@@ -280,4 +281,25 @@ func (l *Loop) auditLogged(ctx context.Context) {
 			l.opts.Observer.AuditFailed()
 		}
 	}
+}
+
+// ErrPanicked is the error of an audit that panicked. A bug in the audit
+// fails that audit, which is logged with its stack and counted as failed,
+// and leaves the process running, as a panic while deciding refuses that
+// request alone: the process is also the one that admits requests. The
+// next audit runs as usual.
+var ErrPanicked = errors.New("the audit panicked")
+
+// onceRecovered is Once with a panic turned into ErrPanicked. The loop's
+// cache of shared values starts afresh: the panic may have left a slot
+// half written.
+func (l *Loop) onceRecovered(ctx context.Context) (result *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.opts.Logger.Error("background audit: panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			l.cache = jsonast.NewCache(cacheSlots)
+			result, err = nil, fmt.Errorf("%w: %v", ErrPanicked, p)
+		}
+	}()
+	return l.Once(ctx)
 }
