@@ -1,13 +1,11 @@
 package auditloop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -405,7 +403,7 @@ func TestAnAuditThatPanicsFailsAndTheNextOneRuns(t *testing.T) {
 	pager := &panickingPager{pagedReader: reader, kind: "Pod"}
 	pager.times.Store(1)
 	l.pager = pager
-	var logged syncBuffer
+	var logged fixtures.SyncBuffer
 	l.opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	l.opts.Interval = 200 * time.Millisecond
 	ended := make(audits, 4)
@@ -427,22 +425,4 @@ func TestAnAuditThatPanicsFailsAndTheNextOneRuns(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, log)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

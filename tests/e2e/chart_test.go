@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/live"
 )
 
@@ -303,7 +304,7 @@ func helmTemplate(t *testing.T, args ...string) string {
 // runChartServer runs the rendered Deployment's command, as a process of the
 // binary built from this tree with the ServiceAccount's identity, listening
 // on port; the certificate also names 127.0.0.1, the host of the webhook URL.
-func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port int) (stop func(), logs *live.SyncBuffer) {
+func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port int) (stop func(), logs *fixtures.SyncBuffer) {
 	t.Helper()
 	var d appsv1.Deployment
 	renderedObject(t, rendered, "Deployment", release, &d)
@@ -328,7 +329,7 @@ func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port i
 		fmt.Sprintf("--addr=127.0.0.1:%d", port), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
 		"--kubeconfig="+kubeconfigFile, "--tls-dns-name=127.0.0.1", "--shutdown-delay=0s", "--webhook-check-interval=1s")
 	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...)
-	logs = &live.SyncBuffer{}
+	logs = &fixtures.SyncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -352,7 +353,7 @@ func runChartServer(t *testing.T, cp *live.ControlPlane, rendered string, port i
 
 // waitForChartServer waits until the server has written its Secret and
 // answers /readyz over TLS trusting that Secret's CA bundle, which it returns.
-func waitForChartServer(t *testing.T, cp *live.ControlPlane, url string, logs *live.SyncBuffer) []byte {
+func waitForChartServer(t *testing.T, cp *live.ControlPlane, url string, logs *fixtures.SyncBuffer) []byte {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var last error

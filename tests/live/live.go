@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/engine"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/reports"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/webhook/configuration"
 	"github.com/tenantguard/tenantguard/webhook/selfsigned"
 )
@@ -50,7 +50,7 @@ type Cluster struct {
 	BaseURL string
 	// HTTP reaches the server over TLS, trusting its CA.
 	HTTP   *http.Client
-	Logs   *SyncBuffer
+	Logs   *fixtures.SyncBuffer
 	cancel context.CancelFunc
 	served chan int
 	dir    string
@@ -91,7 +91,7 @@ type Options struct {
 
 // Start brings everything up; Stop tears it down.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	c := &Cluster{Logs: &SyncBuffer{}, served: make(chan int, 1), catalog: opts.Catalog}
+	c := &Cluster{Logs: &fixtures.SyncBuffer{}, served: make(chan int, 1), catalog: opts.Catalog}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -279,7 +279,7 @@ func (c *Cluster) serve(ctx context.Context, certFile, keyFile string, caPEM []b
 // this tree (replicas are separate processes in a cluster too), until stop
 // is called; it returns the replica's base URL and logs. args are extra
 // `tenantguard serve` flags.
-func (c *Cluster) Replica(ctx context.Context, args ...string) (baseURL string, logs *SyncBuffer, stop func(), err error) {
+func (c *Cluster) Replica(ctx context.Context, args ...string) (baseURL string, logs *fixtures.SyncBuffer, stop func(), err error) {
 	bin, err := Binary(ctx, c.dir)
 	if err != nil {
 		return "", nil, nil, err
@@ -288,7 +288,7 @@ func (c *Cluster) Replica(ctx context.Context, args ...string) (baseURL string, 
 	if err != nil {
 		return "", nil, nil, err
 	}
-	logs = &SyncBuffer{}
+	logs = &fixtures.SyncBuffer{}
 	args = append(append(slices.Clone(c.serveArgs), args...), "--addr", fmt.Sprintf("127.0.0.1:%d", port))
 	cmd := exec.CommandContext(ctx, bin, args...) //nolint:gosec // the binary just built, with the harness's own flags
 	cmd.Stderr = logs
@@ -405,23 +405,4 @@ func FreePort() (int, error) {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String is everything written so far.
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tenantguard/tenantguard/internal/clusterview"
 	"github.com/tenantguard/tenantguard/internal/registry"
 	"github.com/tenantguard/tenantguard/internal/state"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 	"github.com/tenantguard/tenantguard/tests/scale"
 )
 
@@ -86,8 +87,8 @@ func TestTheAuditClusterIsTheScaleViewWithOneViolationPerTenant(t *testing.T) {
 
 func TestTheGateHoldsTheAuditUntilResumedAndCountsTheTimeHeld(t *testing.T) {
 	s := Scale{Tenants: 4, Namespaces: 2, Pods: 3}
-	var out strings.Builder
-	r := newAuditRunner(s, &lockedWriter{w: &out}, &sync.Mutex{})
+	var out fixtures.SyncBuffer
+	r := newAuditRunner(s, &out, &sync.Mutex{})
 	store := auditedStore(t, s)
 	l := auditloop.New(store, r.cluster, r.cluster, r.sink, r.cluster.mapper(), auditloop.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	done := make(chan error, 1)
@@ -110,18 +111,6 @@ func TestTheGateHoldsTheAuditUntilResumedAndCountsTheTimeHeld(t *testing.T) {
 	if !strings.Contains(out.String(), `"auditBaseline"`) {
 		t.Errorf("no baseline reported at the first resume: %s", out.String())
 	}
-}
-
-// lockedWriter is a writer safe for concurrent use.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestAuditLoadRunsTheAuditInTheAuditedTargetsTurns(t *testing.T) {

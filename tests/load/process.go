@@ -20,7 +20,7 @@ import (
 
 	"github.com/tenantguard/tenantguard/internal/memlimit"
 	"github.com/tenantguard/tenantguard/internal/state"
-	"github.com/tenantguard/tenantguard/tests/live"
+	"github.com/tenantguard/tenantguard/tests/fixtures"
 )
 
 // Process is a target running in its own process, so that its memory is
@@ -29,7 +29,7 @@ type Process struct {
 	name  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	logs  *live.SyncBuffer
+	logs  *fixtures.SyncBuffer
 	done  chan struct{}
 	// reloads is the last status line of a served target
 	reloads atomic.Pointer[Reloads]
@@ -46,7 +46,7 @@ func start(ctx context.Context, name string, stdout io.Writer, bin string, args 
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &live.SyncBuffer{}, done: make(chan struct{}), heaps: make(chan heapAnswer, 1), audits: newAuditLog()}
+	p := &Process{name: name, cmd: cmd, stdin: stdin, logs: &fixtures.SyncBuffer{}, done: make(chan struct{}), heaps: make(chan heapAnswer, 1), audits: newAuditLog()}
 	cmd.Stdout, cmd.Stderr = stdout, p.logs
 	if stdout == nil {
 		cmd.Stdout = p.logs
