@@ -52,6 +52,9 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	// Counted while answered, so that the audit waits for none left.
+	h.store.AdmitStart()
+	defer h.store.AdmitEnd()
 	req, status, err := h.decode(w, r)
 	if err != nil {
 		h.metrics.Request(h.webhook, metrics.DecisionBadRequest, time.Since(start))

@@ -390,3 +390,54 @@ func TestARequestInANamespaceNotSeenYetIsNotDecidedWithoutIt(t *testing.T) {
 		})
 	}
 }
+
+// TestTheAuditWaitsWhileARequestIsAnswered: a request counts from its
+// first byte read to its answer written (state.Store.AdmitStart), so that
+// the background audit, waiting for no request left (WaitQuiet), runs
+// between requests: here one held up waiting for its namespace.
+func TestTheAuditWaitsWhileARequestIsAnswered(t *testing.T) {
+	const ns = "oil-brand-new"
+	body := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"held","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"` + ns + `","name":"p","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"` + ns + `"},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`)
+	for _, path := range []string{"/validate", "/mutate"} {
+		t.Run(path, func(t *testing.T) {
+			store := newStore(t, filepath.Join(fixtures.Dir(), "registry.yaml"), nil)
+			srv, _ := newServer(t, store, Options{NamespaceWait: time.Hour})
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				post(t, srv.Handler(), path, "application/json", body)
+			}()
+			// The request waits for its namespace: WaitQuiet's bound
+			// is what ends the wait.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				started := time.Now()
+				store.WaitQuiet(t.Context(), 100*time.Millisecond)
+				if time.Since(started) >= 100*time.Millisecond {
+					break // the request is being answered
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("WaitQuiet never waited while the request was answered")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			quiet := make(chan struct{})
+			go func() {
+				store.WaitQuiet(t.Context(), time.Hour)
+				close(quiet)
+			}()
+			select {
+			case <-quiet:
+				t.Fatal("WaitQuiet ended while the request was answered")
+			case <-time.After(200 * time.Millisecond):
+			}
+			store.View().Upsert(clusterview.Object{Kind: "Namespace", Resource: "namespaces", Name: ns, Labels: map[string]string{"tenantguard.io/tenant": "oil"}})
+			<-answered
+			select {
+			case <-quiet:
+			case <-time.After(10 * time.Second):
+				t.Fatal("WaitQuiet still waits after the answer")
+			}
+		})
+	}
+}

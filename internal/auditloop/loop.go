@@ -31,6 +31,9 @@ const (
 	DefaultBatch    = 100
 	DefaultPause    = 10 * time.Millisecond
 	DefaultShare    = 0.25
+	// DefaultQuietWait bounds the audit's wait for admission to be
+	// quiet before each object and page (Options.QuietWait).
+	DefaultQuietWait = 5 * time.Millisecond
 )
 
 // Observer receives each audit's figures (metrics.Metrics).
@@ -63,8 +66,15 @@ type Options struct {
 	Batch    int
 	Pause    time.Duration
 	Share    float64
-	Logger   *slog.Logger
-	Observer Observer
+	// QuietWait is the longest the audit waits, before each object it
+	// checks and each page it decodes, for the server to be answering no
+	// admission request (state.Store.WaitQuiet): at 2,000 requests/s the
+	// server is quiet often, and the audit then runs between requests
+	// rather than beside them. The bound keeps it going under a load that
+	// never pauses.
+	QuietWait time.Duration
+	Logger    *slog.Logger
+	Observer  Observer
 	// Synced says whether the cluster view is synced (watch.Watcher's):
 	// the first audit waits for it, so that it neither misses what the
 	// view does not hold yet nor prunes reports that still stand. Nil:
@@ -94,6 +104,9 @@ func (o *Options) defaults() {
 	}
 	if o.Share <= 0 || o.Share > 1 {
 		o.Share = DefaultShare
+	}
+	if o.QuietWait <= 0 {
+		o.QuietWait = DefaultQuietWait
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

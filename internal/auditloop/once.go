@@ -54,10 +54,11 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 	// left out (they wait on the API server).
 	var worked time.Duration
 	check := func(o *audit.Object) error {
-		started := time.Now()
 		if !a.Audits(o) {
 			return nil
 		}
+		l.store.WaitQuiet(ctx, l.opts.QuietWait)
+		started := time.Now()
 		rows, err := a.Check(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -228,6 +229,7 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
+		l.store.WaitQuiet(ctx, l.opts.QuietWait)
 		items, next, err := DecodePage(l.cache, page)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)

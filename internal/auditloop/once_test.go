@@ -466,3 +466,43 @@ func countedKind(t *testing.T, l *Loop, reader *pagedReader, kind schema.GroupVe
 	}
 	reader.mapper.(*meta.DefaultRESTMapper).AddSpecific(kind, kind.GroupVersion().WithResource(plural), kind.GroupVersion().WithResource(strings.ToLower(kind.Kind)), scope)
 }
+
+// TestTheAuditRunsBetweenAdmissionRequests: before each page it decodes
+// and each object it checks, the audit waits for the server to answer no
+// admission request (up to QuietWait), and goes on once none is left.
+func TestTheAuditRunsBetweenAdmissionRequests(t *testing.T) {
+	l, reader, _ := auditOfFixture(t)
+	whole, err := l.Once(t.Context())
+	if whole == nil {
+		t.Fatal(err)
+	}
+	requests := reader.requested()
+	l.opts.QuietWait = time.Hour
+	l.store.AdmitStart() // a request being answered
+	type ended struct {
+		result *Result
+		err    error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		r, err := l.Once(t.Context())
+		done <- ended{r, err}
+	}()
+	select {
+	case <-done:
+		t.Fatal("the audit ran beside a request being answered")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if got := reader.requested() - requests; got != 1 {
+		t.Errorf("%d list requests while admission was busy, want the first page's alone", got)
+	}
+	l.store.AdmitEnd()
+	select {
+	case e := <-done:
+		if e.result == nil || e.result.Objects != whole.Objects {
+			t.Fatalf("after the request: %+v, %v; want %d objects checked", e.result, e.err, whole.Objects)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the audit did not go on once no request was left")
+	}
+}

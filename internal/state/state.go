@@ -53,6 +53,11 @@ type Store struct {
 	current atomic.Pointer[engine.Engine]
 	// collecting is set while the collection after a swap runs
 	collecting atomic.Bool
+	// admitting counts the requests being answered (AdmitStart); quiet
+	// wakes a WaitQuiet, when quietWanted, once none is left
+	admitting   atomic.Int64
+	quietWanted atomic.Bool
+	quiet       chan struct{}
 
 	mu          sync.Mutex
 	subscribers []chan struct{}
@@ -82,7 +87,7 @@ func New(view *clusterview.View, opts Options) *Store {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{opts: opts, log: log, view: view, failing: map[string]bool{}}
+	return &Store{opts: opts, log: log, view: view, failing: map[string]bool{}, quiet: make(chan struct{}, 1)}
 }
 
 // View is the live cluster view.
