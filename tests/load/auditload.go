@@ -361,7 +361,8 @@ view (%d tenants, %d namespaces, %d pods, %d Ingresses and HTTPRoutes) and %d di
 of the mixed corpus sent at %.0f/s open-loop to each target in turns, %s each in %d turns. `+"`%s`"+`
 is one `+"`tgload serve`"+` process running tenantguard's admission server and, beside it on the
 same store, serve's background audit loop (`+"`internal/auditloop`"+`, its defaults: %d objects a
-page, a pause every %d objects, at least %s and %s as long as they took to check), back to back, only during its own turns (held at its
+page, a pause every %d objects, at least %s and %s as long as they took to check, and before
+each object and page a wait of up to %s for the server to answer no request), back to back, only during its own turns (held at its
 next list request while another target takes its turn, that time left out of its duration). The
 audit lists the same cluster page by page from a stand-in for the API server in that process
 (JSON pages written in the process, decoded as the audit decodes the API server's; one pod per
@@ -369,7 +370,7 @@ tenant pulls from a registry its tenant does not allow, so each audit writes a r
 tenant, encoded and discarded).
 Both tenantguards run with the soft memory limit %s and GC percent %s.
 `, r.Scale.Tenants, r.Scale.Tenants*r.Scale.Namespaces, r.Scale.Tenants*r.Scale.Namespaces*r.Scale.Pods, 2*r.Scale.Tenants*r.Scale.Namespaces,
-		r.Corpus, r.Rate, r.Duration, r.Rounds, TargetAudited, auditloop.DefaultPageSize, auditloop.DefaultBatch, auditloop.DefaultPause, shareText(r.Share),
+		r.Corpus, r.Rate, r.Duration, r.Rounds, TargetAudited, auditloop.DefaultPageSize, auditloop.DefaultBatch, auditloop.DefaultPause, shareText(r.Share), auditloop.DefaultQuietWait,
 		memoryLimitText(r.MemoryLimit), gcPercentText(r.GCPercent))
 	b.WriteString("\n")
 	r.Write(&b)
