@@ -27,12 +27,10 @@ const (
 	// DefaultPageSize keeps a page's decode short: the bench-audit
 	// profile gave about 87 µs of decode per object, so 9 ms a page at
 	// 100 against 45 ms at 500 (BENCHMARKS.md, bench-audit, has the runs).
-	DefaultPageSize = 100
-	DefaultBatch    = 100
-	DefaultPause    = 10 * time.Millisecond
-	DefaultShare    = 0.25
-	// DefaultQuietWait bounds the audit's wait for admission to be
-	// quiet before each object and page (Options.QuietWait).
+	DefaultPageSize  = 100
+	DefaultBatch     = 100
+	DefaultPause     = 10 * time.Millisecond
+	DefaultShare     = 0.25
 	DefaultQuietWait = 5 * time.Millisecond
 )
 
@@ -68,10 +66,9 @@ type Options struct {
 	Share    float64
 	// QuietWait is the longest the audit waits, before each object it
 	// checks and each page it decodes, for the server to be answering no
-	// admission request (state.Store.WaitQuiet): at 2,000 requests/s the
-	// server is quiet often, and the audit then runs between requests
-	// rather than beside them. The bound keeps it going under a load that
-	// never pauses.
+	// admission request (state.Store.WaitQuiet): the audit then runs in the
+	// gaps between requests rather than beside them. After a wait that
+	// reached it, the audit waits no more until its next pause.
 	QuietWait time.Duration
 	Logger    *slog.Logger
 	Observer  Observer
@@ -125,7 +122,10 @@ type Loop struct {
 	// cache shares the values that the objects listed repeat (a label
 	// set, a container's resources) between the pages' decodes.
 	cache *jsonast.Cache
-	opts  Options
+	// unquiet is set when a wait for admission to be quiet reached its
+	// bound, until the next pause (waitQuiet).
+	unquiet bool
+	opts    Options
 }
 
 // cacheSlots is the size of a loop's jsonast.Cache: like admission's, a few

@@ -47,6 +47,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("no registry in force yet")
 	}
 	a := audit.New(e, l.store.View(), l.opts.Managers)
+	l.unquiet = false
 	result := &Result{}
 	checked := 0
 	var failed checkFailures
@@ -57,7 +58,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 		if !a.Audits(o) {
 			return nil
 		}
-		l.store.WaitQuiet(ctx, l.opts.QuietWait)
+		l.waitQuiet(ctx)
 		started := time.Now()
 		rows, err := a.Check(ctx, o)
 		if err != nil {
@@ -85,6 +86,7 @@ func (l *Loop) Once(ctx context.Context) (*Result, error) {
 			case <-time.After(l.pause(worked)):
 			}
 			worked = 0
+			l.unquiet = false
 		}
 		return nil
 	}
@@ -202,6 +204,16 @@ func (f *checkFailures) err() error {
 // the rules failed on them (a policy of one's own that errs on a kind, say).
 var ErrUnchecked = errors.New("objects could not be checked")
 
+// waitQuiet waits, up to QuietWait, for the server to answer no admission
+// request; after a wait that reached its bound (a load that does not
+// pause), none until the next pause between batches, so that such a load
+// costs the audit at most QuietWait a batch.
+func (l *Loop) waitQuiet(ctx context.Context) {
+	if !l.unquiet && !l.store.WaitQuiet(ctx, l.opts.QuietWait) {
+		l.unquiet = true
+	}
+}
+
 // pause is how long the audit waits after a batch that took worked: long
 // enough that it works Share of the time, and at least Pause.
 func (l *Loop) pause(worked time.Duration) time.Duration {
@@ -229,7 +241,7 @@ func (l *Loop) list(ctx context.Context, gvr schema.GroupVersionResource, gvk sc
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
-		l.store.WaitQuiet(ctx, l.opts.QuietWait)
+		l.waitQuiet(ctx)
 		items, next, err := DecodePage(l.cache, page)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)

@@ -488,6 +488,12 @@ func TestTheAuditRunsBetweenAdmissionRequests(t *testing.T) {
 		r, err := l.Once(t.Context())
 		done <- ended{r, err}
 	}()
+	for deadline := time.Now().Add(10 * time.Second); reader.requested() == requests; {
+		if time.Now().After(deadline) {
+			t.Fatal("the audit listed nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	select {
 	case <-done:
 		t.Fatal("the audit ran beside a request being answered")
@@ -504,5 +510,26 @@ func TestTheAuditRunsBetweenAdmissionRequests(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the audit did not go on once no request was left")
+	}
+}
+
+// TestALoadThatNeverPausesCostsTheAuditOneWaitABatch: after a wait for
+// admission to be quiet reaches its bound, the audit waits no more until
+// its next pause, so a load that never pauses does not hold it up for
+// QuietWait before every object and page.
+func TestALoadThatNeverPausesCostsTheAuditOneWaitABatch(t *testing.T) {
+	l, _, _ := auditOfFixture(t)
+	l.opts.QuietWait, l.opts.Batch = 300*time.Millisecond, 1000 // no pause in this audit
+	l.store.AdmitStart()                                        // never ends
+	started := time.Now()
+	result, err := l.Once(t.Context())
+	took := time.Since(started)
+	if result == nil {
+		t.Fatal(err)
+	}
+	// One wait per object and page would be 300 ms for each of the
+	// fixture's objects, and more.
+	if took < 300*time.Millisecond || took > 4*time.Second {
+		t.Errorf("the audit took %s, want one wait of 300 ms and its checks", took)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// AdmitStart counts a request the server is answering, from its first byte
-// read to its answer written, until AdmitEnd: background work (the audit)
-// waits for none to be left (WaitQuiet).
+// AdmitStart counts a request the server is answering, from its handler's
+// start to its return, until AdmitEnd: background work (the audit) waits
+// for none to be left (WaitQuiet).
 func (s *Store) AdmitStart() { s.admitting.Add(1) }
 
 // AdmitEnd ends an AdmitStart, and wakes a WaitQuiet when it was the last.
@@ -20,26 +20,32 @@ func (s *Store) AdmitEnd() {
 	}
 }
 
-// WaitQuiet waits until the server answers no request, for at most most,
-// or until ctx ends. It is for one caller at a time (the audit's loop).
-func (s *Store) WaitQuiet(ctx context.Context, most time.Duration) {
+// WaitQuiet waits until the server answers no request, for at most bound,
+// or until ctx ends; true when it found the server quiet. Callers wait one
+// at a time.
+func (s *Store) WaitQuiet(ctx context.Context, bound time.Duration) bool {
 	if s.admitting.Load() == 0 {
-		return // the usual case between requests: no timer
+		return true // the usual case between requests: no timer
 	}
+	s.quietMu.Lock()
+	defer s.quietMu.Unlock()
 	s.quietWanted.Store(true)
 	defer s.quietWanted.Store(false)
-	select {
-	case <-s.quiet: // a wake-up left from an earlier wait
-	default:
+	var t *time.Timer
+	// A wake-up may be one an earlier wait left, or one sent as the
+	// last request ended while another began: each is checked.
+	for s.admitting.Load() != 0 {
+		if t == nil {
+			t = time.NewTimer(bound)
+			defer t.Stop()
+		}
+		select {
+		case <-s.quiet:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
-	if s.admitting.Load() == 0 { // the last ended before quietWanted was seen
-		return
-	}
-	t := time.NewTimer(most)
-	defer t.Stop()
-	select {
-	case <-s.quiet:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	return true
 }

@@ -58,6 +58,7 @@ type Store struct {
 	admitting   atomic.Int64
 	quietWanted atomic.Bool
 	quiet       chan struct{}
+	quietMu     sync.Mutex // one WaitQuiet at a time
 
 	mu          sync.Mutex
 	subscribers []chan struct{}
