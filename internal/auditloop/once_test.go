@@ -467,9 +467,10 @@ func countedKind(t *testing.T, l *Loop, reader *pagedReader, kind schema.GroupVe
 	reader.mapper.(*meta.DefaultRESTMapper).AddSpecific(kind, kind.GroupVersion().WithResource(plural), kind.GroupVersion().WithResource(strings.ToLower(kind.Kind)), scope)
 }
 
-// TestTheAuditRunsBetweenAdmissionRequests: before each page it decodes
-// and each object it checks, the audit waits for the server to answer no
-// admission request (up to QuietWait), and goes on once none is left.
+// TestTheAuditRunsBetweenAdmissionRequests: the audit waits for the server
+// to answer no admission request (up to QuietWait), here at its first
+// page's decode, and goes on once none is left. (The wait before each
+// object is not held apart: both come before the first object checked.)
 func TestTheAuditRunsBetweenAdmissionRequests(t *testing.T) {
 	l, reader, _ := auditOfFixture(t)
 	whole, err := l.Once(t.Context())
